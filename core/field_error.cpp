@@ -1,0 +1,234 @@
+#include "field_error.hpp"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace topogate::core {
+
+std::string_view to_string(error_type t) noexcept {
+  switch (t) {
+    case error_type::required: return "Required value";
+    case error_type::invalid: return "Invalid value";
+    case error_type::forbidden: return "Forbidden";
+    case error_type::duplicate: return "Duplicate value";
+    case error_type::too_many: return "Too many";
+    case error_type::not_supported: return "Not supported";
+    case error_type::too_long: return "Too long";
+    case error_type::not_found: return "Not found";
+  }
+  return "Internal error";
+}
+
+namespace {
+
+// Go's %q for a string: printable ASCII as is, the usual escapes, the rest as \x/\u.
+void append_go_quoted(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));  // UTF-8 passes through
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+std::string field_error::to_string() const {
+  // apimachinery's field.Error.Error(): "<field>: <type>[: <value>][: <detail>]".
+  std::string out = path;
+  out += ": ";
+  out += core::to_string(type);
+  const bool shows_value = has_value && type != error_type::required &&
+                           type != error_type::forbidden && type != error_type::too_long;
+  if (shows_value) {
+    out += ": ";
+    append_go_quoted(out, bad_value);
+  }
+  if (!detail.empty()) {
+    out += ": ";
+    out += detail;
+  }
+  return out;
+}
+
+field_error required(std::string rule, std::string path, std::string detail) {
+  return {std::move(rule), std::move(path), error_type::required, {}, false, std::move(detail)};
+}
+
+field_error invalid(std::string rule, std::string path, std::string_view value, std::string detail) {
+  return {std::move(rule), std::move(path), error_type::invalid, std::string(value), true,
+          std::move(detail)};
+}
+
+field_error forbidden(std::string rule, std::string path, std::string detail) {
+  return {std::move(rule), std::move(path), error_type::forbidden, {}, false, std::move(detail)};
+}
+
+field_error duplicate(std::string rule, std::string path, std::string_view value) {
+  return {std::move(rule), std::move(path), error_type::duplicate, std::string(value), true, {}};
+}
+
+field_error too_many(std::string rule, std::string path, std::size_t actual, std::size_t max) {
+  return {std::move(rule), std::move(path), error_type::too_many, std::to_string(actual), false,
+          "must have at most " + std::to_string(max) + " items (has " + std::to_string(actual) + ")"};
+}
+
+field_error not_supported(std::string rule, std::string path, std::string_view value,
+                          const std::vector<std::string>& supported) {
+  std::string detail = "supported values: ";
+  for (std::size_t i = 0; i < supported.size(); ++i) {
+    if (i) detail += ", ";
+    append_go_quoted(detail, supported[i]);
+  }
+  return {std::move(rule), std::move(path), error_type::not_supported, std::string(value), true,
+          std::move(detail)};
+}
+
+field_error too_long(std::string rule, std::string path, std::size_t actual, std::size_t max) {
+  return {std::move(rule), std::move(path), error_type::too_long, std::to_string(actual), false,
+          "may not be more than " + std::to_string(max) + " bytes (has " + std::to_string(actual) +
+              ")"};
+}
+
+field_error not_found(std::string rule, std::string path, std::string_view value, std::string detail) {
+  return {std::move(rule), std::move(path), error_type::not_found, std::string(value), true,
+          std::move(detail)};
+}
+
+std::string child(std::string_view parent, std::string_view name) {
+  std::string out(parent);
+  if (!out.empty()) out.push_back('.');
+  out += name;
+  return out;
+}
+
+std::string index(std::string_view parent, std::size_t i) {
+  std::string out(parent);
+  out.push_back('[');
+  out += std::to_string(i);
+  out.push_back(']');
+  return out;
+}
+
+std::string key(std::string_view parent, std::string_view k) {
+  std::string out(parent);
+  out.push_back('[');
+  out += k;
+  out.push_back(']');
+  return out;
+}
+
+std::string render_text(const error_list& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!e.rule.empty()) {
+      out += '[';
+      out += e.rule;
+      out += "] ";
+    }
+    out += e.to_string();
+    out += '\n';
+  }
+  return out;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  // Escapes whatever YAML would refuse raw (the consumer decodes JSON with a YAML
+  // parser): C0 and C1 controls, DEL, U+2028/9 for JavaScript readers, and invalid UTF-8
+  // (replaced by U+FFFD so the output is always valid).
+  static constexpr char hex[] = "0123456789abcdef";
+  auto u_escape = [&](std::uint32_t cp) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out.push_back(hex[(cp >> shift) & 0xf]);
+  };
+  out.push_back('"');
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) u_escape(c);
+          else out.push_back(static_cast<char>(c));
+      }
+      ++i;
+      continue;
+    }
+    // Decode one UTF-8 sequence, strictly (no overlongs, no surrogates, <= U+10FFFF).
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+    bool ok = len != 0 && i + len <= s.size();
+    for (std::size_t j = 1; ok && j < len; ++j) {
+      const auto cc = static_cast<unsigned char>(s[i + j]);
+      if ((cc & 0xc0) != 0x80) ok = false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (ok) {
+      if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+          (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        ok = false;
+    }
+    if (!ok) {
+      u_escape(0xfffd);
+      ++i;
+      continue;
+    }
+    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
+        cp == 0xfffe || cp == 0xffff) {
+      u_escape(cp);
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
+  }
+  out.push_back('"');
+}
+
+std::string render_json(const error_list& errors) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const auto& e = errors[i];
+    if (i) out.push_back(',');
+    out += "{\"rule\":";
+    append_json_string(out, e.rule);
+    out += ",\"field\":";
+    append_json_string(out, e.path);
+    out += ",\"type\":";
+    append_json_string(out, to_string(e.type));
+    if (e.has_value) {
+      out += ",\"value\":";
+      append_json_string(out, e.bad_value);
+    }
+    out += ",\"detail\":";
+    append_json_string(out, e.detail);
+    out += ",\"message\":";
+    append_json_string(out, e.to_string());
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
+}  // namespace topogate::core

@@ -1,0 +1,61 @@
+#pragma once
+// Snapshots (topology.gpustack.ai/v1alpha1): strict decoding (S1) and rules S2-S10.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "field_error.hpp"
+#include "nodes.hpp"
+#include "topology_source.hpp"
+
+namespace topogate::core {
+
+inline constexpr std::string_view snapshot_api_version = "topology.gpustack.ai/v1alpha1";
+// The consumer's webhook reader refuses a larger body, and a ConfigMap holds at most 1 MiB.
+inline constexpr std::size_t max_snapshot_bytes = 1u << 20;
+
+struct snapshot_label {
+  std::string key;
+  std::string value;
+};
+
+struct snapshot_node {
+  std::string name;
+  std::vector<snapshot_label> labels;  // document order
+};
+
+struct snapshot {
+  std::string api_version;
+  std::string revision;
+  std::vector<snapshot_node> nodes;  // document order
+};
+
+struct snapshot_decode_result {
+  snapshot value;
+  error_list errors;  // S1 (and S10 for the received size)
+  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+};
+
+// YAML or JSON, one document; JSON takes the simdjson path.
+snapshot_decode_result decode_snapshot(std::string_view text);
+
+struct snapshot_context {
+  const topology_source* source = nullptr;  // required
+  const node_list* nodes = nullptr;         // optional: enables S3 and S6
+};
+
+// S2-S10 over a decoded snapshot (S6 only when S1-S9 pass, as the consumer does).
+error_list validate_snapshot(const snapshot& snap, const snapshot_context& ctx);
+
+// Decode + validate: every error, from S1 to S10.
+error_list check_snapshot(std::string_view text, const snapshot_context& ctx);
+
+// topogate's canonical JSON rendering (what it serves): keys sorted like Go's
+// encoding/json, YAML-safe escaping, no insignificant white space.
+std::string render_snapshot_json(const snapshot& snap);
+// The same content as block YAML (Accept: application/yaml).
+std::string render_snapshot_yaml(const snapshot& snap);
+
+}  // namespace topogate::core

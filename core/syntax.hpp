@@ -1,0 +1,55 @@
+#pragma once
+// Syntax primitives, exactly as Kubernetes apimachinery validates them
+// (IsQualifiedName, IsValidLabelValue, IsDNS1123Subdomain) and as Go's
+// time.ParseDuration parses durations. Each returns the list of problems as detail
+// strings (empty = valid), like apimachinery's validation functions.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace topogate::core {
+
+inline constexpr std::size_t max_label_name_length = 63;
+inline constexpr std::size_t max_label_value_length = 63;
+inline constexpr std::size_t max_dns1123_subdomain_length = 253;
+inline constexpr std::size_t max_dns1123_label_length = 63;
+
+[[nodiscard]] std::vector<std::string> check_qualified_name(std::string_view key);   // label key
+[[nodiscard]] std::vector<std::string> check_label_value(std::string_view value);    // may be empty
+[[nodiscard]] std::vector<std::string> check_dns1123_subdomain(std::string_view s);
+[[nodiscard]] std::vector<std::string> check_dns1123_label(std::string_view s);
+
+// Fast predicates for hot paths (snapshot validation); same answers as the checks above.
+[[nodiscard]] bool is_qualified_name(std::string_view key) noexcept;
+[[nodiscard]] bool is_label_value(std::string_view value) noexcept;
+[[nodiscard]] bool is_dns1123_subdomain(std::string_view s) noexcept;
+
+// Go's strings.TrimSpace (Unicode White_Space: ASCII space, \t\n\v\f\r, U+0085, U+00A0,
+// U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+[[nodiscard]] std::string_view trim_space(std::string_view s) noexcept;
+[[nodiscard]] inline bool is_blank(std::string_view s) noexcept { return trim_space(s).empty(); }
+
+// Go time.ParseDuration. nullopt with an error message in *error on failure.
+[[nodiscard]] std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s,
+                                                                        std::string* error = nullptr);
+
+// Go time.Duration.String() ("1m30s", "10s", "0s"), for messages.
+[[nodiscard]] std::string format_go_duration(std::chrono::nanoseconds d);
+
+// Go net/url.Parse result, reduced to what T9 needs.
+struct parsed_url {
+  std::string scheme;  // as written
+  std::string host;    // hostname without port or brackets
+  std::string port;
+  bool has_user_info = false;  // even empty: "https://@x"
+  std::string fragment;        // after '#', empty for a bare trailing '#'
+  std::string raw_query;
+  std::string path;
+};
+[[nodiscard]] std::optional<parsed_url> parse_url(std::string_view s, std::string* error = nullptr);
+
+}  // namespace topogate::core

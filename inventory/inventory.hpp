@@ -1,0 +1,126 @@
+#pragma once
+// One inventory: the revision topogate serves for one TopologySource, how it got
+// there, and the last attempts. Readers take an immutable revision (a shared_ptr
+// swapped under them); nothing is ever served half-built.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/field_error.hpp"
+#include "core/nodes.hpp"
+#include "core/snapshot.hpp"
+#include "core/topology_source.hpp"
+
+namespace topogate::inventory {
+
+// Injected so staleness and history can be tested without sleeping.
+class clock {
+ public:
+  virtual ~clock() = default;
+  [[nodiscard]] virtual std::chrono::system_clock::time_point now() const = 0;
+};
+const clock& system_clock();
+
+// A published, validated revision. Immutable once built.
+struct revision {
+  std::string revision_id;  // snapshot.revision (suffixed when pruned)
+  std::string etag;         // quoted strong ETag: "\"" + hex digest of json_body + "\""
+  std::string json_body;    // canonical JSON rendering, rendered once
+  std::string yaml_body;    // the same as YAML, rendered once
+  core::snapshot snapshot;  // as accepted (before any pruning)
+  std::chrono::system_clock::time_point accepted_at;
+  std::string origin;  // "file:/path", "push", "store"
+  std::string actor;   // who pushed (identity, never a credential), empty for files
+};
+
+// One accept/reject decision, kept in a bounded history.
+struct attempt {
+  std::chrono::system_clock::time_point at;
+  std::string revision_id;
+  std::string origin;
+  std::string actor;
+  bool accepted = false;
+  std::string etag;          // when accepted
+  core::error_list errors;   // when rejected
+};
+
+enum class unknown_nodes_policy { reject, prune };
+
+struct inventory_config {
+  std::string name;
+  core::topology_source source;
+  core::validation_options options;
+  std::chrono::seconds max_age{0};  // 0 = no limit
+  bool allow_empty_start = false;
+  unknown_nodes_policy unknown_nodes = unknown_nodes_policy::reject;
+  std::size_t history_size = 32;
+};
+
+struct offer_result {
+  bool accepted = false;
+  core::error_list errors;                 // every rule violated (S1..S10)
+  std::shared_ptr<const revision> served;  // the revision served after the offer
+};
+
+// What a GET should answer right now.
+struct serve_decision {
+  std::shared_ptr<const revision> rev;  // null => 503
+  std::string unavailable_reason;       // set when rev is null
+};
+
+class inventory {
+ public:
+  inventory(inventory_config cfg, const clock& clk = system_clock());
+
+  [[nodiscard]] const inventory_config& config() const noexcept { return cfg_; }
+  [[nodiscard]] const std::string& name() const noexcept { return cfg_.name; }
+
+  // Lock-free for readers in the sense that matters: a short critical section to copy
+  // a shared_ptr, never held while a body is written to a socket.
+  [[nodiscard]] std::shared_ptr<const revision> current() const;
+  [[nodiscard]] serve_decision serve() const;  // applies max_age
+  [[nodiscard]] bool ready() const;            // has a revision or allow_empty_start
+
+  // Validates `bytes` with the core against the source and the known Nodes; publishes
+  // atomically when valid. `if_match` (an ETag) makes it conditional: on mismatch
+  // nothing changes and `precondition_failed` is set.
+  struct offer_options {
+    std::string origin;
+    std::string actor;
+    std::optional<std::string> if_match;
+  };
+  offer_result offer(std::string_view bytes, const offer_options& o);
+  // Builds the revision a publish would produce, without publishing (for durable
+  // stores: persist first, then commit()).
+  struct prepared {
+    offer_result result;
+    std::shared_ptr<const revision> candidate;  // null when invalid
+    bool precondition_failed = false;
+  };
+  prepared prepare(std::string_view bytes, const offer_options& o) const;
+  void commit(const prepared& p);
+  void record_rejection(const prepared& p, const offer_options& o);
+
+  // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
+  void set_nodes(std::optional<core::node_list> nodes);
+
+  [[nodiscard]] std::vector<attempt> history() const;
+  [[nodiscard]] std::optional<attempt> last_attempt() const;
+
+ private:
+  inventory_config cfg_;
+  const clock& clock_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const revision> current_;
+  std::optional<core::node_list> nodes_;
+  std::vector<attempt> history_;  // ring, newest last
+};
+
+}  // namespace topogate::inventory

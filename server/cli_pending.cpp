@@ -1,0 +1,11 @@
+// TEMPORARY during bring-up: each function moves to its own file when implemented.
+#include <cstdio>
+
+#include "server/commands.hpp"
+
+namespace topogate::cli {
+int run_validate(args) { std::fputs("not yet\n", stderr); return 2; }
+int run_review(args) { std::fputs("not yet\n", stderr); return 2; }
+int run_serve(args) { std::fputs("not yet\n", stderr); return 2; }
+int run_demo(args) { std::fputs("not yet\n", stderr); return 2; }
+}  // namespace topogate::cli

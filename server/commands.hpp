@@ -1,0 +1,17 @@
+#pragma once
+// The command-line entry points. main() only dispatches to these.
+
+#include <span>
+#include <string_view>
+
+namespace topogate::cli {
+
+using args = std::span<const std::string_view>;
+
+int run_validate(args a);  // topogate validate {topologysource|snapshot|modeldeployment} ...
+int run_review(args a);    // topogate review FILE: AdmissionReview in, response out
+int run_serve(args a);     // topogate serve --config FILE
+int run_demo(args a);      // topogate demo [--dir DIR] [--port PORT]
+int run_version(args a);   // topogate version
+
+}  // namespace topogate::cli
