@@ -38,6 +38,9 @@ struct revision {
   std::chrono::system_clock::time_point accepted_at;
   std::string origin;  // "file:/path", "push", "store"
   std::string actor;   // who pushed (identity, never a credential), empty for files
+  // Snapshot nodes left out because the Node list no longer has them (unknownNodes: prune);
+  // json_body/yaml_body then render the pruned snapshot under revision_id.
+  std::vector<std::string> pruned_nodes;
 };
 
 // One accept/reject decision, kept in a bounded history.
@@ -49,6 +52,7 @@ struct attempt {
   bool accepted = false;
   std::string etag;          // when accepted
   core::error_list errors;   // when rejected
+  std::string note;          // why, when the errors do not say it (412, pruning, Node change)
 };
 
 enum class unknown_nodes_policy { reject, prune };
@@ -95,6 +99,8 @@ class inventory {
     std::string origin;
     std::string actor;
     std::optional<std::string> if_match;
+    // When the revision was first acknowledged (a reload from the store keeps its age).
+    std::optional<std::chrono::system_clock::time_point> accepted_at;
   };
   offer_result offer(std::string_view bytes, const offer_options& o);
   // Builds the revision a publish would produce, without publishing (for durable
@@ -103,6 +109,7 @@ class inventory {
     offer_result result;
     std::shared_ptr<const revision> candidate;  // null when invalid
     bool precondition_failed = false;
+    std::uint64_t nodes_generation = 0;  // the Node list the candidate was validated against
   };
   prepared prepare(std::string_view bytes, const offer_options& o) const;
   void commit(const prepared& p);
@@ -114,6 +121,24 @@ class inventory {
   [[nodiscard]] std::vector<attempt> history() const;
   [[nodiscard]] std::optional<attempt> last_attempt() const;
 
+  // The source re-read the bytes that produced `etag` and they are still valid: the served
+  // revision is fresh again (max_age counts from the last confirmation, not from the first
+  // acceptance, so an unchanged file does not expire). No history entry.
+  void confirm(std::string_view etag);
+  // The revision as accepted (before pruning), even while nothing is servable.
+  [[nodiscard]] std::shared_ptr<const revision> accepted() const;
+  [[nodiscard]] std::chrono::system_clock::time_point confirmed_at() const;
+  // Number of selected Nodes, nullopt while the Node list is unknown.
+  [[nodiscard]] std::optional<std::size_t> selected_node_count() const;
+  [[nodiscard]] std::uint64_t nodes_generation() const;
+
+  // "sha256 hex" ETag of a body, as every replica computes it.
+  [[nodiscard]] static std::string etag_of(std::string_view json_body);
+  // RFC 9110 §13.1.1 If-Match with strong comparison: "*" matches any current revision,
+  // otherwise a comma-separated list of entity tags (weak tags never match).
+  [[nodiscard]] static bool if_match_matches(std::string_view header,
+                                             const std::string* current_etag);
+
  private:
   inventory_config cfg_;
   const clock& clock_;
@@ -121,6 +146,22 @@ class inventory {
   std::shared_ptr<const revision> current_;
   std::optional<core::node_list> nodes_;
   std::vector<attempt> history_;  // ring, newest last
+
+  struct evaluation {
+    std::shared_ptr<revision> rev;  // null when invalid
+    core::error_list errors;
+  };
+  // The one deterministic function from (accepted snapshot, selected Nodes, policy) to
+  // what is served, shared by offers and Node changes so every replica agrees.
+  [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected) const;
+  void push_history(attempt a);                     // mu_ held
+
+  mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
+  std::shared_ptr<const revision> base_;  // as accepted; current_ is base_, pruned, or null
+  std::shared_ptr<const core::node_list> selected_;  // select_nodes(nodes_), null = unknown
+  std::uint64_t generation_ = 0;
+  std::chrono::system_clock::time_point confirmed_at_{};
+  std::string unavailable_reason_ = "no valid revision yet";
 };
 
 }  // namespace topogate::inventory

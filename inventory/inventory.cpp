@@ -1,0 +1,391 @@
+#include "inventory/inventory.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/syntax.hpp"
+
+namespace topogate::inventory {
+
+namespace {
+
+class real_clock final : public clock {
+ public:
+  [[nodiscard]] std::chrono::system_clock::time_point now() const override {
+    return std::chrono::system_clock::now();
+  }
+};
+
+// A short, single-line summary of an error list for 503 reasons and history.
+std::string summarize(const core::error_list& errors) {
+  if (errors.empty()) return {};
+  std::string out = std::to_string(errors.size());
+  out += errors.size() == 1 ? " error: [" : " errors, first: [";
+  out += errors.front().rule;
+  out += "] ";
+  out += errors.front().to_string();
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+const clock& system_clock() {
+  static const real_clock c;
+  return c;
+}
+
+inventory::inventory(inventory_config cfg, const clock& clk) : cfg_(std::move(cfg)), clock_(clk) {
+  if (cfg_.history_size == 0) cfg_.history_size = 1;
+}
+
+std::string inventory::etag_of(std::string_view json_body) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  // SHA-256 of the canonical JSON: the same revision yields the same ETag on every replica.
+  if (EVP_Digest(json_body.data(), json_body.size(), md, &len, EVP_sha256(), nullptr) != 1) {
+    // Only an OpenSSL initialisation failure gets here; an ETag that can never match is safe.
+    return "\"unavailable\"";
+  }
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 + 2 * len);
+  out.push_back('"');
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 0x0f]);
+  }
+  out.push_back('"');
+  return out;
+}
+
+bool inventory::if_match_matches(std::string_view header, const std::string* current_etag) {
+  header = trim_ows(header);
+  if (header == "*") return current_etag != nullptr;
+  if (current_etag == nullptr) return false;
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    const auto tag = trim_ows(header.substr(0, comma));
+    // Strong comparison (RFC 9110 §8.8.3.2): a weak validator never matches If-Match.
+    if (!tag.starts_with("W/") && tag == *current_etag) return true;
+    if (comma == std::string_view::npos) break;
+    header.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+inventory::evaluation inventory::evaluate(const core::snapshot& snap,
+                                          const core::node_list* selected) const {
+  evaluation ev;
+  const core::snapshot_context ctx{&cfg_.source, selected};
+  ev.errors = core::validate_snapshot(snap, ctx);
+
+  const core::snapshot* served = &snap;
+  core::snapshot pruned;
+  std::vector<std::string> gone;
+  if (!ev.errors.empty()) {
+    if (cfg_.unknown_nodes != unknown_nodes_policy::prune || selected == nullptr) return ev;
+    // Prune only the Nodes the list does not have (S3); any other error still rejects.
+    pruned.api_version = snap.api_version;
+    for (const auto& n : snap.nodes) {
+      if (selected->find(n.name) == nullptr) {
+        gone.push_back(n.name);
+      } else {
+        pruned.nodes.push_back(n);
+      }
+    }
+    if (gone.empty()) return ev;
+    pruned.revision = snap.revision + "+pruned-" + std::to_string(gone.size());
+    if (!core::validate_snapshot(pruned, ctx).empty()) return ev;  // report the unpruned errors
+    ev.errors.clear();
+    served = &pruned;
+  }
+
+  auto rev = std::make_shared<revision>();
+  rev->json_body = core::render_snapshot_json(*served);
+  if (rev->json_body.size() > core::max_snapshot_bytes) {
+    // S10 as served: the consumer's reader refuses a body larger than 1 MiB.
+    ev.errors.push_back(core::too_long("S10", "", rev->json_body.size(), core::max_snapshot_bytes));
+    return ev;
+  }
+  rev->yaml_body = core::render_snapshot_yaml(*served);
+  rev->etag = etag_of(rev->json_body);
+  rev->revision_id = served->revision;
+  rev->snapshot = snap;
+  rev->pruned_nodes = std::move(gone);
+  ev.rev = std::move(rev);
+  return ev;
+}
+
+std::shared_ptr<const revision> inventory::current() const {
+  std::lock_guard lk(mu_);
+  return current_;
+}
+
+serve_decision inventory::serve() const {
+  const auto now = clock_.now();
+  std::lock_guard lk(mu_);
+  if (!current_) return {nullptr, unavailable_reason_};
+  if (cfg_.max_age.count() > 0) {
+    const auto age = now - confirmed_at_;
+    if (age > cfg_.max_age) {
+      // The consumer's own maxStaleness clock must start: a 503 does that, stale data would not.
+      return {nullptr, "revision older than maxAge (revision " + current_->revision_id + " age " +
+                           core::format_go_duration(
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(age)) +
+                           " > maxAge " +
+                           core::format_go_duration(
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(cfg_.max_age)) +
+                           ")"};
+    }
+  }
+  return {current_, {}};
+}
+
+bool inventory::ready() const {
+  // Staleness does not make a replica unready: unready replicas leave the Service and the
+  // consumer would see connection errors instead of a 503 that explains itself.
+  std::lock_guard lk(mu_);
+  return current_ != nullptr || cfg_.allow_empty_start;
+}
+
+inventory::prepared inventory::prepare(std::string_view bytes, const offer_options& o) const {
+  prepared p;
+  std::shared_ptr<const core::node_list> selected;
+  {
+    std::lock_guard lk(mu_);
+    selected = selected_;
+    p.nodes_generation = generation_;
+    p.result.served = current_;
+    if (o.if_match) {
+      // Preconditions are evaluated before the request's own semantics (RFC 9110 §13.2.2):
+      // a stale writer gets 412 even when its body would also be invalid.
+      if (!if_match_matches(*o.if_match, current_ ? &current_->etag : nullptr)) {
+        p.precondition_failed = true;
+        return p;
+      }
+    }
+  }
+
+  const core::snapshot_context ctx{&cfg_.source, selected.get()};
+  auto decoded = core::decode_snapshot(bytes);
+  if (!decoded.ok()) {
+    // The failure path decodes again so the core reports every error it can, S1 to S10.
+    p.result.errors = core::check_snapshot(bytes, ctx);
+    if (p.result.errors.empty()) p.result.errors = std::move(decoded.errors);
+    return p;
+  }
+  auto ev = evaluate(decoded.value, selected.get());
+  if (!ev.rev) {
+    p.result.errors = std::move(ev.errors);
+    return p;
+  }
+  ev.rev->accepted_at = o.accepted_at.value_or(clock_.now());
+  ev.rev->origin = o.origin;
+  ev.rev->actor = o.actor;
+  p.result.accepted = true;
+  p.candidate = std::move(ev.rev);
+  return p;
+}
+
+void inventory::push_history(attempt a) {
+  if (history_.size() >= cfg_.history_size) {
+    history_.erase(history_.begin(),
+                   history_.begin() + static_cast<std::ptrdiff_t>(history_.size() - cfg_.history_size + 1));
+  }
+  history_.push_back(std::move(a));
+}
+
+void inventory::commit(const prepared& p) {
+  if (!p.candidate) return;
+  std::lock_guard wl(write_mu_);
+  std::shared_ptr<const revision> rev = p.candidate;
+  std::shared_ptr<const core::node_list> selected;
+  bool stale_nodes = false;
+  {
+    std::lock_guard lk(mu_);
+    stale_nodes = p.nodes_generation != generation_;
+    selected = selected_;
+  }
+  core::error_list errors;
+  if (stale_nodes) {
+    // The Node list changed between prepare() and commit(): what is served must be a
+    // function of the current list, so evaluate the accepted snapshot again.
+    auto ev = evaluate(p.candidate->snapshot, selected.get());
+    if (ev.rev) {
+      ev.rev->accepted_at = p.candidate->accepted_at;
+      ev.rev->origin = p.candidate->origin;
+      ev.rev->actor = p.candidate->actor;
+      rev = std::move(ev.rev);
+    } else {
+      rev = nullptr;
+      errors = std::move(ev.errors);
+    }
+  }
+
+  const auto now = clock_.now();
+  std::lock_guard lk(mu_);
+  // The accepted snapshot (unpruned) is what a later Node change re-evaluates.
+  auto base = std::make_shared<revision>(*p.candidate);
+  base_ = std::move(base);
+  attempt a;
+  a.at = now;
+  a.revision_id = p.candidate->snapshot.revision;
+  a.origin = p.candidate->origin;
+  a.actor = p.candidate->actor;
+  if (rev) {
+    current_ = rev;
+    // accepted_at is the offer's time, or the original acknowledgement for a reload from the
+    // store, so a restart does not make an old revision look fresh.
+    confirmed_at_ = rev->accepted_at;
+    a.accepted = true;
+    a.etag = rev->etag;
+    a.revision_id = rev->revision_id;
+    if (!rev->pruned_nodes.empty()) {
+      a.note = "pruned " + std::to_string(rev->pruned_nodes.size()) +
+               " Node(s) unknown to the cluster: " + join(rev->pruned_nodes);
+    }
+  } else {
+    current_ = nullptr;
+    unavailable_reason_ = "revision " + p.candidate->snapshot.revision +
+                          " is not valid for the current Nodes (" + summarize(errors) + ")";
+    a.errors = std::move(errors);
+    a.note = "Node list changed before publication";
+  }
+  push_history(std::move(a));
+}
+
+void inventory::record_rejection(const prepared& p, const offer_options& o) {
+  const auto now = clock_.now();
+  attempt a;
+  a.at = now;
+  a.origin = o.origin;
+  a.actor = o.actor;
+  a.accepted = false;
+  a.errors = p.result.errors;
+  if (p.precondition_failed) a.note = "If-Match precondition failed";
+  std::lock_guard wl(write_mu_);
+  std::lock_guard lk(mu_);
+  if (!base_ && !p.precondition_failed) {
+    unavailable_reason_ = "no valid revision yet (last attempt from " + o.origin + " rejected: " +
+                          summarize(p.result.errors) + ")";
+  }
+  push_history(std::move(a));
+}
+
+offer_result inventory::offer(std::string_view bytes, const offer_options& o) {
+  auto p = prepare(bytes, o);
+  if (p.candidate && !p.precondition_failed) {
+    commit(p);
+    p.result.served = current();
+    if (!p.result.served) p.result.accepted = false;
+  } else {
+    record_rejection(p, o);
+    p.result.served = current();
+  }
+  return std::move(p.result);
+}
+
+void inventory::set_nodes(std::optional<core::node_list> nodes) {
+  std::lock_guard wl(write_mu_);
+  std::shared_ptr<const core::node_list> selected;
+  if (nodes) selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
+  std::shared_ptr<const revision> base;
+  {
+    std::lock_guard lk(mu_);
+    nodes_ = std::move(nodes);
+    selected_ = selected;
+    ++generation_;
+    base = base_;
+  }
+  if (!base) return;
+
+  auto ev = evaluate(base->snapshot, selected.get());
+  const auto now = clock_.now();
+  std::lock_guard lk(mu_);
+  attempt a;
+  a.at = now;
+  a.origin = "nodes";
+  a.revision_id = base->snapshot.revision;
+  if (ev.rev) {
+    if (current_ && current_->etag == ev.rev->etag) return;  // nothing the consumer would notice
+    ev.rev->accepted_at = base->accepted_at;
+    ev.rev->origin = base->origin;
+    ev.rev->actor = base->actor;
+    a.accepted = true;
+    a.etag = ev.rev->etag;
+    a.revision_id = ev.rev->revision_id;
+    a.note = ev.rev->pruned_nodes.empty()
+                 ? std::string("Node list changed: revision valid again")
+                 : "Node list changed: pruned " + std::to_string(ev.rev->pruned_nodes.size()) +
+                       " Node(s) unknown to the cluster: " + join(ev.rev->pruned_nodes);
+    current_ = std::move(ev.rev);
+  } else {
+    const auto reason = "revision " + base->snapshot.revision +
+                        " is not valid for the current Nodes (" + summarize(ev.errors) + ")";
+    if (!current_ && unavailable_reason_ == reason) return;
+    // A revision the consumer would reject is not served: 503 with the reason instead.
+    current_ = nullptr;
+    unavailable_reason_ = reason;
+    a.accepted = false;
+    a.errors = std::move(ev.errors);
+    a.note = "Node list changed: revision no longer valid";
+  }
+  push_history(std::move(a));
+}
+
+void inventory::confirm(std::string_view etag) {
+  const auto now = clock_.now();
+  std::lock_guard lk(mu_);
+  if (current_ && current_->etag == etag) confirmed_at_ = std::max(confirmed_at_, now);
+}
+
+std::shared_ptr<const revision> inventory::accepted() const {
+  std::lock_guard lk(mu_);
+  return base_;
+}
+
+std::chrono::system_clock::time_point inventory::confirmed_at() const {
+  std::lock_guard lk(mu_);
+  return confirmed_at_;
+}
+
+std::optional<std::size_t> inventory::selected_node_count() const {
+  std::lock_guard lk(mu_);
+  if (!selected_) return std::nullopt;
+  return selected_->nodes.size();
+}
+
+std::uint64_t inventory::nodes_generation() const {
+  std::lock_guard lk(mu_);
+  return generation_;
+}
+
+std::vector<attempt> inventory::history() const {
+  std::lock_guard lk(mu_);
+  return history_;
+}
+
+std::optional<attempt> inventory::last_attempt() const {
+  std::lock_guard lk(mu_);
+  if (history_.empty()) return std::nullopt;
+  return history_.back();
+}
+
+}  // namespace topogate::inventory
