@@ -210,6 +210,7 @@ void inventory::push_history(attempt a) {
                    history_.begin() + static_cast<std::ptrdiff_t>(history_.size() - cfg_.history_size + 1));
   }
   history_.push_back(std::move(a));
+  ++attempts_;
 }
 
 void inventory::commit(const prepared& p) {
@@ -287,6 +288,23 @@ void inventory::record_rejection(const prepared& p, const offer_options& o) {
                           summarize(p.result.errors) + ")";
   }
   push_history(std::move(a));
+}
+
+void inventory::record_failure(const offer_options& o, std::string note) {
+  attempt a;
+  a.at = clock_.now();
+  a.origin = o.origin;
+  a.actor = o.actor;
+  a.note = std::move(note);
+  std::lock_guard wl(write_mu_);
+  std::lock_guard lk(mu_);
+  if (!base_) unavailable_reason_ = "no valid revision yet (" + a.note + ")";
+  push_history(std::move(a));
+}
+
+std::uint64_t inventory::attempts_recorded() const {
+  std::lock_guard lk(mu_);
+  return attempts_;
 }
 
 offer_result inventory::offer(std::string_view bytes, const offer_options& o) {

@@ -114,6 +114,8 @@ class inventory {
   prepared prepare(std::string_view bytes, const offer_options& o) const;
   void commit(const prepared& p);
   void record_rejection(const prepared& p, const offer_options& o);
+  // An attempt that failed before validation (unreadable file, store write failed).
+  void record_failure(const offer_options& o, std::string note);
 
   // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
   void set_nodes(std::optional<core::node_list> nodes);
@@ -131,6 +133,8 @@ class inventory {
   // Number of selected Nodes, nullopt while the Node list is unknown.
   [[nodiscard]] std::optional<std::size_t> selected_node_count() const;
   [[nodiscard]] std::uint64_t nodes_generation() const;
+  // Number of attempts ever recorded (history() keeps the last history_size of them).
+  [[nodiscard]] std::uint64_t attempts_recorded() const;
 
   // "sha256 hex" ETag of a body, as every replica computes it.
   [[nodiscard]] static std::string etag_of(std::string_view json_body);
@@ -160,6 +164,7 @@ class inventory {
   std::shared_ptr<const revision> base_;  // as accepted; current_ is base_, pruned, or null
   std::shared_ptr<const core::node_list> selected_;  // select_nodes(nodes_), null = unknown
   std::uint64_t generation_ = 0;
+  std::uint64_t attempts_ = 0;
   std::chrono::system_clock::time_point confirmed_at_{};
   std::string unavailable_reason_ = "no valid revision yet";
 };

@@ -50,6 +50,10 @@ struct http_answer {
 // Observer for metrics/logging; every callback may be called from any thread.
 struct registry_observer {
   std::function<void(const std::string& inventory, const attempt&)> on_attempt;
+  // Reconcile-loop events worth a log line (pruning, read errors, store failures, watch
+  // reconnects). level: "info", "warn", "error". Never carries a credential. When unset,
+  // one JSON line per event goes to stderr.
+  std::function<void(std::string_view level, std::string_view inventory, std::string_view message)> on_log;
 };
 
 class registry {

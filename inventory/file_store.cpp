@@ -1,0 +1,277 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <system_error>
+
+#include "inventory/file_source.hpp"
+#include "inventory/store.hpp"
+
+namespace topogate::inventory::detail {
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1) return {};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 0x0f]);
+  }
+  return out;
+}
+
+std::string format_time(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
+  const auto frac = ((ms % 1000) + 1000) % 1000;
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(frac));
+  return buf;
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view s) {
+  // The subset format_time() writes (and Kubernetes' RFC 3339 with optional fraction).
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (s.size() < 20) return std::nullopt;
+  const std::string head(s.substr(0, 19));
+  if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6) return std::nullopt;
+  std::size_t i = 19;
+  long long nanos = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    long long scale = 100000000;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      nanos += (s[i] - '0') * scale;
+      scale /= 10;
+      ++i;
+    }
+  }
+  if (i >= s.size() || s[i] != 'Z') return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  const std::time_t t = ::timegm(&tm);
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(t) +
+                                                                      std::chrono::nanoseconds(nanos)));
+}
+
+namespace {
+
+std::string errno_text(int e) { return std::system_category().message(e); }
+
+// Inventory names come from the configuration; anything outside a conservative set is
+// escaped so a name can never leave the store directory.
+std::string file_name(const std::string& inventory) {
+  std::string out;
+  for (const char c : inventory) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || (c == '.' && !out.empty());
+    if (plain) {
+      out.push_back(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    }
+  }
+  return out + ".snapshot";
+}
+
+std::string escape_actor(std::string_view a) {
+  std::string out;
+  for (const char c : a) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", u);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string unescape_actor(std::string_view a) {
+  if (a == "-") return {};
+  std::string out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == '%' && i + 2 < a.size()) {
+      unsigned v = 0;
+      std::from_chars(a.data() + i + 1, a.data() + i + 3, v, 16);
+      out.push_back(static_cast<char>(v));
+      i += 2;
+    } else {
+      out.push_back(a[i]);
+    }
+  }
+  return out;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const auto n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Format: one header line, then the canonical JSON.
+//   topogate-store 1 <acceptedAt unix ns> <sha256 of the JSON> <actor, %-escaped or ->
+// The digest catches a file damaged outside topogate; rename makes torn writes impossible.
+constexpr std::string_view magic = "topogate-store 1 ";
+
+class file_store final : public revision_store {
+ public:
+  explicit file_store(std::string dir) : dir_(std::move(dir)) {}
+
+  [[nodiscard]] std::string describe() const override { return "file:" + dir_; }
+
+  store_status load(const std::string& inventory, std::optional<stored_revision>& out) override {
+    out.reset();
+    const auto path = dir_ + "/" + file_name(inventory);
+    auto r = read_stable(path, 4u << 20);
+    if (!r.ok) {
+      if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
+      return {store_status::code::unavailable, r.error};
+    }
+    std::string_view all = r.bytes;
+    const auto nl = all.find('\n');
+    if (!all.starts_with(magic) || nl == std::string_view::npos) {
+      return {store_status::code::unavailable, path + ": not a topogate store file"};
+    }
+    std::string_view header = all.substr(magic.size(), nl - magic.size());
+    const std::string_view body = all.substr(nl + 1);
+    const auto sp1 = header.find(' ');
+    const auto sp2 = sp1 == std::string_view::npos ? sp1 : header.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos) return {store_status::code::unavailable, path + ": bad header"};
+    long long ns = 0;
+    std::from_chars(header.data(), header.data() + sp1, ns);
+    const auto digest = header.substr(sp1 + 1, sp2 - sp1 - 1);
+    if (digest != sha256_hex(body)) {
+      return {store_status::code::unavailable, path + ": digest mismatch (file damaged)"};
+    }
+    stored_revision rev;
+    rev.json.assign(body);
+    rev.accepted_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
+    rev.actor = unescape_actor(header.substr(sp2 + 1));
+    rev.version.assign(digest);
+    out = std::move(rev);
+    return {};
+  }
+
+  store_status save(const std::string& inventory, const stored_revision& rev,
+                    const std::string& /*expected_version*/, std::string& new_version) override {
+    const auto final_path = dir_ + "/" + file_name(inventory);
+    const auto tmp_path = dir_ + "/." + file_name(inventory) + ".tmp-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(counter_.fetch_add(1));
+    const auto digest = sha256_hex(rev.json);
+    std::string data(magic);
+    data += std::to_string(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(rev.accepted_at.time_since_epoch()).count());
+    data += ' ';
+    data += digest;
+    data += ' ';
+    data += escape_actor(rev.actor);
+    data += '\n';
+    data += rev.json;
+
+    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return fail("create " + tmp_path, errno, {});
+    if (!write_all(fd, data)) {
+      const int e = errno;
+      ::close(fd);
+      return fail("write " + tmp_path, e, tmp_path);
+    }
+    // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
+    if (::fsync(fd) != 0) {
+      const int e = errno;
+      ::close(fd);
+      return fail("fsync " + tmp_path, e, tmp_path);
+    }
+    if (::close(fd) != 0) return fail("close " + tmp_path, errno, tmp_path);
+    if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) return fail("rename " + tmp_path, errno, tmp_path);
+    // The rename itself is durable only once the directory entry is.
+    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return fail("open " + dir_, errno, {});
+    const int rc = ::fsync(dfd);
+    const int e = errno;
+    ::close(dfd);
+    if (rc != 0) return fail("fsync " + dir_, e, {});
+    new_version = digest;
+    return {};
+  }
+
+  // Leftovers of writes interrupted by a crash; never acknowledged, never loaded.
+  void clean_temporaries() const {
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) return;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.starts_with(".") && n.find(".snapshot.tmp-") != std::string::npos) {
+        ::unlink((dir_ + "/" + n).c_str());
+      }
+    }
+    ::closedir(d);
+  }
+
+ private:
+  static store_status fail(const std::string& what, int e, const std::string& unlink_path) {
+    if (!unlink_path.empty()) ::unlink(unlink_path.c_str());
+    return {store_status::code::unavailable, what + ": " + errno_text(e)};
+  }
+
+  std::string dir_;
+  std::atomic<std::uint64_t> counter_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error) {
+  if (directory.empty()) {
+    error = "store.directory is required for the file store";
+    return nullptr;
+  }
+  if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
+    error = "create store directory " + directory + ": " + errno_text(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = "store directory " + directory + " is not a directory";
+    return nullptr;
+  }
+  if (::access(directory.c_str(), W_OK) != 0) {
+    error = "store directory " + directory + " is not writable: " + errno_text(errno);
+    return nullptr;
+  }
+  auto s = std::make_unique<file_store>(directory);
+  s->clean_temporaries();
+  return s;
+}
+
+}  // namespace topogate::inventory::detail
