@@ -1,0 +1,1389 @@
+#include "document.hpp"
+
+#include <emmintrin.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <istream>
+#include <new>
+#include <simdjson.h>
+#include <streambuf>
+
+#include "document_internal.hpp"
+
+namespace topogate::core {
+
+const doc_node* doc_node::find(std::string_view key) const noexcept {
+  if (k != kind::mapping) return nullptr;
+  for (const auto& [name, value] : map)
+    if (name == key) return &value;
+  return nullptr;
+}
+
+std::string_view doc_node::kind_name() const noexcept {
+  switch (k) {
+    case kind::null: return "!!null";
+    case kind::sequence: return "!!seq";
+    case kind::mapping: return "!!map";
+    case kind::scalar: break;
+  }
+  switch (tag) {
+    case scalar_tag::str: return "!!str";
+    case scalar_tag::int_: return "!!int";
+    case scalar_tag::float_: return "!!float";
+    case scalar_tag::bool_: return "!!bool";
+    case scalar_tag::timestamp: return "!!timestamp";
+    case scalar_tag::binary: return "!!binary";
+    case scalar_tag::other: return "!!str";
+  }
+  return "!!str";
+}
+
+namespace detail {
+namespace {
+
+std::size_t line_of(std::string_view text, std::size_t offset) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(
+                                                                           std::min(offset, text.size())),
+                                             '\n')) +
+         1;
+}
+
+std::string at_line(std::size_t line, std::string_view msg) {
+  std::string out = "line " + std::to_string(line) + ": ";
+  out += msg;
+  return out;
+}
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// ---------------------------------------------------------------------------------------
+// yaml.v3 resolve(): the tag a scalar gets. The text itself is always kept as written.
+
+// Go's strconv.ParseInt(s, 0, 64) or ParseUint(s, 0, 64) succeeding (yaml.v3 tries both).
+bool go_parses_as_int(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  bool neg = false, sign = false;
+  if (s[0] == '+' || s[0] == '-') {
+    neg = s[0] == '-';
+    sign = true;
+    s.remove_prefix(1);
+    if (s.empty()) return false;
+  }
+  unsigned base = 10;
+  if (s[0] == '0') {
+    const char p = s.size() >= 3 ? static_cast<char>(s[1] | 0x20) : '\0';
+    if (p == 'b') { base = 2; s.remove_prefix(2); }
+    else if (p == 'o') { base = 8; s.remove_prefix(2); }
+    else if (p == 'x') { base = 16; s.remove_prefix(2); }
+    else { base = 8; s.remove_prefix(1); }
+  }
+  std::uint64_t v = 0;
+  for (char c : s) {
+    unsigned d;
+    if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
+    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') d = static_cast<unsigned>((c | 0x20) - 'a' + 10);
+    else return false;
+    if (d >= base) return false;
+    if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v)) return false;
+  }
+  constexpr std::uint64_t i64_max = 0x7fffffffffffffffULL;
+  if (neg) return v <= i64_max + 1;
+  if (sign) return v <= i64_max;  // ParseUint takes no sign
+  return true;
+}
+
+// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` and finite (Go's ParseFloat
+// reports a range error, and yaml.v3 then falls back to a string, for an overflow).
+bool yaml_style_float(std::string_view s) {
+  std::size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    const std::size_t start = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i == start) return false;
+  } else {
+    const std::size_t start = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i == start) return false;
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      while (i < s.size() && is_digit(s[i])) ++i;
+    }
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    const std::size_t start = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i == start) return false;
+  }
+  if (i != s.size()) return false;
+  const std::string copy(s);
+  errno = 0;
+  const double v = std::strtod(copy.c_str(), nullptr);
+  return !std::isinf(v);
+}
+
+int days_in(int month, int year) {
+  static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) return 29;
+  return days[month - 1];
+}
+
+// One or two digits, like Go's time.Parse for the layout elements 1, 2, 15, 4 and 5.
+bool take_num(std::string_view& s, int& out, bool fixed2) {
+  if (s.empty() || !is_digit(s[0])) return false;
+  out = s[0] - '0';
+  std::size_t n = 1;
+  if (s.size() > 1 && is_digit(s[1])) {
+    out = out * 10 + (s[1] - '0');
+    n = 2;
+  } else if (fixed2) {
+    return false;
+  }
+  s.remove_prefix(n);
+  return true;
+}
+
+// yaml.v3's parseTimestamp: the layouts 2006-1-2T15:4:5.999999999Z07:00 (also with `t`),
+// "2006-1-2 15:4:5.999999999" and 2006-1-2, with Go's range checks.
+bool is_timestamp(std::string_view s) {
+  if (s.size() < 5) return false;
+  for (int i = 0; i < 4; ++i)
+    if (!is_digit(s[static_cast<std::size_t>(i)])) return false;
+  if (s[4] != '-') return false;
+  const int year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+  s.remove_prefix(5);
+  int month = 0, day = 0;
+  if (!take_num(s, month, false) || month < 1 || month > 12) return false;
+  if (s.empty() || s[0] != '-') return false;
+  s.remove_prefix(1);
+  if (!take_num(s, day, false)) return false;
+  if (day < 1 || day > days_in(month, year)) return false;
+  if (s.empty()) return true;
+  const char sep = s[0];
+  if (sep != 'T' && sep != 't' && sep != ' ') return false;
+  s.remove_prefix(1);
+  int hour = 0, minute = 0, second = 0;
+  if (!take_num(s, hour, false) || hour > 23) return false;
+  if (s.empty() || s[0] != ':') return false;
+  s.remove_prefix(1);
+  if (!take_num(s, minute, false) || minute > 59) return false;
+  if (s.empty() || s[0] != ':') return false;
+  s.remove_prefix(1);
+  if (!take_num(s, second, false) || second > 59) return false;
+  if (s.size() >= 2 && (s[0] == '.' || s[0] == ',') && is_digit(s[1])) {
+    s.remove_prefix(1);
+    while (!s.empty() && is_digit(s[0])) s.remove_prefix(1);
+  }
+  if (sep == ' ') return s.empty();
+  if (s == "Z") return true;
+  if (s.size() != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':') return false;
+  std::string_view hh = s.substr(1, 2), mm = s.substr(4, 2);
+  int h = 0, m = 0;
+  if (!take_num(hh, h, true) || !take_num(mm, m, true)) return false;
+  return h <= 24 && m <= 60;
+}
+
+enum class resolved : std::uint8_t { str, null, bool_, int_, float_, timestamp };
+
+resolved resolve_text(std::string_view in, bool try_timestamp) {
+  char hint = 'N';
+  if (!in.empty()) {
+    const char c = in[0];
+    if (c == '+' || c == '-') hint = 'S';
+    else if (is_digit(c)) hint = 'D';
+    else if (c == '.') hint = '.';
+    else if (std::string_view("yYnNtTfFoO~").find(c) != std::string_view::npos) hint = 'M';
+    else return resolved::str;
+  }
+  if (in.empty() || in == "~" || in == "null" || in == "Null" || in == "NULL") return resolved::null;
+  if (in == "true" || in == "True" || in == "TRUE" || in == "false" || in == "False" ||
+      in == "FALSE")
+    return resolved::bool_;
+  if (in == ".nan" || in == ".NaN" || in == ".NAN" || in == ".inf" || in == ".Inf" ||
+      in == ".INF" || in == "+.inf" || in == "+.Inf" || in == "+.INF" || in == "-.inf" ||
+      in == "-.Inf" || in == "-.INF")
+    return resolved::float_;
+  switch (hint) {
+    case 'M': return resolved::str;
+    case '.': return yaml_style_float(in) ? resolved::float_ : resolved::str;
+    default: break;
+  }
+  if (try_timestamp && is_timestamp(in)) return resolved::timestamp;
+  std::string plain;
+  plain.reserve(in.size());
+  for (char c : in)
+    if (c != '_') plain.push_back(c);
+  if (go_parses_as_int(plain)) return resolved::int_;
+  if (yaml_style_float(plain)) return resolved::float_;
+  // yaml.v3's own binary and octal spellings, tried after Go's base-prefix parsing.
+  std::string_view p = plain;
+  auto digits_in_base = [](std::string_view d, unsigned base, bool allow_sign) {
+    if (allow_sign && !d.empty() && (d[0] == '+' || d[0] == '-')) d.remove_prefix(1);
+    if (d.empty() || d.size() > 64) return false;
+    for (char c : d)
+      if (c < '0' || static_cast<unsigned>(c - '0') >= base) return false;
+    return true;
+  };
+  if (p.substr(0, 2) == "0b") return digits_in_base(p.substr(2), 2, true) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 3) == "-0b") return digits_in_base(p.substr(3), 2, false) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 2) == "0o") return digits_in_base(p.substr(2), 8, true) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 3) == "-0o") return digits_in_base(p.substr(3), 8, false) ? resolved::int_ : resolved::str;
+  return resolved::str;
+}
+
+doc_node::scalar_tag to_scalar_tag(resolved r) {
+  switch (r) {
+    case resolved::int_: return doc_node::scalar_tag::int_;
+    case resolved::float_: return doc_node::scalar_tag::float_;
+    case resolved::bool_: return doc_node::scalar_tag::bool_;
+    case resolved::timestamp: return doc_node::scalar_tag::timestamp;
+    case resolved::null:
+    case resolved::str: return doc_node::scalar_tag::str;
+  }
+  return doc_node::scalar_tag::str;
+}
+
+std::string_view short_name(resolved r) {
+  switch (r) {
+    case resolved::str: return "!!str";
+    case resolved::null: return "!!null";
+    case resolved::bool_: return "!!bool";
+    case resolved::int_: return "!!int";
+    case resolved::float_: return "!!float";
+    case resolved::timestamp: return "!!timestamp";
+  }
+  return "!!str";
+}
+
+// Go's base64.StdEncoding.DecodeString: CR and LF are skipped, padding is required.
+bool decode_base64(std::string_view in, std::string& out) {
+  auto value_of = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out.clear();
+  int quad[4];
+  int n = 0, pad = 0;
+  bool done = false;
+  for (char c : in) {
+    if (c == '\r' || c == '\n') continue;
+    if (done) return false;
+    if (c == '=') {
+      if (n < 2) return false;
+      quad[n++] = 0;
+      ++pad;
+    } else {
+      if (pad) return false;
+      const int v = value_of(c);
+      if (v < 0) return false;
+      quad[n++] = v;
+    }
+    if (n == 4) {
+      const std::uint32_t bits = (static_cast<std::uint32_t>(quad[0]) << 18) |
+                                 (static_cast<std::uint32_t>(quad[1]) << 12) |
+                                 (static_cast<std::uint32_t>(quad[2]) << 6) |
+                                 static_cast<std::uint32_t>(quad[3]);
+      out.push_back(static_cast<char>((bits >> 16) & 0xff));
+      if (pad < 2) out.push_back(static_cast<char>((bits >> 8) & 0xff));
+      if (pad < 1) out.push_back(static_cast<char>(bits & 0xff));
+      if (pad) done = true;
+      n = 0;
+    }
+  }
+  return n == 0;
+}
+
+}  // namespace
+
+doc_node::scalar_tag resolve_plain(std::string_view text, bool* is_null) noexcept {
+  resolved r = resolved::str;
+  try {
+    r = resolve_text(text, true);
+  } catch (...) {  // std::string allocation only
+    r = resolved::str;
+  }
+  if (is_null) *is_null = r == resolved::null;
+  return to_scalar_tag(r);
+}
+
+// ---------------------------------------------------------------------------------------
+// Character-level checks yaml.v3 makes before and while scanning.
+
+std::string check_yaml_characters(std::string_view text, bool* has_line_separators) {
+  bool separators = false;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), nl = _mm_set1_epi8('\n'),
+                cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t');
+  auto fail = [&](std::size_t at, std::string_view what) {
+    if (has_line_separators) *has_line_separators = separators;
+    return at_line(line_of(text, at), what);
+  };
+  while (i < n) {
+    if (i + 16 <= n) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
+      const __m128i low = _mm_cmplt_epi8(v, c20);
+      const __m128i ok_ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)),
+                                         _mm_cmpeq_epi8(v, tab));
+      const __m128i bad = _mm_or_si128(_mm_andnot_si128(ok_ws, low), _mm_cmpeq_epi8(v, c7f));
+      if (_mm_movemask_epi8(bad) == 0) {
+        i += 16;
+        continue;
+      }
+    }
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+        return fail(i, "control characters are not allowed");
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1fu; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0fu; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07u; }
+    else return fail(i, "invalid leading UTF-8 octet");
+    if (i + len > n) return fail(i, "incomplete UTF-8 octet sequence");
+    for (std::size_t j = 1; j < len; ++j) {
+      const unsigned char cc = p[i + j];
+      if ((cc & 0xc0) != 0x80) return fail(i, "invalid trailing UTF-8 octet");
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000))
+      return fail(i, "invalid length of a UTF-8 sequence");
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return fail(i, "invalid Unicode character");
+    const bool printable = cp == 0x85 || (cp >= 0xa0 && cp <= 0xd7ff) ||
+                           (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+    if (!printable) return fail(i, "control characters are not allowed");
+    if (cp == 0x85 || cp == 0x2028 || cp == 0x2029) separators = true;
+    i += len;
+  }
+  if (has_line_separators) *has_line_separators = separators;
+  return {};
+}
+
+bool is_json_number(std::string_view t) noexcept {
+  std::size_t i = 0;
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i >= t.size()) return false;
+  if (t[i] == '0') {
+    ++i;
+  } else if (t[i] >= '1' && t[i] <= '9') {
+    while (i < t.size() && is_digit(t[i])) ++i;
+  } else {
+    return false;
+  }
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    const std::size_t s = i;
+    while (i < t.size() && is_digit(t[i])) ++i;
+    if (i == s) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    const std::size_t s = i;
+    while (i < t.size() && is_digit(t[i])) ++i;
+    if (i == s) return false;
+  }
+  return i == t.size();
+}
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+  return -1;
+}
+
+// Checks the escapes of one double-quoted scalar starting at `open` (the quote). yaml.v3
+// knows 0 a b t TAB n v f r e SPACE " ' \ N _ L P x u U and escaped line breaks; `\/` (JSON)
+// is unknown to it, and \x \u \U may not name a surrogate or pass U+10FFFF.
+std::string check_double_quoted(std::string_view text, std::size_t open) {
+  std::size_t i = open + 1;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') return {};
+    if (c != '\\') {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= text.size()) return {};
+    const char e = text[i + 1];
+    int digits = 0;
+    switch (e) {
+      case '0': case 'a': case 'b': case 't': case '\t': case 'n': case 'v': case 'f': case 'r':
+      case 'e': case ' ': case '"': case '\'': case '\\': case 'N': case '_': case 'L': case 'P':
+      case '\n': case '\r':
+        i += 2;
+        continue;
+      case 'x': digits = 2; break;
+      case 'u': digits = 4; break;
+      case 'U': digits = 8; break;
+      default:
+        if (static_cast<unsigned char>(e) >= 0x80) {
+          // U+0085, U+2028, U+2029 are line breaks for yaml.v3; anything else is unknown.
+          const std::string_view rest = text.substr(i + 1, 3);
+          if (rest.substr(0, 2) == "\xc2\x85" || rest == "\xe2\x80\xa8" || rest == "\xe2\x80\xa9") {
+            i += 1 + (rest[0] == '\xc2' ? 2 : 3);
+            continue;
+          }
+        }
+        return at_line(line_of(text, i), "found unknown escape character");
+    }
+    std::uint32_t cp = 0;
+    for (int d = 0; d < digits; ++d) {
+      const std::size_t at = i + 2 + static_cast<std::size_t>(d);
+      const int v = at < text.size() ? hex_value(text[at]) : -1;
+      if (v < 0) return at_line(line_of(text, i), "did not find expected hexdecimal number");
+      cp = (cp << 4) | static_cast<std::uint32_t>(v);
+    }
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return at_line(line_of(text, i), "found invalid Unicode character escape code");
+    i += 2 + static_cast<std::size_t>(digits);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_json_as_yaml(std::string_view text) {
+  // Before the first token yaml.v3 is in block context, where a tab cannot start a token.
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\r') continue;
+    if (c == '\t') return "line 1: found character that cannot start any token";
+    break;
+  }
+  std::size_t i = 0;
+  while ((i = text.find('\\', i)) != std::string_view::npos) {
+    // In valid JSON a backslash only occurs inside a string; find that string's opening
+    // quote is not needed: the escape itself is what yaml.v3 judges.
+    if (i + 1 >= text.size()) break;
+    const char e = text[i + 1];
+    if (e == '/') return at_line(line_of(text, i), "found unknown escape character");
+    if (e == 'u') {
+      std::uint32_t cp = 0;
+      for (std::size_t d = 0; d < 4; ++d) {
+        const int v = i + 2 + d < text.size() ? hex_value(text[i + 2 + d]) : -1;
+        if (v < 0) return at_line(line_of(text, i), "did not find expected hexdecimal number");
+        cp = (cp << 4) | static_cast<std::uint32_t>(v);
+      }
+      if (cp >= 0xd800 && cp <= 0xdfff)
+        return at_line(line_of(text, i), "found invalid Unicode character escape code");
+      i += 6;
+      continue;
+    }
+    i += 2;
+  }
+  return {};
+}
+
+bool json_key_fits_yaml(std::string_view text, std::size_t open) {
+  std::size_t i = open + 1;
+  while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+  ++i;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  if (i >= text.size() || text[i] != ':') return false;
+  if (i - open <= 1024) return true;
+  std::size_t chars = 0;
+  for (std::size_t j = open; j < i; ++j)
+    if ((static_cast<unsigned char>(text[j]) & 0xc0) != 0x80) ++chars;
+  return chars <= 1024;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// YAML: yaml-cpp's event parser into doc_node, with yaml.v3's semantics layered on top.
+
+// Zero-copy std::istream over the input.
+class view_streambuf : public std::streambuf {
+ public:
+  explicit view_streambuf(std::string_view s) {
+    char* b = const_cast<char*>(s.data());
+    setg(b, b, b + s.size());
+  }
+};
+
+// Thrown from the event handler to stop yaml-cpp after a fatal decode error; caught in
+// decode_yaml_styled before it leaves the decoder.
+struct abort_parse {};
+
+bool identifier_like(std::string_view k) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (k.empty() || !alpha(k[0])) return false;
+  return std::all_of(k.begin(), k.end(), [&](char c) { return alpha(c) || is_digit(c); });
+}
+
+}  // namespace
+
+void append_path_key(std::string& out, std::string_view key, bool top, path_style style) {
+  if (top) out = child(out, key);
+  else if (style == path_style::generic && identifier_like(key)) out = child(out, key);
+  else out = core::key(out, key);
+}
+
+namespace {
+
+// yaml.v3's alias budget (decode.go allowedAliasRatio): most of a small document may come
+// from aliases, a shrinking share of a large one.
+double allowed_alias_ratio(std::size_t decode_count) {
+  constexpr double low = 400000, high = 4000000;
+  const auto d = static_cast<double>(decode_count);
+  if (d <= low) return 0.99;
+  if (d >= high) return 0.10;
+  return 0.99 - 0.89 * ((d - low) / (high - low));
+}
+
+class tree_builder final : public YAML::EventHandler {
+ public:
+  tree_builder(std::string_view text, std::string_view rule, const decode_limits& limits,
+               path_style style, bool line_separators)
+      : text_(text), rule_(rule), limits_(limits), style_(style), separators_(line_separators) {}
+
+  doc_node root;
+  error_list errors;
+  bool saw_document = false;
+
+  void OnDocumentStart(const YAML::Mark&) override { saw_document = true; }
+  void OnDocumentEnd() override {}
+
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (expecting_key()) {
+      // A null key: yaml.v3 cannot decode it into a string and drops the entry, but still
+      // compares its literal text with the other keys.
+      std::string raw = literal_null_at(mark);
+      begin_key(std::move(raw), mark, /*dropped=*/true, /*merge=*/false);
+      if (anchor) store_scalar_anchor(anchor, doc_node{});
+      return;
+    }
+    doc_node* n = place(mark);
+    ++count_;
+    if (anchor) store_anchor(anchor, *n, 1, 0);
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    doc_node scalar;
+    bool is_null = false;
+    resolve_scalar(mark, tag, value, scalar, is_null);
+    const bool merge = (tag == "?" && value == "<<") || tag == "tag:yaml.org,2002:merge";
+    if (expecting_key()) {
+      ++count_;
+      if (is_null) {
+        begin_key(value, mark, true, false);
+      } else {
+        begin_key(std::move(scalar.text), mark, false, merge);
+      }
+      if (anchor) store_scalar_anchor(anchor, is_null ? doc_node{} : scalar);
+      return;
+    }
+    doc_node* n = place(mark);
+    ++count_;
+    if (!is_null) {
+      n->k = doc_node::kind::scalar;
+      n->tag = scalar.tag;
+      n->text = std::move(scalar.text);
+    }
+    if (anchor) store_anchor(anchor, *n, 1, 0);
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (anchor >= anchors_.size() || !anchors_[anchor].complete) {
+      fatal(mark, "anchor '" + name_of(anchor) + "' value contains itself");
+    }
+    const anchor_entry& a = anchors_[anchor];
+    charge_alias(mark, a.size);
+    if (frames_.size() + a.height > limits_.max_depth) fatal(mark, "document nesting exceeds the depth limit");
+    if (expecting_key()) {
+      if (a.node.is_null()) {
+        begin_key("", mark, true, false);
+      } else if (a.node.is_scalar()) {
+        begin_key(a.node.text, mark, false, false);
+      } else {
+        fatal(mark, "invalid map key: a " + std::string(a.node.kind_name()) + " cannot be a key");
+      }
+      return;
+    }
+    if (!frames_.empty()) frames_.back().height = std::max(frames_.back().height, a.height + 1);
+    doc_node* n = place(mark);
+    const std::size_t line = n->line;
+    *n = a.node;
+    n->line = line;
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open_collection(mark, doc_node::kind::sequence, anchor);
+  }
+  void OnSequenceEnd() override { close_collection(); }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open_collection(mark, doc_node::kind::mapping, anchor);
+  }
+  void OnMapEnd() override {
+    finish_mapping();
+    close_collection();
+  }
+
+  // The path of the innermost open location, rendered per path_style.
+  std::string current_path() const {
+    std::string out;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const frame& f = frames_[i];
+      if (f.node->is_sequence()) {
+        if (f.node->items.empty()) break;
+        out = index(out, f.node->items.size() - 1);
+      } else {
+        if (!f.has_key || f.node->map.empty()) break;
+        append_key(out, key_text(f), i == 0);
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct entry_info {
+    std::size_t line = 0;
+    bool dropped = false;
+    bool merge = false;
+    std::string raw;  // literal text of a dropped (null) key, for duplicate detection
+  };
+  struct frame {
+    doc_node* node = nullptr;
+    YAML::anchor_t anchor = 0;
+    std::size_t count_at_start = 0;
+    std::size_t height = 1;
+    bool has_key = false;  // a key was read and its value is pending or being built
+    bool value_pending = false;
+    std::size_t entries_begin = 0;  // mappings: entries_[entries_begin + i] describes map[i]
+  };
+  struct anchor_entry {
+    doc_node node;
+    std::size_t size = 0;
+    std::size_t height = 0;
+    bool complete = false;
+  };
+
+  std::string_view key_text(const frame& f) const {
+    const std::size_t i = f.node->map.size() - 1;
+    const entry_info& e = entries_[f.entries_begin + i];
+    return e.dropped ? std::string_view(e.raw) : std::string_view(f.node->map[i].first);
+  }
+
+  void append_key(std::string& out, std::string_view key, bool top) const {
+    append_path_key(out, key, top, style_);
+  }
+
+  bool expecting_key() const {
+    return !frames_.empty() && frames_.back().node->is_mapping() && !frames_.back().value_pending;
+  }
+
+  [[noreturn]] void fatal(const YAML::Mark& mark, std::string_view msg) {
+    errors.push_back(invalid(std::string(rule_), current_path(), "",
+                             at_line(static_cast<std::size_t>(mark.line) + 1, msg)));
+    errors.back().has_value = false;
+    throw abort_parse{};
+  }
+
+  std::string name_of(YAML::anchor_t anchor) const {
+    if (anchor < anchors_.size() && !anchor_names_[anchor].empty()) return anchor_names_[anchor];
+    return std::to_string(anchor);
+  }
+
+  std::string literal_null_at(const YAML::Mark& mark) const {
+    if (mark.pos < 0 || static_cast<std::size_t>(mark.pos) >= text_.size()) return {};
+    const std::string_view rest = text_.substr(static_cast<std::size_t>(mark.pos));
+    for (std::string_view w : {"null", "Null", "NULL", "~"})
+      if (rest.substr(0, w.size()) == w) return std::string(w);
+    return {};
+  }
+
+  void charge_alias(const YAML::Mark& mark, std::size_t size) {
+    if (count_ + size > limits_.max_expanded_nodes) {
+      fatal(mark, "document exceeds " + std::to_string(limits_.max_expanded_nodes) +
+                      " nodes after alias expansion");
+    }
+    count_ += size;
+    alias_count_ += size;
+    if (alias_count_ > 100 && count_ > 1000 &&
+        static_cast<double>(alias_count_) / static_cast<double>(count_) >
+            allowed_alias_ratio(count_)) {
+      fatal(mark, "document contains excessive aliasing");
+    }
+  }
+
+  void check_count(const YAML::Mark& mark) {
+    if (count_ >= limits_.max_expanded_nodes) {
+      fatal(mark, "document exceeds " + std::to_string(limits_.max_expanded_nodes) + " nodes");
+    }
+  }
+
+  void begin_key(std::string key, const YAML::Mark& mark, bool dropped, bool merge) {
+    check_count(mark);
+    frame& f = frames_.back();
+    entry_info info;
+    info.line = static_cast<std::size_t>(mark.line) + 1;
+    info.dropped = dropped;
+    info.merge = merge;
+    if (dropped) info.raw = std::move(key);
+    entries_.push_back(std::move(info));
+    f.node->map.emplace_back(dropped ? std::string() : std::move(key), doc_node{});
+    f.has_key = true;
+    f.value_pending = true;
+  }
+
+  // The slot for the next value: the root, the next sequence item, or the pending map value.
+  doc_node* place(const YAML::Mark& mark) {
+    check_count(mark);
+    doc_node* n = nullptr;
+    if (frames_.empty()) {
+      n = &root;
+    } else {
+      frame& f = frames_.back();
+      if (f.node->is_sequence()) {
+        n = &f.node->items.emplace_back();
+      } else {
+        n = &f.node->map.back().second;
+        f.value_pending = false;
+      }
+    }
+    n->line = static_cast<std::size_t>(mark.line) + 1;
+    return n;
+  }
+
+  void open_collection(const YAML::Mark& mark, doc_node::kind k, YAML::anchor_t anchor) {
+    if (expecting_key()) {
+      fatal(mark, std::string("invalid map key: a ") +
+                      (k == doc_node::kind::mapping ? "!!map" : "!!seq") + " cannot be a key");
+    }
+    if (frames_.size() >= limits_.max_depth) {
+      fatal(mark, "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
+    }
+    doc_node* n = place(mark);
+    ++count_;
+    n->k = k;
+    frame f;
+    f.node = n;
+    f.anchor = anchor;
+    f.count_at_start = count_;
+    f.entries_begin = entries_.size();
+    if (anchor) anchor_name_for(anchor);
+    frames_.push_back(std::move(f));
+  }
+
+  void close_collection() {
+    frame f = frames_.back();
+    frames_.pop_back();
+    entries_.resize(f.entries_begin);
+    if (!frames_.empty()) frames_.back().height = std::max(frames_.back().height, f.height + 1);
+    if (f.anchor) store_anchor(f.anchor, *f.node, count_ - f.count_at_start + 1, f.height);
+  }
+
+  void anchor_name_for(YAML::anchor_t anchor) {
+    if (anchor >= anchors_.size()) {
+      anchors_.resize(anchor + 1);
+      anchor_names_.resize(anchor + 1);
+    }
+    anchor_names_[anchor] = anchor_name_;
+  }
+
+  void store_scalar_anchor(YAML::anchor_t anchor, const doc_node& n) { store_anchor(anchor, n, 1, 0); }
+
+  void store_anchor(YAML::anchor_t anchor, const doc_node& n, std::size_t size, std::size_t height) {
+    anchor_name_for(anchor);
+    anchor_entry& a = anchors_[anchor];
+    a.node = n;
+    a.size = size;
+    a.height = height;
+    a.complete = true;
+  }
+
+  void resolve_scalar(const YAML::Mark& mark, const std::string& tag, const std::string& value,
+                      doc_node& out, bool& is_null) {
+    out.k = doc_node::kind::scalar;
+    out.line = static_cast<std::size_t>(mark.line) + 1;
+    is_null = false;
+    if (tag == "?") {
+      if (separators_ && (value.find("\xc2\x85") != std::string::npos ||
+                          value.find("\xe2\x80\xa8") != std::string::npos ||
+                          value.find("\xe2\x80\xa9") != std::string::npos)) {
+        fatal(mark, "a line separator (U+0085, U+2028, U+2029) in a plain scalar is a line break "
+                    "for YAML 1.1 decoders");
+      }
+      const resolved r = resolve_text(value, true);
+      is_null = r == resolved::null;
+      out.tag = to_scalar_tag(r);
+      out.text = value;
+      return;
+    }
+    check_quoted(mark);
+    if (tag == "!") {
+      out.tag = doc_node::scalar_tag::str;
+      out.text = value;
+      return;
+    }
+    constexpr std::string_view core_prefix = "tag:yaml.org,2002:";
+    if (tag.size() > 1 && tag[0] == '!' && tag.find('!', 1) != std::string::npos) {
+      fatal(mark, "found undefined tag handle");
+    }
+    if (std::string_view(tag).substr(0, core_prefix.size()) != core_prefix) {
+      out.tag = doc_node::scalar_tag::other;
+      out.text = value;
+      return;
+    }
+    const std::string_view name = std::string_view(tag).substr(core_prefix.size());
+    if (name == "binary") {
+      if (!decode_base64(value, out.text)) fatal(mark, "!!binary value contains invalid base64 data");
+      out.tag = doc_node::scalar_tag::binary;
+      return;
+    }
+    resolved want;
+    if (name == "str") {
+      out.tag = doc_node::scalar_tag::str;
+      out.text = value;
+      return;
+    }
+    if (name == "bool") want = resolved::bool_;
+    else if (name == "int") want = resolved::int_;
+    else if (name == "float") want = resolved::float_;
+    else if (name == "null") want = resolved::null;
+    else if (name == "timestamp") want = resolved::timestamp;
+    else {
+      out.tag = doc_node::scalar_tag::other;
+      out.text = value;
+      return;
+    }
+    resolved got = resolve_text(value, want == resolved::timestamp);
+    if (want == resolved::float_ && got == resolved::int_) got = resolved::float_;
+    if (got != want) {
+      std::string shown = value;
+      fatal(mark, "cannot decode " + std::string(short_name(got)) + " `" + shown + "` as a " +
+                      std::string(short_name(want)));
+    }
+    is_null = want == resolved::null;
+    out.tag = to_scalar_tag(want);
+    out.text = value;
+  }
+
+  // yaml-cpp accepts the JSON escape `\/` in double-quoted scalars; yaml.v3 does not.
+  void check_quoted(const YAML::Mark& mark) {
+    if (mark.pos < 0) return;
+    std::size_t i = static_cast<std::size_t>(mark.pos);
+    // Skip node properties (anchor, tag) and the white space and comments around them.
+    while (i < text_.size()) {
+      const char c = text_[i];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++i;
+      } else if (c == '#') {
+        while (i < text_.size() && text_[i] != '\n') ++i;
+      } else if (c == '&' || c == '!') {
+        while (i < text_.size() && text_[i] != ' ' && text_[i] != '\t' && text_[i] != '\n' &&
+               text_[i] != '\r')
+          ++i;
+      } else {
+        break;
+      }
+    }
+    if (i >= text_.size() || text_[i] != '"') return;
+    std::string problem = check_double_quoted(text_, i);
+    if (!problem.empty()) {
+      errors.push_back(invalid(std::string(rule_), current_path(), "", std::move(problem)));
+      errors.back().has_value = false;
+      throw abort_parse{};
+    }
+  }
+
+  void finish_mapping() {
+    frame& f = frames_.back();
+    auto& map = f.node->map;
+    entry_info* entries = entries_.data() + f.entries_begin;
+    // yaml.v3 refuses a key written twice in one mapping (decode.go: "mapping key already
+    // defined"); merged keys are exempt, explicit ones win over them.
+    const std::size_t n = map.size();
+    auto report = [&](std::size_t first, std::size_t second, std::string_view shown) {
+      std::string path = current_path_without_key();
+      if (!entries[second].dropped) append_key(path, shown, frames_.size() == 1);
+      std::string msg = "mapping key \"" + std::string(shown) + "\" already defined at line " +
+                        std::to_string(entries[first].line);
+      field_error e = duplicate(std::string(rule_), std::move(path), shown);
+      e.detail = at_line(entries[second].line, msg);
+      errors.push_back(std::move(e));
+    };
+    auto text_of = [&](std::size_t i) -> std::string_view {
+      return entries[i].dropped ? std::string_view(entries[i].raw) : std::string_view(map[i].first);
+    };
+    if (n <= 16) {
+      for (std::size_t i = 1; i < n; ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (entries[i].dropped == entries[j].dropped && text_of(i) == text_of(j)) {
+            report(j, i, text_of(i));
+            break;
+          }
+    } else {
+      string_index seen, seen_null;
+      seen.reset(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        auto& idx = entries[i].dropped ? seen_null : seen;
+        const auto [first, inserted] = idx.insert(text_of(i), static_cast<std::uint32_t>(i));
+        if (!inserted) report(first, i, text_of(i));
+      }
+    }
+    bool has_special = false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (entries[i].dropped || entries[i].merge) has_special = true;
+    if (!has_special) return;
+    // Pull out merge values and dropped entries, keep explicit entries in order.
+    std::vector<doc_node> merges;
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (entries[i].merge) {
+        merges.push_back(std::move(map[i].second));
+        continue;
+      }
+      if (entries[i].dropped) continue;
+      if (w != i) map[w] = std::move(map[i]);
+      ++w;
+    }
+    map.resize(w);
+    if (merges.empty()) return;
+    // yaml.v3 applies only the last `<<` (two are a duplicate key, reported above).
+    doc_node src = std::move(merges.back());
+    std::vector<doc_node*> sources;
+    if (src.is_mapping()) {
+      sources.push_back(&src);
+    } else if (src.is_sequence()) {
+      for (auto& item : src.items) {
+        if (!item.is_mapping()) merge_error();
+        sources.push_back(&item);
+      }
+    } else {
+      merge_error();
+    }
+    string_index present;
+    present.reset(map.size() + 8);
+    for (std::size_t i = 0; i < map.size(); ++i)
+      present.insert(map[i].first, static_cast<std::uint32_t>(i));
+    // Earlier keys win: explicit ones, then each source in order.
+    std::vector<std::pair<std::string, doc_node>> added;
+    for (doc_node* s : sources) {
+      for (auto& [k, v] : s->map) {
+        if (present.find(k)) continue;
+        added.emplace_back(k, std::move(v));
+        present.insert(added.back().first, 0);
+      }
+    }
+    // `present` views keys in `added`; re-reserve before moving to keep views valid is not
+    // needed since the index is not used after this point.
+    for (auto& kv : added) map.push_back(std::move(kv));
+  }
+
+  [[noreturn]] void merge_error() {
+    YAML::Mark m;
+    m.line = static_cast<int>(frames_.back().node->line) - 1;
+    fatal(m, "map merge requires map or sequence of maps as the value");
+  }
+
+  std::string current_path_without_key() const {
+    std::string out;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const frame& f = frames_[i];
+      if (f.node->is_sequence()) {
+        out = index(out, f.node->items.size() - 1);
+      } else {
+        append_key(out, key_text(f), i == 0);
+      }
+    }
+    return out;
+  }
+
+  std::string_view text_;
+  std::string_view rule_;
+  const decode_limits& limits_;
+  path_style style_;
+  bool separators_;
+  std::vector<frame> frames_;
+  std::vector<entry_info> entries_;
+  std::vector<anchor_entry> anchors_;
+  std::vector<std::string> anchor_names_;
+  std::string anchor_name_;
+  std::size_t count_ = 0;
+  std::size_t alias_count_ = 0;
+};
+
+// Directives and the region before the first token, where yaml-cpp is more lenient than
+// yaml.v3: only `%YAML 1.1` is accepted (once), a directive must be followed by `---`, and a
+// tab cannot start a line there.
+std::string check_prologue(std::string_view text) {
+  std::size_t i = 0;
+  if (text.substr(0, 3) == "\xef\xbb\xbf") i = 3;
+  bool yaml_directive = false, any_directive = false;
+  std::size_t line = 1;
+  while (i < text.size()) {
+    std::size_t eol = text.find('\n', i);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view l = text.substr(i, eol - i);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    const std::size_t first = l.find_first_not_of(" \t");
+    if (first != std::string_view::npos && l.substr(0, first).find('\t') != std::string_view::npos &&
+        l[first] != '#') {
+      return at_line(line, "found character that cannot start any token");
+    }
+    if (first == std::string_view::npos || l[first] == '#') {
+      if (first != std::string_view::npos && l.substr(0, first).find('\t') != std::string_view::npos)
+        return at_line(line, "found character that cannot start any token");
+      if (first == std::string_view::npos && l.find('\t') != std::string_view::npos)
+        return at_line(line, "found character that cannot start any token");
+      i = eol + 1;
+      ++line;
+      continue;
+    }
+    if (l[0] == '%') {
+      any_directive = true;
+      if (l.substr(0, 5) == "%YAML" && (l.size() == 5 || l[5] == ' ' || l[5] == '\t')) {
+        if (yaml_directive) return at_line(line, "found duplicate %YAML directive");
+        yaml_directive = true;
+        std::string_view v = l.substr(5);
+        const std::size_t b = v.find_first_not_of(" \t");
+        v = b == std::string_view::npos ? std::string_view() : v.substr(b);
+        const std::size_t e = v.find_first_of(" \t#");
+        v = v.substr(0, e);
+        if (v != "1.1") return at_line(line, "found incompatible YAML document");
+      }
+      i = eol + 1;
+      ++line;
+      continue;
+    }
+    if (any_directive &&
+        !(l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t'))) {
+      return at_line(line, "did not find expected <document start>");
+    }
+    break;
+  }
+  return {};
+}
+
+decode_result fail_with(std::string_view rule, std::string detail) {
+  decode_result r;
+  field_error e = invalid(std::string(rule), "", "", std::move(detail));
+  e.has_value = false;
+  r.errors.push_back(std::move(e));
+  return r;
+}
+
+}  // namespace
+
+decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id,
+                                 const decode_limits& limits, path_style style) {
+  if (text.size() > limits.max_bytes) {
+    decode_result r;
+    r.errors.push_back(too_long(std::string(rule_id), "", text.size(), limits.max_bytes));
+    return r;
+  }
+  bool separators = false;
+  if (std::string problem = check_yaml_characters(text, &separators); !problem.empty())
+    return fail_with(rule_id, std::move(problem));
+  if (std::string problem = check_prologue(text); !problem.empty())
+    return fail_with(rule_id, std::move(problem));
+
+  tree_builder builder(text, rule_id, limits, style, separators);
+  view_streambuf buf(text);
+  std::istream in(&buf);
+  try {
+    YAML::Parser parser(in);
+    if (!parser.HandleNextDocument(builder) || !builder.saw_document) {
+      return fail_with(rule_id, "the document is empty (no YAML content, only white space or comments)");
+    }
+    if (builder.errors.empty()) {
+      // The consumer decodes exactly one document: even an empty second one (a trailing
+      // `---`) is an error, while a trailing `...` ends the first document cleanly.
+      tree_builder rest(text, rule_id, limits, style, separators);
+      if (parser.HandleNextDocument(rest)) {
+        return fail_with(rule_id, "more than one YAML document (a second `---` document)");
+      }
+    }
+  } catch (const abort_parse&) {
+  } catch (const YAML::Exception& e) {
+    decode_result r;
+    field_error fe = invalid(std::string(rule_id), builder.current_path(), "",
+                             e.mark.is_null() ? e.msg
+                                              : at_line(static_cast<std::size_t>(e.mark.line) + 1, e.msg));
+    fe.has_value = false;
+    r.errors.push_back(std::move(fe));
+    return r;
+  } catch (const std::bad_alloc&) {
+    return fail_with(rule_id, "document too large to decode");
+  } catch (const std::exception& e) {
+    return fail_with(rule_id, e.what());
+  }
+  decode_result r;
+  r.errors = std::move(builder.errors);
+  if (r.errors.empty()) r.root = std::move(builder.root);
+  return r;
+}
+
+}  // namespace detail
+
+decode_result decode_yaml(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+  return detail::decode_yaml_styled(text, rule_id, limits, detail::path_style::generic);
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON: simdjson On Demand (error codes only) into the same tree.
+
+namespace detail {
+
+json_scratch& thread_json_scratch() {
+  // Per-thread scratch space: the parser's index buffers and a padded copy of the input are
+  // reused across calls instead of being allocated (and page-faulted) for every document.
+  thread_local json_scratch scratch;
+  return scratch;
+}
+
+simdjson::padded_string_view json_scratch::pad(std::string_view text) {
+  if (buffer.size() < text.size() + simdjson::SIMDJSON_PADDING)
+    buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  std::memcpy(buffer.data(), text.data(), text.size());
+  std::memset(buffer.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  return simdjson::padded_string_view(buffer.data(), text.size(), buffer.size());
+}
+
+}  // namespace detail
+
+namespace {
+
+class json_builder {
+ public:
+  json_builder(std::string_view text, const char* base, std::string_view rule,
+               const decode_limits& limits, detail::path_style style)
+      : text_(text), base_(base), rule_(rule), limits_(limits), style_(style) {}
+
+  error_list errors;
+  // False when the text is not JSON that simdjson accepts (the caller then asks YAML).
+  bool json_ok = true;
+
+  bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth, std::string& path) {
+    if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit", path);
+    simdjson::ondemand::json_type t;
+    if (v.type().get(t)) return not_json();
+    switch (t) {
+      case simdjson::ondemand::json_type::object: {
+        simdjson::ondemand::object obj;
+        if (v.get_object().get(obj)) return not_json();
+        return object(obj, out, depth, path);
+      }
+      case simdjson::ondemand::json_type::array: {
+        simdjson::ondemand::array arr;
+        if (v.get_array().get(arr)) return not_json();
+        return array(arr, out, depth, path);
+      }
+      case simdjson::ondemand::json_type::string: {
+        std::string_view s;
+        if (v.get_string().get(s)) return not_json();
+        out.k = doc_node::kind::scalar;
+        out.tag = doc_node::scalar_tag::str;
+        out.text = s;
+        return true;
+      }
+      case simdjson::ondemand::json_type::number: {
+        std::string_view raw = v.raw_json_token();
+        while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                                raw.back() == '\t'))
+          raw.remove_suffix(1);
+        if (!detail::is_json_number(raw)) return not_json();
+        out.k = doc_node::kind::scalar;
+        out.tag = detail::resolve_plain(raw, nullptr);
+        out.text = raw;
+        return true;
+      }
+      case simdjson::ondemand::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b)) return not_json();
+        out.k = doc_node::kind::scalar;
+        out.tag = doc_node::scalar_tag::bool_;
+        out.text = b ? "true" : "false";
+        return true;
+      }
+      case simdjson::ondemand::json_type::null: {
+        bool is_null = false;
+        if (v.is_null().get(is_null) || !is_null) return not_json();
+        out.k = doc_node::kind::null;
+        return true;
+      }
+    }
+    return not_json();
+  }
+
+  bool object(simdjson::ondemand::object obj, doc_node& out, std::size_t depth, std::string& path) {
+    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit", path);
+    out.k = doc_node::kind::mapping;
+    const std::size_t path_len = path.size();
+    for (auto field_result : obj) {
+      simdjson::ondemand::field field;
+      if (std::move(field_result).get(field)) return not_json();
+      const char* raw = field.key().raw();
+      const auto open = static_cast<std::size_t>(raw - base_) - 1;
+      if (!detail::json_key_fits_yaml(text_, open)) return not_json();
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return not_json();
+      if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit", path);
+      out.map.emplace_back(std::string(key), doc_node{});
+      detail::append_path_key(path, key, depth == 0, style_);
+      if (!value(field.value(), out.map.back().second, depth + 1, path)) return false;
+      path.resize(path_len);
+    }
+    check_duplicates(out, path);
+    return true;
+  }
+
+  bool array(simdjson::ondemand::array arr, doc_node& out, std::size_t depth, std::string& path) {
+    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit", path);
+    out.k = doc_node::kind::sequence;
+    const std::size_t path_len = path.size();
+    for (auto item_result : arr) {
+      simdjson::ondemand::value item;
+      if (std::move(item_result).get(item)) return not_json();
+      path = index(path, out.items.size());
+      if (!value(item, out.items.emplace_back(), depth + 1, path)) return false;
+      path.resize(path_len);
+    }
+    return true;
+  }
+
+ private:
+  bool not_json() {
+    json_ok = false;
+    return false;
+  }
+  bool limit(std::string_view msg, const std::string& path) {
+    field_error e = invalid(std::string(rule_), path, "", std::string(msg));
+    e.has_value = false;
+    errors.push_back(std::move(e));
+    return false;
+  }
+  void check_duplicates(const doc_node& m, const std::string& path) {
+    const std::size_t n = m.map.size();
+    auto report = [&](std::size_t i) {
+      std::string p = path;
+      detail::append_path_key(p, m.map[i].first, path.empty(), style_);
+      field_error e = duplicate(std::string(rule_), std::move(p), m.map[i].first);
+      e.detail = "mapping key \"" + m.map[i].first + "\" already defined";
+      errors.push_back(std::move(e));
+    };
+    if (n <= 16) {
+      for (std::size_t i = 1; i < n; ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (m.map[i].first == m.map[j].first) {
+            report(i);
+            break;
+          }
+      return;
+    }
+    detail::string_index seen;
+    seen.reset(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!seen.insert(m.map[i].first, static_cast<std::uint32_t>(i)).second) report(i);
+  }
+
+  std::string_view text_;
+  const char* base_;
+  std::string_view rule_;
+  const decode_limits& limits_;
+  detail::path_style style_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
+// Decodes JSON; `json_ok` is false when simdjson (or the JSON-as-YAML rules) refuse the text.
+decode_result detail::decode_json_styled(std::string_view text, std::string_view rule_id,
+                                         const decode_limits& limits, path_style style,
+                                         bool& json_ok) {
+  json_ok = true;
+  decode_result r;
+  if (text.size() > limits.max_bytes) {
+    r.errors.push_back(too_long(std::string(rule_id), "", text.size(), limits.max_bytes));
+    return r;
+  }
+  if (std::string p = detail::check_yaml_characters(text, nullptr); !p.empty()) {
+    json_ok = false;
+    return detail::fail_with(rule_id, std::move(p));
+  }
+  if (std::string p = detail::check_json_as_yaml(text); !p.empty()) {
+    json_ok = false;
+    return detail::fail_with(rule_id, std::move(p));
+  }
+  json_scratch& scratch = thread_json_scratch();
+  const simdjson::padded_string_view padded = scratch.pad(text);
+  simdjson::ondemand::document doc;
+  if (scratch.parser.iterate(padded).get(doc)) {
+    json_ok = false;
+    return detail::fail_with(rule_id, "invalid JSON");
+  }
+  json_builder b(text, padded.data(), rule_id, limits, style);
+  std::string path;
+  simdjson::ondemand::json_type t;
+  bool ok = false;
+  if (doc.type().get(t)) {
+    b.json_ok = false;
+  } else if (t == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object obj;
+    ok = !doc.get_object().get(obj) && b.object(obj, r.root, 0, path);
+  } else if (t == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array arr;
+    ok = !doc.get_array().get(arr) && b.array(arr, r.root, 0, path);
+  } else {
+    b.json_ok = false;  // a bare scalar: let YAML decide
+  }
+  // Trailing content after the root value: the iterator is not at its end.
+  if (ok && doc.current_location().error() != simdjson::OUT_OF_BOUNDS) b.json_ok = false;
+  json_ok = b.json_ok;
+  if (!json_ok) {
+    r.root = doc_node{};
+    return detail::fail_with(rule_id, "invalid JSON");
+  }
+  r.errors = std::move(b.errors);
+  if (!r.errors.empty()) r.root = doc_node{};
+  return r;
+}
+
+decode_result decode_json(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+  bool json_ok = true;
+  return detail::decode_json_styled(text, rule_id, limits, detail::path_style::generic, json_ok);
+}
+
+decode_result decode_any(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
+      text.size() <= limits.max_bytes) {
+    bool json_ok = true;
+    decode_result r =
+        detail::decode_json_styled(text, rule_id, limits, detail::path_style::generic, json_ok);
+    if (json_ok) return r;
+  }
+  return decode_yaml(text, rule_id, limits);
+}
+
+}  // namespace topogate::core
