@@ -9,6 +9,7 @@ packages=(
   libgtest-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   curl openssl python3 prometheus wrk nginx-light valgrind
+  zlib1g-dev
 )
 
 missing=()
