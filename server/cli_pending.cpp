@@ -5,7 +5,4 @@
 
 namespace topogate::cli {
 int run_validate(args) { std::fputs("not yet\n", stderr); return 2; }
-int run_review(args) { std::fputs("not yet\n", stderr); return 2; }
-int run_serve(args) { std::fputs("not yet\n", stderr); return 2; }
-int run_demo(args) { std::fputs("not yet\n", stderr); return 2; }
 }  // namespace topogate::cli

@@ -1,0 +1,348 @@
+#include "admission/review.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/document.hpp"
+#include "core/model_deployment.hpp"
+
+namespace topogate::admission {
+
+namespace ondemand = simdjson::ondemand;
+
+std::string_view to_string(verdict v) noexcept {
+  switch (v) {
+    case verdict::allowed: return "allowed";
+    case verdict::denied: return "denied";
+    case verdict::errored: return "errored";
+  }
+  return "errored";
+}
+
+std::string_view cause_type(core::error_type t) noexcept {
+  // apimachinery's field.ErrorType values, which become metav1.CauseType verbatim.
+  switch (t) {
+    case core::error_type::required: return "FieldValueRequired";
+    case core::error_type::invalid: return "FieldValueInvalid";
+    case core::error_type::forbidden: return "FieldValueForbidden";
+    case core::error_type::duplicate: return "FieldValueDuplicate";
+    case core::error_type::too_many: return "FieldValueTooMany";
+    case core::error_type::not_supported: return "FieldValueNotSupported";
+    case core::error_type::too_long: return "FieldValueTooLong";
+    case core::error_type::not_found: return "FieldValueNotFound";
+  }
+  return "FieldValueInvalid";
+}
+
+bool is_json_content_type(std::string_view ct) noexcept {
+  const auto semi = ct.find(';');
+  std::string_view media = ct.substr(0, semi);
+  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
+  constexpr std::string_view want = "application/json";
+  return media.size() == want.size() &&
+         std::equal(media.begin(), media.end(), want.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+std::string sanitize_warning(std::string_view w) {
+  std::string out;
+  out.reserve(std::min(w.size(), max_warning_length));
+  for (const char ch : w) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) continue;
+    out.push_back(ch);
+  }
+  if (out.size() > max_warning_length) {
+    std::size_t cut = max_warning_length;
+    // Never split a UTF-8 sequence: back up over continuation bytes.
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out;
+}
+
+namespace {
+
+struct group_version_kind {
+  std::string group, version, kind;
+};
+
+struct parsed_review {
+  std::string api_version;
+  std::string kind;
+  bool has_request = false;
+  bool has_uid = false;
+  std::string uid;
+  group_version_kind request_kind;
+  std::string operation;
+  std::string name;
+  bool has_object = false;  // present and not null
+  std::string object_json;
+};
+
+// A Kubernetes Status document, the body of every HTTP error (what kubectl and the
+// apiserver log show for a failed webhook call).
+std::string status_body(int code, std::string_view reason, std::string_view message) {
+  std::string out = R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":)";
+  core::append_json_string(out, message);
+  out += R"(,"reason":)";
+  core::append_json_string(out, reason);
+  out += R"(,"code":)";
+  out += std::to_string(code);
+  out += '}';
+  return out;
+}
+
+outcome http_error(int code, std::string_view reason, std::string_view message) {
+  outcome o;
+  o.http_status = code;
+  o.result = verdict::errored;
+  o.kind = "other";
+  o.body = status_body(code, reason, message);
+  return o;
+}
+
+outcome bad_request(std::string_view message) { return http_error(400, "BadRequest", message); }
+
+std::string_view json_error_text(simdjson::error_code e) { return simdjson::error_message(e); }
+
+// Reads a string field; anything else is a malformed request.
+bool read_string(ondemand::value v, std::string& out) {
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) return false;
+  out.assign(s);
+  return true;
+}
+
+// Parses the envelope. Returns an error message, empty on success.
+std::string parse_envelope(std::string_view body, parsed_review& r) {
+  thread_local ondemand::parser parser;
+  const simdjson::padded_string padded(body);
+  ondemand::document doc;
+  if (auto e = parser.iterate(padded).get(doc)) {
+    return std::string("request body is not JSON: ") + std::string(json_error_text(e));
+  }
+  ondemand::object top;
+  if (doc.get_object().get(top) != simdjson::SUCCESS) {
+    return "request body is not a JSON object";
+  }
+  for (auto field_result : top) {
+    ondemand::field field;
+    if (auto e = std::move(field_result).get(field)) {
+      return std::string("request body is not JSON: ") + std::string(json_error_text(e));
+    }
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return "request body is not JSON";
+    if (key == "apiVersion") {
+      if (!read_string(field.value(), r.api_version)) return "apiVersion must be a string";
+    } else if (key == "kind") {
+      if (!read_string(field.value(), r.kind)) return "kind must be a string";
+    } else if (key == "request") {
+      ondemand::object req;
+      ondemand::value v = field.value();
+      bool is_null = false;
+      if (v.is_null().get(is_null) == simdjson::SUCCESS && is_null) continue;
+      if (v.get_object().get(req) != simdjson::SUCCESS) return "request must be an object";
+      r.has_request = true;
+      for (auto rf_result : req) {
+        ondemand::field rf;
+        if (auto e = std::move(rf_result).get(rf)) {
+          return std::string("request body is not JSON: ") + std::string(json_error_text(e));
+        }
+        std::string_view rkey;
+        if (rf.unescaped_key().get(rkey) != simdjson::SUCCESS) return "request body is not JSON";
+        if (rkey == "uid") {
+          if (!read_string(rf.value(), r.uid)) return "request.uid must be a string";
+          r.has_uid = true;
+        } else if (rkey == "operation") {
+          if (!read_string(rf.value(), r.operation)) return "request.operation must be a string";
+        } else if (rkey == "name") {
+          if (!read_string(rf.value(), r.name)) return "request.name must be a string";
+        } else if (rkey == "kind") {
+          ondemand::object gvk;
+          if (rf.value().get_object().get(gvk) != simdjson::SUCCESS) {
+            return "request.kind must be an object";
+          }
+          for (auto kf_result : gvk) {
+            ondemand::field kf;
+            if (std::move(kf_result).get(kf) != simdjson::SUCCESS) return "request body is not JSON";
+            std::string_view kkey;
+            if (kf.unescaped_key().get(kkey) != simdjson::SUCCESS) return "request body is not JSON";
+            std::string* dst = kkey == "group"     ? &r.request_kind.group
+                               : kkey == "version" ? &r.request_kind.version
+                               : kkey == "kind"    ? &r.request_kind.kind
+                                                   : nullptr;
+            if (dst && !read_string(kf.value(), *dst)) return "request.kind fields must be strings";
+          }
+        } else if (rkey == "object") {
+          ondemand::value ov = rf.value();
+          bool null_object = false;
+          if (ov.is_null().get(null_object) == simdjson::SUCCESS && null_object) continue;
+          ondemand::object obj;
+          if (ov.get_object().get(obj) != simdjson::SUCCESS) return "request.object must be an object";
+          std::string_view raw;
+          if (auto e = obj.raw_json().get(raw)) {
+            return std::string("request.object is not JSON: ") + std::string(json_error_text(e));
+          }
+          r.object_json.assign(raw);
+          r.has_object = true;
+        }
+      }
+    }
+  }
+  return {};
+}
+
+// metav1.Status for a denial: what the apiserver turns into kubectl's
+// `admission webhook "..." denied the request: <message>`.
+void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
+  // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
+  // bracketed only when it holds more than one error.
+  std::string qualified = r.request_kind.kind;
+  if (!r.request_kind.group.empty()) {
+    qualified += '.';
+    qualified += r.request_kind.group;
+  }
+  std::string message = qualified + " \"" + r.name + "\" is invalid: ";
+  if (errors.size() > 1) message += '[';
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (i) message += ", ";
+    message += errors[i].to_string();
+  }
+  if (errors.size() > 1) message += ']';
+
+  out += R"("status":{"metadata":{},"status":"Failure","message":)";
+  core::append_json_string(out, message);
+  out += R"(,"reason":"Invalid","details":{"name":)";
+  core::append_json_string(out, r.name);
+  out += R"(,"group":)";
+  core::append_json_string(out, r.request_kind.group);
+  out += R"(,"kind":)";
+  core::append_json_string(out, r.request_kind.kind);
+  out += R"(,"causes":[)";
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const auto& e = errors[i];
+    if (i) out += ',';
+    // The cause message is apimachinery's ErrorBody() (the error without its field),
+    // prefixed with the stable rule id so tooling can match on it.
+    std::string full = e.to_string();
+    std::string_view body_text = full;
+    if (body_text.size() >= e.path.size() + 2 && body_text.substr(0, e.path.size()) == e.path) {
+      body_text.remove_prefix(e.path.size() + 2);
+    }
+    std::string msg;
+    if (!e.rule.empty()) msg = "[" + e.rule + "] ";
+    msg += body_text;
+    out += R"({"reason":)";
+    core::append_json_string(out, cause_type(e.type));
+    out += R"(,"message":)";
+    core::append_json_string(out, msg);
+    out += R"(,"field":)";
+    core::append_json_string(out, e.path);
+    out += '}';
+  }
+  out += R"(]},"code":422})";
+}
+
+}  // namespace
+
+outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
+  if (meta.content_type && !is_json_content_type(*meta.content_type)) {
+    return http_error(415, "UnsupportedMediaType",
+                      "Content-Type must be application/json, got \"" +
+                          sanitize_warning(*meta.content_type) + "\"");
+  }
+  if (body.size() > opts.max_body_bytes) {
+    return http_error(413, "RequestEntityTooLarge",
+                      "request body is " + std::to_string(body.size()) + " bytes; the limit is " +
+                          std::to_string(opts.max_body_bytes));
+  }
+  if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
+
+  parsed_review r;
+  if (auto err = parse_envelope(body, r); !err.empty()) return bad_request(err);
+  if (r.kind != "AdmissionReview") {
+    return bad_request("kind must be AdmissionReview, got \"" + sanitize_warning(r.kind) + "\"");
+  }
+  if (r.api_version != "admission.k8s.io/v1" && r.api_version != "admission.k8s.io/v1beta1") {
+    return bad_request("apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1, got \"" +
+                       sanitize_warning(r.api_version) + "\"");
+  }
+  if (!r.has_request) return bad_request("AdmissionReview has no request");
+  if (!r.has_uid || r.uid.empty()) return bad_request("request.uid is missing");
+
+  outcome o;
+  o.uid = r.uid;
+  const bool is_source = r.request_kind.group == "worker.gpustack.ai" &&
+                         r.request_kind.kind == "TopologySource";
+  const bool is_deployment = r.request_kind.group == "worker.gpustack.ai" &&
+                             r.request_kind.kind == "ModelDeployment";
+  const bool handled =
+      (rt == route::topology_sources && is_source) || (rt == route::model_deployments && is_deployment);
+  o.kind = handled ? r.request_kind.kind : "other";
+
+  core::error_list errors;
+  std::vector<std::string> warnings;
+  const bool validates = handled && (r.operation == "CREATE" || r.operation == "UPDATE");
+  if (validates) {
+    if (!r.has_object) return bad_request("request.object is required for " + r.operation);
+    if (meta.deadline && std::chrono::steady_clock::now() >= *meta.deadline) {
+      auto t = http_error(504, "Timeout", "the request's timeout expired before validation started");
+      t.uid = r.uid;
+      t.kind = o.kind;
+      return t;
+    }
+    core::decode_result decoded = core::decode_json(r.object_json);
+    if (!decoded.ok()) {
+      errors = std::move(decoded.errors);
+    } else if (is_source) {
+      auto res = core::validate_topology_source(decoded.root, opts.validation);
+      errors = std::move(res.errors);
+      warnings = std::move(res.warnings);
+    } else {
+      auto res = core::validate_model_deployment(decoded.root);
+      errors = std::move(res.errors);
+      warnings = std::move(res.warnings);
+    }
+    if (r.name.empty()) {
+      // CREATE with generateName: the apiserver leaves request.name empty.
+      if (const auto* md = decoded.root.find("metadata")) {
+        if (const auto* n = md->find("name"); n && n->is_scalar()) r.name = n->text;
+      }
+    }
+  }
+
+  std::string& out = o.body;
+  out.reserve(256 + errors.size() * 160);
+  out += R"({"apiVersion":)";
+  core::append_json_string(out, r.api_version);
+  out += R"(,"kind":"AdmissionReview","response":{"uid":)";
+  core::append_json_string(out, r.uid);
+  out += R"(,"allowed":)";
+  out += errors.empty() ? "true" : "false";
+  if (!errors.empty()) {
+    out += ',';
+    append_denial_status(out, r, errors);
+  }
+  std::size_t kept = 0;
+  for (const auto& w : warnings) {
+    std::string s = sanitize_warning(w);
+    if (s.empty()) continue;
+    out += kept == 0 ? R"(,"warnings":[)" : ",";
+    core::append_json_string(out, s);
+    ++kept;
+  }
+  if (kept) out += ']';
+  out += "}}";
+  o.warning_count = kept;
+  o.result = errors.empty() ? verdict::allowed : verdict::denied;
+  o.errors = std::move(errors);
+  o.http_status = 200;
+  return o;
+}
+
+}  // namespace topogate::admission

@@ -1,0 +1,68 @@
+#pragma once
+// AdmissionReview handling (admission.k8s.io/v1 and v1beta1): a pure function from the
+// request body to the HTTP status and response body the apiserver expects. Shared by the
+// webhook routes and `topogate review FILE`.
+//
+// Three outcomes are kept apart, as controller-runtime does: allowed (maybe with
+// warnings), denied (a policy decision carrying every field error), and errored (the
+// request itself could not be processed: an HTTP 4xx with a Kubernetes Status body).
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/field_error.hpp"
+#include "core/topology_source.hpp"
+
+namespace topogate::admission {
+
+// The two webhook routes; each handles one kind and allows every other.
+enum class route { topology_sources, model_deployments };
+
+enum class verdict { allowed, denied, errored };
+std::string_view to_string(verdict v) noexcept;
+
+// The apiserver sends at most 3 MiB objects, and an UPDATE carries two of them.
+inline constexpr std::size_t default_max_body_bytes = 7u * 1024 * 1024;
+// The apiserver truncates and logs longer warnings; this is the length it advises.
+inline constexpr std::size_t max_warning_length = 120;
+
+struct options {
+  core::validation_options validation;
+  std::size_t max_body_bytes = default_max_body_bytes;
+};
+
+struct request_meta {
+  // nullopt: not checked (the command line reads a file).
+  std::optional<std::string_view> content_type;
+  // Remaining budget from `?timeout=`; nullopt when the caller sent none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+struct outcome {
+  int http_status = 200;
+  std::string body;         // JSON: an AdmissionReview, or a Status for HTTP errors
+  verdict result = verdict::errored;
+  std::string kind;         // the object's kind, "other" when the route does not handle it
+  std::string uid;          // request.uid when it could be read
+  std::size_t warning_count = 0;
+  core::error_list errors;  // the field errors behind a denial
+};
+
+[[nodiscard]] outcome review(route r, std::string_view body, const request_meta& meta,
+                             const options& opts);
+
+// "application/json", optionally with parameters (charset=utf-8); case-insensitive.
+[[nodiscard]] bool is_json_content_type(std::string_view content_type) noexcept;
+
+// A warning as the apiserver accepts it: control characters removed, at most
+// max_warning_length bytes, cut on a UTF-8 boundary.
+[[nodiscard]] std::string sanitize_warning(std::string_view w);
+
+// Kubernetes' StatusCause type for a field error ("FieldValueDuplicate", ...).
+[[nodiscard]] std::string_view cause_type(core::error_type t) noexcept;
+
+}  // namespace topogate::admission

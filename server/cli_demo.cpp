@@ -1,0 +1,224 @@
+// topogate demo [--dir DIR] [--port PORT]: a development CA, a server certificate for
+// localhost/127.0.0.1, a client certificate, reader and writer tokens, the runbook's
+// data-center TopologySource and snapshot, and a configuration serving them as
+// inventory "demo" on https://127.0.0.1:PORT. Files already in DIR are reused, so a
+// restart keeps the same CA and tokens.
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "server/commands.hpp"
+#include "server/config.hpp"
+#include "server/file_util.hpp"
+#include "server/pki.hpp"
+#include "server/serve.hpp"
+
+namespace topogate::cli {
+
+namespace {
+
+constexpr std::string_view topology_source_yaml = R"(apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata:
+  name: data-center
+spec:
+  nodeSelector: {}
+  levels:
+    - topology.gpustack.ai/region
+    - topology.gpustack.ai/zone
+    - topology.gpustack.ai/rack
+  configMap:
+    configMapRef:
+      namespace: gpustack-system
+      name: topology-inventory
+    key: snapshot.yaml
+    maxStaleness: 10m
+)";
+
+constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
+revision: inventory-42
+nodes:
+  worker-a:
+    topology.gpustack.ai/region: region-a
+    topology.gpustack.ai/zone: zone-a
+    topology.gpustack.ai/rack: rack-01
+  worker-b:
+    topology.gpustack.ai/region: region-a
+    topology.gpustack.ai/zone: zone-a
+    topology.gpustack.ai/rack: rack-02
+)";
+
+constexpr std::string_view config_yaml = R"(# topogate demo configuration (see docs/configuration.md for every key).
+listen:
+  address: 127.0.0.1
+  port: 8443
+tls:
+  certFile: server.crt
+  keyFile: server.key
+store:
+  type: file
+  directory: store
+inventories:
+  - name: demo
+    source: topologysource.yaml
+    snapshot: snapshot.yaml
+    readers:
+      bearerTokenFiles: [token]
+      clientCAFile: ca.crt
+    writers:
+      bearerTokenFiles: [writer.token]
+)";
+
+constexpr std::string_view review_allowed = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0d6c2f3e-demo-allowed","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"data-center","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"data-center"},"spec":{"nodeSelector":{},"levels":["topology.gpustack.ai/region","topology.gpustack.ai/zone","topology.gpustack.ai/rack"],"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"topology-inventory"},"key":"snapshot.yaml","maxStaleness":"10m"}}}}}
+)";
+
+constexpr std::string_view review_denied = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"7a1e9b52-demo-denied","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"inventory-service","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"inventory-service"},"spec":{"levels":["topology.gpustack.ai/rack","topology.gpustack.ai/rack","kubernetes.io/hostname"],"additionalWritePrefix":"kubernetes.io/","webhook":{"url":"http://inventory.example.com/snapshot","pollInterval":"1m","timeout":"5m","maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"default","name":"token"}}}}}}
+)";
+
+bool file_exists(const std::string& path) { return server::signature_of(path).exists; }
+
+bool write_if_missing(const std::string& path, std::string_view data, unsigned mode, std::string* error) {
+  if (file_exists(path)) return true;
+  return server::write_file_atomic(path, data, mode, error);
+}
+
+std::string random_token() {
+  unsigned char b[32];
+  RAND_bytes(b, sizeof b);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out.push_back(hex[c >> 4]);
+    out.push_back(hex[c & 15]);
+  }
+  return out;
+}
+
+bool make_pki(const std::string& dir, std::string* error) {
+  const std::string ca_crt = dir + "/ca.crt", ca_key = dir + "/ca.key";
+  server::issued ca;
+  if (file_exists(ca_crt) && file_exists(ca_key)) {
+    if (!server::read_file(ca_crt, ca.cert_pem, error) || !server::read_file(ca_key, ca.key_pem, error)) return false;
+  } else {
+    if (!server::make_ca("topogate demo CA", 3650, ca, error)) return false;
+    if (!server::write_file_atomic(ca_key, ca.key_pem, 0600, error) ||
+        !server::write_file_atomic(ca_crt, ca.cert_pem, 0644, error)) {
+      return false;
+    }
+  }
+  struct leaf {
+    const char* name;
+    server::cert_request req;
+  };
+  const leaf leaves[] = {
+      {"server", {"localhost", "topogate demo", {"localhost"}, {"127.0.0.1", "::1"}, true, 365}},
+      {"client", {"topogate-demo-client", "topogate demo", {"demo-client.topogate.local"}, {}, false, 365}},
+  };
+  for (const auto& l : leaves) {
+    const std::string crt = dir + "/" + l.name + ".crt", key = dir + "/" + l.name + ".key";
+    if (file_exists(crt) && file_exists(key)) continue;
+    server::issued out;
+    if (!server::issue(ca, l.req, out, error)) return false;
+    if (!server::write_file_atomic(key, out.key_pem, 0600, error) ||
+        !server::write_file_atomic(crt, out.cert_pem, 0644, error)) {
+      return false;
+    }
+  }
+  return write_if_missing(dir + "/token", random_token() + "\n", 0600, error) &&
+         write_if_missing(dir + "/writer.token", random_token() + "\n", 0600, error);
+}
+
+}  // namespace
+
+int run_demo(args a) {
+  std::string dir = "topogate-demo";
+  std::vector<std::string_view> overrides;
+  unsigned port = 8443;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--dir" && i + 1 < a.size()) {
+      dir = std::string(a[++i]);
+    } else if (a[i] == "--port" && i + 1 < a.size()) {
+      const std::string p(a[++i]);
+      char* end = nullptr;
+      const long v = std::strtol(p.c_str(), &end, 10);
+      if (p.empty() || *end || v < 0 || v > 65535) {
+        std::fprintf(stderr, "topogate demo: --port: \"%s\" is not a port\n", p.c_str());
+        return 2;
+      }
+      port = static_cast<unsigned>(v);
+    } else {
+      std::fputs("usage: topogate demo [--dir DIR] [--port PORT]\n", stderr);
+      return 2;
+    }
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "topogate demo: cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  char abs[PATH_MAX];
+  if (!::realpath(dir.c_str(), abs)) {
+    std::fprintf(stderr, "topogate demo: %s: %s\n", dir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  dir = abs;
+  std::string error;
+  if (!make_pki(dir, &error) || !write_if_missing(dir + "/topologysource.yaml", topology_source_yaml, 0644, &error) ||
+      !write_if_missing(dir + "/snapshot.yaml", snapshot_yaml, 0644, &error) ||
+      !write_if_missing(dir + "/topogate.yaml", config_yaml, 0644, &error) ||
+      !write_if_missing(dir + "/review-allowed.json", review_allowed, 0644, &error) ||
+      !write_if_missing(dir + "/review-denied.json", review_denied, 0644, &error)) {
+    std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
+    return 1;
+  }
+  ::mkdir((dir + "/store").c_str(), 0700);
+  auto cfg = server::load_serve_config(dir + "/topogate.yaml", &error);
+  if (!cfg) {
+    std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
+    return 2;
+  }
+  cfg->port = port;
+
+  server::serve_hooks hooks;
+  hooks.on_listening = [dir](unsigned short bound) {
+    const std::string url = "https://127.0.0.1:" + std::to_string(bound);
+    std::string env;
+    env += "TOPOGATE_URL=" + url + "\n";
+    env += "TOPOGATE_CA=" + dir + "/ca.crt\n";
+    env += "TOPOGATE_TOKEN_FILE=" + dir + "/token\n";
+    env += "TOPOGATE_WRITER_TOKEN_FILE=" + dir + "/writer.token\n";
+    env += "TOPOGATE_CLIENT_CERT=" + dir + "/client.crt\n";
+    env += "TOPOGATE_CLIENT_KEY=" + dir + "/client.key\n";
+    std::string err;
+    if (!server::write_file_atomic(dir + "/demo.env", env, 0644, &err)) {
+      std::fprintf(stderr, "topogate demo: %s\n", err.c_str());
+    }
+    std::printf(
+        "\ntopogate demo is serving inventory \"demo\" on %s (files in %s)\n\n"
+        "  set -a; . %s/demo.env; set +a\n\n"
+        "  # the snapshot, with the bearer token / with the client certificate / as YAML\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" --cert \"$TOPOGATE_CLIENT_CERT\" --key \"$TOPOGATE_CLIENT_KEY\" \"$TOPOGATE_URL/snapshot\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" -H 'Accept: application/yaml' \"$TOPOGATE_URL/snapshots/demo\"\n\n"
+        "  # admission: an allowed and a denied TopologySource\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-allowed.json \"$TOPOGATE_URL/validate/topologysources\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-denied.json \"$TOPOGATE_URL/validate/topologysources\"\n\n"
+        "  # push a new revision (writer token), then its status\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -X PUT -H \"Authorization: Bearer $(cat \"$TOPOGATE_WRITER_TOKEN_FILE\")\" --data-binary @%s/snapshot.yaml \"$TOPOGATE_URL/snapshots/demo\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo/status\"\n\n"
+        "  # health and metrics\n"
+        "  curl --cacert \"$TOPOGATE_CA\" \"$TOPOGATE_URL/readyz?verbose\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" \"$TOPOGATE_URL/metrics\"\n\n"
+        "Press Ctrl-C to stop.\n",
+        url.c_str(), dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
+    std::fflush(stdout);
+  };
+  return server::serve(std::move(*cfg), hooks);
+}
+
+}  // namespace topogate::cli

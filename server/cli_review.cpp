@@ -1,0 +1,39 @@
+// topogate review FILE: the webhook's AdmissionReview handler on a file; the response
+// (or the HTTP error's Status) on stdout. Exit 0 allowed, 1 denied, 2 malformed.
+#include <cstdio>
+#include <string>
+
+#include "admission/review.hpp"
+#include "server/commands.hpp"
+#include "server/file_util.hpp"
+
+namespace topogate::cli {
+
+int run_review(args a) {
+  if (a.size() != 1) {
+    std::fputs("usage: topogate review FILE   (an AdmissionReview request; - reads stdin)\n", stderr);
+    return 2;
+  }
+  std::string body, error;
+  const std::string path = a[0] == "-" ? "/dev/stdin" : std::string(a[0]);
+  if (!server::read_file(path, body, &error, 64u << 20)) {
+    std::fprintf(stderr, "topogate review: %s\n", error.c_str());
+    return 2;
+  }
+  admission::options opts;
+  // The file is the whole request: the route follows the object's kind.
+  auto out = admission::review(admission::route::topology_sources, body, {}, opts);
+  if (out.kind == "other" && out.result == admission::verdict::allowed) {
+    auto md = admission::review(admission::route::model_deployments, body, {}, opts);
+    if (md.kind != "other") out = std::move(md);
+  }
+  std::fwrite(out.body.data(), 1, out.body.size(), stdout);
+  std::fputc('\n', stdout);
+  if (out.result == admission::verdict::errored) {
+    std::fprintf(stderr, "topogate review: HTTP %d\n", out.http_status);
+    return 2;
+  }
+  return out.result == admission::verdict::denied ? 1 : 0;
+}
+
+}  // namespace topogate::cli

@@ -1,0 +1,295 @@
+#include "server/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "core/syntax.hpp"
+#include "core/topology_source.hpp"
+#include "server/file_util.hpp"
+
+namespace topogate::server {
+
+namespace {
+
+// Thrown only inside this file, caught in parse_serve_config: configuration is read
+// once at startup, never on the request path.
+struct config_error {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw config_error{where + ": " + what};
+}
+
+void check_keys(const YAML::Node& n, const std::string& where, std::initializer_list<std::string_view> known) {
+  if (!n.IsMap()) fail(where, "must be a mapping");
+  for (const auto& kv : n) {
+    const auto k = kv.first.as<std::string>();
+    bool ok = false;
+    for (auto want : known) ok = ok || k == want;
+    if (!ok) fail(where, "unknown key \"" + k + "\"");
+  }
+}
+
+std::string str(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) fail(where, "must be a string");
+  return n.as<std::string>();
+}
+
+bool boolean(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) fail(where, "must be true or false");
+  const auto s = n.as<std::string>();
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(where, "must be true or false, got \"" + s + "\"");
+}
+
+std::uint64_t number(const YAML::Node& n, const std::string& where, std::uint64_t max) {
+  if (!n.IsScalar()) fail(where, "must be a non-negative integer");
+  const auto s = n.as<std::string>();
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    fail(where, "must be a non-negative integer, got \"" + s + "\"");
+  }
+  const auto v = std::stoull(s);
+  if (v > max) fail(where, "must be at most " + std::to_string(max));
+  return v;
+}
+
+std::chrono::milliseconds duration(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) fail(where, "must be a duration such as 30s");
+  const auto s = n.as<std::string>();
+  std::string err;
+  const auto d = core::parse_go_duration(s, &err);
+  if (!d) fail(where, "\"" + s + "\" is not a duration such as 30s or 1m30s (" + err + ")");
+  if (d->count() < 0) fail(where, "must not be negative");
+  return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+}
+
+std::vector<std::string> strings(const YAML::Node& n, const std::string& where) {
+  if (!n.IsSequence()) fail(where, "must be a list of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n.size(); ++i) out.push_back(str(n[i], where + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+credential_files credentials(const YAML::Node& n, const std::string& where, const std::string& base) {
+  check_keys(n, where, {"bearerTokenFiles", "clientCAFile", "allowedSubjects", "allowedSANs"});
+  credential_files c;
+  if (n["bearerTokenFiles"]) {
+    for (auto& f : strings(n["bearerTokenFiles"], where + ".bearerTokenFiles")) {
+      c.bearer_token_files.push_back(resolve_path(base, f));
+    }
+    if (c.bearer_token_files.empty()) fail(where + ".bearerTokenFiles", "must list at least one file");
+  }
+  if (n["clientCAFile"]) c.client_ca_file = resolve_path(base, str(n["clientCAFile"], where + ".clientCAFile"));
+  if (n["allowedSubjects"]) c.allowed_subjects = strings(n["allowedSubjects"], where + ".allowedSubjects");
+  if (n["allowedSANs"]) c.allowed_sans = strings(n["allowedSANs"], where + ".allowedSANs");
+  if ((!c.allowed_subjects.empty() || !c.allowed_sans.empty()) && c.client_ca_file.empty()) {
+    fail(where, "allowedSubjects/allowedSANs need clientCAFile");
+  }
+  if (c.empty()) fail(where, "needs bearerTokenFiles or clientCAFile");
+  return c;
+}
+
+serve_config parse(const YAML::Node& root, const std::string& base) {
+  serve_config cfg;
+  if (!root.IsMap()) fail("configuration", "must be a YAML mapping");
+  check_keys(root, "configuration",
+             {"listen", "tls", "limits", "threads", "admission", "store", "resyncInterval", "inventories", "logging"});
+
+  if (auto l = root["listen"]) {
+    check_keys(l, "listen", {"address", "port", "healthPort", "healthAddress"});
+    if (l["address"]) cfg.address = str(l["address"], "listen.address");
+    if (l["port"]) cfg.port = static_cast<unsigned>(number(l["port"], "listen.port", 65535));
+    if (l["healthPort"]) cfg.health_port = static_cast<unsigned>(number(l["healthPort"], "listen.healthPort", 65535));
+    if (l["healthAddress"]) cfg.health_address = str(l["healthAddress"], "listen.healthAddress");
+  }
+  if (cfg.health_address.empty()) cfg.health_address = cfg.address;
+
+  const auto t = root["tls"];
+  if (!t) fail("tls", "is required (certFile and keyFile)");
+  check_keys(t, "tls", {"certFile", "keyFile", "minVersion", "extraCertificates"});
+  if (!t["certFile"] || !t["keyFile"]) fail("tls", "certFile and keyFile are required");
+  cfg.certificates.push_back({resolve_path(base, str(t["certFile"], "tls.certFile")),
+                              resolve_path(base, str(t["keyFile"], "tls.keyFile"))});
+  if (auto extra = t["extraCertificates"]) {
+    if (!extra.IsSequence()) fail("tls.extraCertificates", "must be a list of {certFile, keyFile}");
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      const std::string where = "tls.extraCertificates[" + std::to_string(i) + "]";
+      check_keys(extra[i], where, {"certFile", "keyFile"});
+      if (!extra[i]["certFile"] || !extra[i]["keyFile"]) fail(where, "certFile and keyFile are required");
+      cfg.certificates.push_back({resolve_path(base, str(extra[i]["certFile"], where + ".certFile")),
+                                  resolve_path(base, str(extra[i]["keyFile"], where + ".keyFile"))});
+    }
+  }
+  if (t["minVersion"]) {
+    cfg.min_tls_version = str(t["minVersion"], "tls.minVersion");
+    if (cfg.min_tls_version != "1.2" && cfg.min_tls_version != "1.3") {
+      fail("tls.minVersion", "must be \"1.2\" or \"1.3\" (older versions are refused)");
+    }
+  }
+
+  if (auto l = root["limits"]) {
+    check_keys(l, "limits",
+               {"maxConnections", "headerBytes", "admissionBodyBytes", "pushBodyBytes", "handshakeTimeout",
+                "readTimeout", "idleTimeout", "shutdownTimeout"});
+    auto& lim = cfg.limits;
+    if (l["maxConnections"]) lim.max_connections = number(l["maxConnections"], "limits.maxConnections", 1u << 20);
+    if (l["headerBytes"]) lim.header_bytes = number(l["headerBytes"], "limits.headerBytes", 1u << 20);
+    if (l["admissionBodyBytes"]) {
+      lim.admission_body_bytes = number(l["admissionBodyBytes"], "limits.admissionBodyBytes", 64u << 20);
+    }
+    if (l["pushBodyBytes"]) lim.push_body_bytes = number(l["pushBodyBytes"], "limits.pushBodyBytes", 64u << 20);
+    if (l["handshakeTimeout"]) lim.handshake_timeout = duration(l["handshakeTimeout"], "limits.handshakeTimeout");
+    if (l["readTimeout"]) lim.read_timeout = duration(l["readTimeout"], "limits.readTimeout");
+    if (l["idleTimeout"]) lim.idle_timeout = duration(l["idleTimeout"], "limits.idleTimeout");
+    if (l["shutdownTimeout"]) lim.shutdown_timeout = duration(l["shutdownTimeout"], "limits.shutdownTimeout");
+    if (lim.max_connections == 0) fail("limits.maxConnections", "must be at least 1");
+    if (lim.header_bytes < 1024) fail("limits.headerBytes", "must be at least 1024");
+    for (auto [d, name] : {std::pair{lim.handshake_timeout, "handshakeTimeout"}, {lim.read_timeout, "readTimeout"},
+                           {lim.idle_timeout, "idleTimeout"}}) {
+      if (d.count() <= 0) fail(std::string("limits.") + name, "must be positive");
+    }
+  }
+  cfg.admission.max_body_bytes = cfg.limits.admission_body_bytes;
+
+  if (root["threads"]) cfg.threads = static_cast<unsigned>(number(root["threads"], "threads", 1024));
+
+  if (auto l = root["logging"]) {
+    check_keys(l, "logging", {"level", "accessLog"});
+    if (l["level"]) {
+      cfg.log_level = str(l["level"], "logging.level");
+      if (cfg.log_level != "debug" && cfg.log_level != "info" && cfg.log_level != "warn" && cfg.log_level != "error") {
+        fail("logging.level", "must be debug, info, warn or error");
+      }
+    }
+    if (l["accessLog"]) cfg.access_log = boolean(l["accessLog"], "logging.accessLog");
+  }
+
+  auto& vopts = cfg.admission.validation;
+  if (auto a = root["admission"]) {
+    check_keys(a, "admission", {"workerNamespace", "reservedPrefixes", "extraReservedPrefixes"});
+    if (a["workerNamespace"]) {
+      vopts.worker_namespace = str(a["workerNamespace"], "admission.workerNamespace");
+      if (!core::check_dns1123_label(vopts.worker_namespace).empty()) {
+        fail("admission.workerNamespace", "must be a DNS-1123 label");
+      }
+    }
+    if (a["reservedPrefixes"]) vopts.reserved_prefixes = strings(a["reservedPrefixes"], "admission.reservedPrefixes");
+    if (a["extraReservedPrefixes"]) {
+      for (auto& p : strings(a["extraReservedPrefixes"], "admission.extraReservedPrefixes")) {
+        vopts.reserved_prefixes.push_back(p);
+      }
+    }
+  }
+
+  auto& store = cfg.registry.store;
+  if (auto s = root["store"]) {
+    check_keys(s, "store", {"type", "directory", "namespace", "apiServer", "tokenFile", "caFile"});
+    const std::string type = s["type"] ? str(s["type"], "store.type") : "none";
+    if (type == "none") store.type = inventory::store_config::kind::none;
+    else if (type == "file") store.type = inventory::store_config::kind::file;
+    else if (type == "kubernetes") store.type = inventory::store_config::kind::kubernetes;
+    else fail("store.type", "must be none, file or kubernetes, got \"" + type + "\"");
+    if (s["directory"]) store.directory = resolve_path(base, str(s["directory"], "store.directory"));
+    if (s["namespace"]) store.kube_namespace = str(s["namespace"], "store.namespace");
+    if (s["apiServer"]) store.kube_api_server = str(s["apiServer"], "store.apiServer");
+    if (s["tokenFile"]) store.kube_token_file = resolve_path(base, str(s["tokenFile"], "store.tokenFile"));
+    if (s["caFile"]) store.kube_ca_file = resolve_path(base, str(s["caFile"], "store.caFile"));
+    if (store.type == inventory::store_config::kind::file && store.directory.empty()) {
+      fail("store.directory", "is required for store.type file");
+    }
+  }
+  if (root["resyncInterval"]) {
+    const auto d = duration(root["resyncInterval"], "resyncInterval");
+    if (d.count() <= 0) fail("resyncInterval", "must be positive");
+    cfg.registry.resync_interval = std::chrono::duration_cast<std::chrono::seconds>(d);
+    if (cfg.registry.resync_interval.count() == 0) cfg.registry.resync_interval = std::chrono::seconds(1);
+  }
+
+  const auto invs = root["inventories"];
+  if (!invs || !invs.IsSequence() || invs.size() == 0) fail("inventories", "must list at least one inventory");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < invs.size(); ++i) {
+    const auto n = invs[i];
+    std::string where = "inventories[" + std::to_string(i) + "]";
+    check_keys(n, where,
+               {"name", "source", "snapshot", "nodes", "nodesFromAPI", "maxAge", "allowEmptyStart", "unknownNodes",
+                "historySize", "readers", "writers"});
+    if (!n["name"]) fail(where, "name is required");
+    const std::string name = str(n["name"], where + ".name");
+    if (!core::check_dns1123_subdomain(name).empty()) fail(where + ".name", "must be a DNS-1123 subdomain");
+    if (!names.insert(name).second) fail(where + ".name", "\"" + name + "\" is listed twice");
+    where = "inventories[" + name + "]";
+
+    inventory::inventory_spec spec;
+    spec.config.name = name;
+    spec.config.options = vopts;
+    if (!n["source"]) fail(where, "source (the TopologySource file this inventory feeds) is required");
+    const std::string source_path = resolve_path(base, str(n["source"], where + ".source"));
+    std::string text, err;
+    if (!read_file(source_path, text, &err)) fail(where + ".source", err);
+    auto res = core::validate_topology_source_text(text, vopts);
+    if (!res.ok()) fail(where + ".source", source_path + " is not a valid TopologySource:\n" + core::render_text(res.errors));
+    spec.config.source = std::move(res.source);
+
+    if (n["snapshot"]) spec.snapshot_path = resolve_path(base, str(n["snapshot"], where + ".snapshot"));
+    if (n["nodes"]) spec.nodes_path = resolve_path(base, str(n["nodes"], where + ".nodes"));
+    if (n["nodesFromAPI"]) spec.nodes_from_api = boolean(n["nodesFromAPI"], where + ".nodesFromAPI");
+    if (!spec.nodes_path.empty() && spec.nodes_from_api) fail(where, "nodes and nodesFromAPI are exclusive");
+    if (n["maxAge"]) {
+      spec.config.max_age = std::chrono::duration_cast<std::chrono::seconds>(duration(n["maxAge"], where + ".maxAge"));
+    }
+    if (n["allowEmptyStart"]) spec.config.allow_empty_start = boolean(n["allowEmptyStart"], where + ".allowEmptyStart");
+    if (n["unknownNodes"]) {
+      const auto p = str(n["unknownNodes"], where + ".unknownNodes");
+      if (p == "reject") spec.config.unknown_nodes = inventory::unknown_nodes_policy::reject;
+      else if (p == "prune") spec.config.unknown_nodes = inventory::unknown_nodes_policy::prune;
+      else fail(where + ".unknownNodes", "must be reject or prune");
+    }
+    if (n["historySize"]) spec.config.history_size = number(n["historySize"], where + ".historySize", 10000);
+
+    inventory_auth auth;
+    auth.name = name;
+    if (!n["readers"]) fail(where, "readers is required (bearerTokenFiles or clientCAFile): snapshots are never served unauthenticated");
+    auth.readers = credentials(n["readers"], where + ".readers", base);
+    if (n["writers"]) auth.writers = credentials(n["writers"], where + ".writers", base);
+    if (spec.snapshot_path.empty() && auth.writers.empty()) {
+      fail(where, "needs a snapshot file/directory or writers (push-only)");
+    }
+    cfg.auth.push_back(std::move(auth));
+    cfg.registry.inventories.push_back(std::move(spec));
+  }
+  return cfg;
+}
+
+}  // namespace
+
+std::optional<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir,
+                                               std::string* error) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    return parse(root, base_dir);
+  } catch (const config_error& e) {
+    if (error) *error = e.message;
+  } catch (const YAML::Exception& e) {
+    if (error) *error = std::string("configuration is not valid YAML: ") + e.what();
+  } catch (const std::exception& e) {
+    if (error) *error = std::string("configuration: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<serve_config> load_serve_config(const std::string& path, std::string* error) {
+  std::string text;
+  if (!read_file(path, text, error, 4u << 20)) return std::nullopt;
+  std::string base = ".";
+  if (const auto slash = path.rfind('/'); slash != std::string::npos) base = path.substr(0, slash);
+  if (base.empty()) base = "/";
+  auto cfg = parse_serve_config(text, base, error);
+  if (cfg) cfg->config_path = path;
+  return cfg;
+}
+
+}  // namespace topogate::server

@@ -1,0 +1,63 @@
+#pragma once
+// `topogate serve --config FILE`: the YAML configuration, documented key by key in
+// docs/configuration.md. Parsing is strict (an unknown key is an error) because a typo
+// in an authentication block must not silently leave an inventory open or locked.
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission/review.hpp"
+#include "inventory/registry.hpp"
+#include "server/auth.hpp"
+
+namespace topogate::server {
+
+struct tls_pair {
+  std::string cert_file;  // PEM chain, leaf first
+  std::string key_file;
+};
+
+struct limits_config {
+  std::size_t max_connections = 4096;
+  std::size_t header_bytes = 16384;
+  std::size_t admission_body_bytes = admission::default_max_body_bytes;
+  std::size_t push_body_bytes = 1u << 20;
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds read_timeout{30'000};
+  std::chrono::milliseconds idle_timeout{90'000};
+  std::chrono::milliseconds shutdown_timeout{25'000};
+};
+
+struct inventory_auth {
+  std::string name;
+  credential_files readers;
+  credential_files writers;
+};
+
+struct serve_config {
+  std::string config_path;
+  std::string address = "0.0.0.0";
+  unsigned port = 8443;
+  unsigned health_port = 0;  // 0: no plain-HTTP listener
+  std::string health_address;  // defaults to address
+  std::vector<tls_pair> certificates;  // tls.certFile/keyFile first, then tls.extraCertificates
+  std::string min_tls_version = "1.2";  // "1.2" or "1.3"
+  limits_config limits;
+  unsigned threads = 0;  // 0: one per core
+  bool access_log = true;
+  std::string log_level = "info";
+  admission::options admission;
+  std::vector<inventory_auth> auth;
+  inventory::registry_config registry;
+};
+
+// `base_dir` resolves relative paths (the configuration file's directory).
+std::optional<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir,
+                                               std::string* error);
+std::optional<serve_config> load_serve_config(const std::string& path, std::string* error);
+
+}  // namespace topogate::server

@@ -1,0 +1,30 @@
+#pragma once
+// Small file helpers for the process edge (configuration, credentials, demo files).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace topogate::server {
+
+// Whole file into *out; false with *error (naming the path and errno) on failure.
+bool read_file(const std::string& path, std::string& out, std::string* error,
+               std::size_t max_bytes = 64u << 20);
+// Write to a temporary file in the same directory, fsync, rename: readers never see a
+// partial file. `mode` applies to the new file (0600 for keys and tokens).
+bool write_file_atomic(const std::string& path, std::string_view data, unsigned mode, std::string* error);
+
+// What a change watcher compares: stat() follows symlinks, so a Kubernetes Secret
+// volume's `..data` swap shows up as a new inode even when size and mtime match.
+struct file_signature {
+  std::uint64_t dev = 0, ino = 0, size = 0;
+  std::int64_t mtime_ns = 0;
+  bool exists = false;
+  friend bool operator==(const file_signature&, const file_signature&) = default;
+};
+[[nodiscard]] file_signature signature_of(const std::string& path);
+
+// `path` resolved against `base_dir` unless absolute.
+[[nodiscard]] std::string resolve_path(std::string_view base_dir, std::string_view path);
+
+}  // namespace topogate::server

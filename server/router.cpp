@@ -1,0 +1,427 @@
+#include "server/router.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "core/field_error.hpp"
+#include "core/syntax.hpp"
+#include "inventory/registry.hpp"
+#include "server/metrics.hpp"
+
+namespace topogate::server {
+
+namespace {
+
+constexpr std::string_view json_type = "application/json";
+constexpr std::string_view metrics_type = "text/plain; version=0.0.4; charset=utf-8";
+
+struct target_parts {
+  std::string_view path;
+  std::string_view query;
+};
+
+target_parts split_target(std::string_view target) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return {target, {}};
+  return {target.substr(0, q), target.substr(q + 1)};
+}
+
+// The value of `name` in a query string (not percent-decoded: every value topogate reads
+// is a duration or a flag). `present` tells `?verbose` from an absent parameter.
+std::string_view query_param(std::string_view query, std::string_view name, bool* present = nullptr) {
+  if (present) *present = false;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      if (present) *present = true;
+      return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+response make(http::status status, std::string_view content_type, std::string body) {
+  response res{status, 11};
+  res.set(http::field::content_type, content_type);
+  res.body() = shared_body::value_type(std::move(body));
+  return res;
+}
+
+response json_error(http::status status, std::string_view message) {
+  std::string body = "{\"error\":";
+  core::append_json_string(body, message);
+  body += ",\"code\":";
+  body += std::to_string(static_cast<int>(status));
+  body += "}\n";
+  response res = make(status, json_type, std::move(body));
+  res.set(http::field::cache_control, "no-store");
+  return res;
+}
+
+response method_not_allowed(std::string_view allow) {
+  response res = json_error(http::status::method_not_allowed, "method not allowed");
+  res.set(http::field::allow, allow);
+  return res;
+}
+
+response unauthorized() {
+  // RFC 6750 §3: a 401 carries the challenge; the body says nothing about the inventory.
+  response res = json_error(http::status::unauthorized, "authentication required");
+  res.set(http::field::www_authenticate, "Bearer realm=\"topogate\"");
+  return res;
+}
+
+response forbidden() { return json_error(http::status::forbidden, "credentials not accepted"); }
+
+response from_answer(inventory::http_answer&& a) {
+  response res{static_cast<http::status>(a.status), 11};
+  res.set(http::field::content_type, a.content_type);
+  for (auto& [k, v] : a.headers) res.set(k, v);
+  res.body() = shared_body::value_type(std::move(a.body));
+  return res;
+}
+
+std::string_view header(const request& req, http::field f) {
+  const auto it = req.find(f);
+  return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+enum class access { read, write };
+
+// Authenticates a request for `name`. Unknown names answer exactly like known ones
+// unless the caller holds credentials valid for some inventory (then 404), so names
+// never leak to an unauthenticated caller.
+std::optional<response> authorize(const request& req, const peer_certificate& peer, const router_context& ctx,
+                                  std::string_view name, access want, request_info& info) {
+  const std::string_view authorization = header(req, http::field::authorization);
+  const auth_state* state = ctx.auth.get();
+  const inventory_credentials* creds = nullptr;
+  if (state) {
+    if (auto it = state->inventories.find(name); it != state->inventories.end()) creds = &it->second;
+  }
+  const bool known = creds && ctx.registry && ctx.registry->find(name);
+  auto count = [&](std::string_view inv, std::string_view reason) {
+    if (ctx.m) ctx.m->auth_failure(inv, reason);
+  };
+  if (!known) {
+    if (!presents_credentials(authorization, peer)) {
+      count("unknown", "missing");
+      return unauthorized();
+    }
+    if (state) {
+      for (const auto& [n, c] : state->inventories) {
+        if (authenticate(c.readers, n, authorization, peer).status == auth_status::ok ||
+            (c.writers.bearer || c.writers.mtls ? authenticate(c.writers, n, authorization, peer).status ==
+                                                      auth_status::ok
+                                                : false)) {
+          return json_error(http::status::not_found, "no such inventory");
+        }
+      }
+    }
+    count("unknown", "wrong_credentials");
+    return forbidden();
+  }
+  info.inventory = std::string(name);
+  auth_result r;
+  if (want == access::write) {
+    if (!creds->writers.bearer && !creds->writers.mtls) {
+      // No writer credential configured: nobody may push, and a reader learns nothing more.
+      r = authenticate(creds->readers, name, authorization, peer);
+      if (r.status == auth_status::ok) {
+        count(name, "not_writer");
+        info.identity = r.identity;
+        return forbidden();
+      }
+    } else {
+      r = authenticate(creds->writers, name, authorization, peer);
+      if (r.status == auth_status::denied) {
+        // A reader credential on a write route is a valid identity without the right.
+        if (authenticate(creds->readers, name, authorization, peer).status == auth_status::ok) r.reason = "not_writer";
+      }
+    }
+  } else {
+    r = authenticate(creds->readers, name, authorization, peer);
+    if (r.status != auth_status::ok && (creds->writers.bearer || creds->writers.mtls)) {
+      // Writers may read what they publish (status, history, the snapshot itself).
+      auto w = authenticate(creds->writers, name, authorization, peer);
+      if (w.status == auth_status::ok) r = std::move(w);
+    }
+  }
+  if (r.status == auth_status::ok) {
+    info.identity = r.identity;
+    return std::nullopt;
+  }
+  count(name, r.reason);
+  return r.status == auth_status::missing ? unauthorized() : forbidden();
+}
+
+response serve_snapshot(const request& req, const router_context& ctx, std::string_view name) {
+  inventory::inventory* inv = ctx.registry->find(name);
+  const inventory::serve_decision d = inv->serve();
+  if (!d.rev) {
+    response res = json_error(http::status::service_unavailable, d.unavailable_reason.empty()
+                                                                     ? "no valid revision"
+                                                                     : d.unavailable_reason);
+    res.set(http::field::retry_after, "10");
+    return res;
+  }
+  const auto& rev = d.rev;
+  const bool yaml = prefers_yaml(header(req, http::field::accept));
+  response res{http::status::ok, 11};
+  res.set(http::field::etag, rev->etag);
+  res.set(http::field::vary, "Accept");
+  res.set(http::field::cache_control, "private, no-cache");
+  res.set("X-Topogate-Revision", rev->revision_id);
+  const std::string_view inm = header(req, http::field::if_none_match);
+  if (!inm.empty() && etag_matches(inm, rev->etag)) {
+    res.result(http::status::not_modified);
+    return res;
+  }
+  res.set(http::field::content_type, yaml ? "application/yaml" : "application/json");
+  const std::string& bytes = yaml ? rev->yaml_body : rev->json_body;
+  res.body() = shared_body::value_type(rev, bytes);
+  return res;
+}
+
+response readiness(const router_context& ctx, bool verbose, bool include_inventories) {
+  std::string text;
+  bool ok = true;
+  auto check = [&](std::string_view name, bool pass, std::string_view why = {}) {
+    ok = ok && pass;
+    text += pass ? "[+]" : "[-]";
+    text += name;
+    text += pass ? " ok" : " failed";
+    if (!pass && !why.empty()) {
+      text += ": ";
+      text += why;
+    }
+    text += '\n';
+  };
+  const health_state* h = ctx.health;
+  check("listener", h && h->listening.load());
+  check("certificates", h && h->certificates_loaded.load());
+  if (h && h->draining.load()) check("shutdown", false, "draining");
+  if (include_inventories && ctx.registry) {
+    for (const auto* inv : ctx.registry->all()) {
+      std::string why;
+      const bool ready = inv->ready();
+      if (!ready) {
+        auto d = inv->serve();
+        why = d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason;
+      }
+      check("inventory/" + inv->name(), ready, why);
+    }
+  }
+  text += ok ? "check passed\n" : "check failed\n";
+  if (!verbose) text = ok ? "ok\n" : text;
+  response res = make(ok ? http::status::ok : http::status::service_unavailable, "text/plain; charset=utf-8",
+                      std::move(text));
+  res.set(http::field::cache_control, "no-store");
+  return res;
+}
+
+}  // namespace
+
+bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept {
+  auto opaque = [](std::string_view t) {
+    t = trim(t);
+    if (t.size() >= 2 && t[0] == 'W' && t[1] == '/') t.remove_prefix(2);
+    return t;
+  };
+  const std::string_view want = opaque(etag);
+  while (!if_none_match.empty()) {
+    const auto comma = if_none_match.find(',');
+    const std::string_view one = opaque(if_none_match.substr(0, comma));
+    if (one == "*" || one == want) return true;
+    if (comma == std::string_view::npos) break;
+    if_none_match.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool prefers_yaml(std::string_view accept) noexcept {
+  double json_q = -1, yaml_q = -1;
+  std::size_t json_pos = 0, yaml_pos = 0, pos = 0;
+  while (!accept.empty()) {
+    const auto comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    const auto semi = range.find(';');
+    const std::string_view media = trim(range.substr(0, semi));
+    double q = 1.0;
+    if (semi != std::string_view::npos) {
+      std::string_view params = range.substr(semi + 1);
+      const auto qpos = params.find("q=");
+      if (qpos != std::string_view::npos) {
+        std::string qs(trim(params.substr(qpos + 2, params.find(';', qpos) - qpos - 2)));
+        q = std::strtod(qs.c_str(), nullptr);
+      }
+    }
+    ++pos;
+    const bool is_yaml = iequals(media, "application/yaml") || iequals(media, "application/x-yaml") ||
+                         iequals(media, "text/yaml");
+    const bool is_json = iequals(media, "application/json") || media == "*/*" || iequals(media, "application/*");
+    if (is_yaml && q > yaml_q) {
+      yaml_q = q;
+      yaml_pos = pos;
+    }
+    if (is_json && q > json_q) {
+      json_q = q;
+      json_pos = pos;
+    }
+    if (comma == std::string_view::npos) break;
+    accept.remove_prefix(comma + 1);
+  }
+  if (yaml_q <= 0) return false;
+  if (yaml_q != json_q) return yaml_q > json_q;
+  return yaml_pos < json_pos;
+}
+
+std::size_t body_limit(http::verb method, std::string_view target, const body_limits& limits) noexcept {
+  const std::string_view path = split_target(target).path;
+  if (method == http::verb::post && path.starts_with("/validate/")) return limits.admission;
+  if (method == http::verb::put && path.starts_with("/snapshots/")) return limits.push;
+  // Every other route reads no body; a request that sends one is refused (413).
+  return 0;
+}
+
+response handle(const request& req, const peer_certificate& peer, const router_context& ctx, request_info& info,
+                std::chrono::steady_clock::time_point received) {
+  const auto [path, query] = split_target(req.target());
+  const http::verb m = req.method();
+  const bool get_like = m == http::verb::get || m == http::verb::head;
+  response res;
+
+  if (path == "/healthz" || path == "/livez" || path == "/readyz") {
+    info.route = std::string(path);
+    if (!get_like) {
+      res = method_not_allowed("GET, HEAD");
+    } else {
+      bool verbose = false;
+      (void)query_param(query, "verbose", &verbose);
+      if (path == "/livez") {
+        res = make(http::status::ok, "text/plain; charset=utf-8", verbose ? "[+]process ok\ncheck passed\n" : "ok\n");
+      } else {
+        res = readiness(ctx, verbose, path == "/readyz");
+      }
+    }
+  } else if (path == "/metrics") {
+    info.route = "/metrics";
+    if (!get_like) {
+      res = method_not_allowed("GET, HEAD");
+    } else if (!ctx.m) {
+      res = json_error(http::status::not_found, "metrics disabled");
+    } else {
+      if (ctx.registry) ctx.m->refresh_inventories(*ctx.registry);
+      res = make(http::status::ok, metrics_type, ctx.m->serialize());
+    }
+  } else if (ctx.listener != listener_kind::tls) {
+    // The plain-HTTP listener exists for probes and scrapes only.
+    res = json_error(http::status::not_found, "not found");
+  } else if (path == "/validate/topologysources" || path == "/validate/modeldeployments") {
+    info.route = std::string(path);
+    if (m != http::verb::post) {
+      res = method_not_allowed("POST");
+    } else {
+      const auto which = path == "/validate/topologysources" ? admission::route::topology_sources
+                                                              : admission::route::model_deployments;
+      admission::request_meta meta;
+      meta.content_type = header(req, http::field::content_type);
+      bool has_timeout = false;
+      const std::string_view t = query_param(query, "timeout", &has_timeout);
+      bool bad_timeout = false;
+      if (has_timeout) {
+        // The apiserver appends ?timeout=<webhook timeoutSeconds>s: past it, nobody waits.
+        const auto d = core::parse_go_duration(t);
+        if (!d || d->count() <= 0) bad_timeout = true;
+        else meta.deadline = received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d);
+      }
+      if (bad_timeout) {
+        res = json_error(http::status::bad_request, "the timeout query parameter must be a positive duration such as 10s");
+        if (ctx.m) ctx.m->admission_decision("other", "errored");
+        info.detail = "errored";
+      } else {
+        auto out = admission::review(which, req.body(), meta, ctx.admission);
+        if (ctx.m) ctx.m->admission_decision(out.kind, admission::to_string(out.result));
+        info.detail = std::string(admission::to_string(out.result));
+        res = make(static_cast<http::status>(out.http_status), json_type, std::move(out.body));
+      }
+    }
+  } else if (path == "/snapshot" || path.starts_with("/snapshots/")) {
+    std::string_view name;
+    std::string_view sub;
+    if (path == "/snapshot") {
+      info.route = "/snapshot";
+      if (ctx.registry) {
+        const auto all = ctx.registry->all();
+        // Without exactly one inventory there is no default to serve.
+        if (all.size() == 1) name = all.front()->name();
+      }
+    } else {
+      std::string_view rest = path.substr(std::string_view("/snapshots/").size());
+      const auto slash = rest.find('/');
+      name = rest.substr(0, slash);
+      if (slash != std::string_view::npos) sub = rest.substr(slash);
+      info.route = sub.empty() ? "/snapshots/{name}" : "/snapshots/{name}" + std::string(sub);
+    }
+    const bool known_sub = sub.empty() || sub == "/status" || sub == "/history";
+    if (!known_sub) {
+      info.route = "unmatched";
+      res = json_error(http::status::not_found, "not found");
+    } else if (sub.empty() && m == http::verb::put && path != "/snapshot") {
+      if (auto denied = authorize(req, peer, ctx, name, access::write, info)) {
+        res = std::move(*denied);
+      } else {
+        std::optional<std::string> if_match;
+        if (auto im = header(req, http::field::if_match); !im.empty()) if_match = std::string(im);
+        res = from_answer(ctx.registry->push(name, req.body(), std::move(if_match), info.identity));
+      }
+    } else if (!get_like) {
+      res = method_not_allowed(sub.empty() && path != "/snapshot" ? "GET, HEAD, PUT" : "GET, HEAD");
+    } else if (name.empty()) {
+      // /snapshot with several inventories: authenticate first so nothing leaks.
+      res = authorize(req, peer, ctx, "", access::read, info).value_or(
+          json_error(http::status::not_found, "several inventories are configured: use /snapshots/{name}"));
+    } else if (auto denied = authorize(req, peer, ctx, name, access::read, info)) {
+      res = std::move(*denied);
+    } else if (sub == "/status") {
+      res = from_answer(ctx.registry->status(name));
+    } else if (sub == "/history") {
+      res = from_answer(ctx.registry->history(name));
+    } else {
+      res = serve_snapshot(req, ctx, name);
+    }
+  } else {
+    res = json_error(http::status::not_found, "not found");
+  }
+
+  res.set("X-Content-Type-Options", "nosniff");
+  if (m == http::verb::head) {
+    const auto n = res.body().data.size();
+    res.body() = {};
+    res.content_length(n);
+  } else if (res.result() == http::status::not_modified) {
+    res.body() = {};
+  } else {
+    res.prepare_payload();
+  }
+  return res;
+}
+
+}  // namespace topogate::server

@@ -1,0 +1,111 @@
+#include "server/serve.hpp"
+
+#include <charconv>
+#include <exception>
+
+#include "core/field_error.hpp"
+#include "inventory/registry.hpp"
+#include "server/log.hpp"
+#include "server/metrics.hpp"
+#include "server/server.hpp"
+#include "server/tls.hpp"
+
+namespace topogate::server {
+
+namespace {
+bool parse_uint(std::string_view s, unsigned max, unsigned& out) {
+  unsigned v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v > max) return false;
+  out = v;
+  return true;
+}
+
+log_level level_of(std::string_view s) {
+  if (s == "debug") return log_level::debug;
+  if (s == "warn") return log_level::warn;
+  if (s == "error") return log_level::error;
+  return log_level::info;
+}
+}  // namespace
+
+bool apply_overrides(serve_config& cfg, std::span<const std::string_view> args, std::string* error) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    auto value = [&](std::string_view& out) {
+      if (i + 1 >= args.size()) {
+        if (error) *error = std::string(a) + " needs a value";
+        return false;
+      }
+      out = args[++i];
+      return true;
+    };
+    std::string_view v;
+    if (a == "--port" || a == "--health-port" || a == "--threads") {
+      if (!value(v)) return false;
+      unsigned n = 0;
+      if (!parse_uint(v, a == "--threads" ? 1024 : 65535, n)) {
+        if (error) *error = std::string(a) + ": \"" + std::string(v) + "\" is not a valid number";
+        return false;
+      }
+      (a == "--port" ? cfg.port : a == "--health-port" ? cfg.health_port : cfg.threads) = n;
+    } else if (a == "--address") {
+      if (!value(v)) return false;
+      cfg.address = std::string(v);
+    } else {
+      if (error) *error = "unknown option \"" + std::string(a) + "\"";
+      return false;
+    }
+  }
+  return true;
+}
+
+int serve(serve_config cfg, const serve_hooks& hooks) {
+  set_log_level(level_of(cfg.log_level));
+  metrics m;
+  credential_watcher creds(cfg, &m);
+  std::string error;
+  if (!creds.load(&error)) {
+    log(log_level::error, "cannot load credentials", {{"error", error}});
+    return 2;
+  }
+  inventory::registry_observer obs;
+  obs.on_attempt = [&m](const std::string& inv, const inventory::attempt& a) {
+    m.reconcile_attempt(inv, a.accepted);
+    if (a.accepted) {
+      log(log_level::info, "revision accepted",
+          {{"inventory", inv}, {"revision", a.revision_id}, {"origin", a.origin}, {"etag", a.etag}});
+    } else {
+      std::string first;
+      for (std::size_t i = 0; i < a.errors.size() && i < 5; ++i) {
+        if (i) first += "; ";
+        first += "[" + a.errors[i].rule + "] " + a.errors[i].to_string();
+      }
+      log(log_level::warn, "revision rejected",
+          {{"inventory", inv}, {"revision", a.revision_id}, {"origin", a.origin},
+           {"errors", static_cast<long long>(a.errors.size())}, {"first_errors", first}});
+    }
+  };
+  std::unique_ptr<inventory::registry> reg;
+  try {
+    reg = std::make_unique<inventory::registry>(cfg.registry, inventory::system_clock(), std::move(obs));
+    reg->start();
+  } catch (const std::exception& e) {
+    log(log_level::error, "cannot start the inventories", {{"error", e.what()}});
+    return 1;
+  }
+  server srv(cfg, *reg, m, creds);
+  if (!srv.listen(&error)) {
+    log(log_level::error, "cannot listen", {{"error", error}});
+    reg->stop();
+    return 1;
+  }
+  const unsigned short port = srv.port();
+  srv.run([&] {
+    if (hooks.on_listening) hooks.on_listening(port);
+  });
+  reg->stop();
+  return 0;
+}
+
+}  // namespace topogate::server

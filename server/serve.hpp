@@ -1,0 +1,25 @@
+#pragma once
+// Runs a configured server to completion; shared by `serve` and `demo`.
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "server/config.hpp"
+
+namespace topogate::server {
+
+struct serve_hooks {
+  // Called once the listeners accept connections, with the bound TLS port.
+  std::function<void(unsigned short port)> on_listening;
+};
+
+// Exit status: 0 after a clean shutdown, 1 when the server could not start, 2 for
+// unusable credentials (a configuration problem).
+int serve(serve_config cfg, const serve_hooks& hooks = {});
+
+// Applies --port/--address/--threads/--health-port overrides; false with *error.
+bool apply_overrides(serve_config& cfg, std::span<const std::string_view> args, std::string* error);
+
+}  // namespace topogate::server

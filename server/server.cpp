@@ -1,0 +1,612 @@
+#include "server/server.hpp"
+
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <optional>
+
+#include "inventory/registry.hpp"
+#include "server/log.hpp"
+#include "server/metrics.hpp"
+
+namespace topogate::server {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+using tcp = net::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct drainable {
+  virtual ~drainable() = default;
+  virtual void drain() = 0;
+};
+
+std::string handshake_failure_reason(const beast::error_code& ec) {
+  if (ec == beast::error::timeout) return "timeout";
+  if (ec == net::error::eof || ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
+    return "eof";
+  }
+  if (ec.category() == net::error::get_ssl_category()) {
+    switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+      case SSL_R_UNSUPPORTED_PROTOCOL:
+      case SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
+        return "protocol_version";
+      case SSL_R_NO_SHARED_CIPHER: return "no_shared_cipher";
+      case SSL_R_HTTP_REQUEST: return "plain_http";
+      case SSL_R_WRONG_VERSION_NUMBER: return "wrong_version";
+      case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+      case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+      case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+      case SSL_R_TLSV1_ALERT_DECRYPT_ERROR:
+        return "client_rejected_certificate";
+      default: return "tls_error";
+    }
+  }
+  return "other";
+}
+
+std::string rfc2253_subject(X509* cert) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (!bio) return {};
+  X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(bio, &data);
+  std::string out(data, static_cast<std::size_t>(len > 0 ? len : 0));
+  BIO_free(bio);
+  return out;
+}
+
+bool is_health_route(std::string_view route) {
+  return route == "/healthz" || route == "/livez" || route == "/readyz" || route == "/metrics";
+}
+
+}  // namespace
+
+struct server::impl {
+  impl(serve_config c, inventory::registry& r, metrics& mm, credential_watcher& cw)
+      : cfg(std::move(c)),
+        reg(r),
+        m(mm),
+        creds(cw),
+        ioc(static_cast<int>(thread_count())),
+        control(net::make_strand(ioc)),
+        signals(control, SIGINT, SIGTERM, SIGHUP),
+        poll_timer(control),
+        deadline_timer(control),
+        accept_retry_timer(control) {
+    limits.admission = cfg.limits.admission_body_bytes;
+    limits.push = cfg.limits.push_body_bytes;
+    unsigned char seed[8];
+    RAND_bytes(seed, sizeof seed);
+    for (unsigned char b : seed) request_seed = (request_seed << 8) | b;
+  }
+
+  unsigned thread_count() const {
+    if (cfg.threads) return cfg.threads;
+    const unsigned n = std::thread::hardware_concurrency();
+    return n ? n : 1;
+  }
+
+  serve_config cfg;
+  inventory::registry& reg;
+  metrics& m;
+  credential_watcher& creds;
+  net::io_context ioc;
+  net::strand<net::io_context::executor_type> control;
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<tcp::acceptor> health_acceptor;
+  net::signal_set signals;
+  net::steady_timer poll_timer;
+  net::steady_timer deadline_timer;
+  net::steady_timer accept_retry_timer;
+  health_state health;
+  body_limits limits;
+  std::atomic<std::size_t> connections{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<std::uint64_t> request_counter{0};
+  std::uint64_t request_seed = 0;
+  std::mutex sessions_mu;
+  std::unordered_map<std::uint64_t, std::weak_ptr<drainable>> sessions;
+  std::uint64_t next_session = 0;
+
+  std::string next_request_id() {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx",
+                  static_cast<unsigned long long>(request_seed ^ (request_counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL)));
+    return buf;
+  }
+
+  std::uint64_t add_session(std::weak_ptr<drainable> s) {
+    std::lock_guard lock(sessions_mu);
+    const auto id = ++next_session;
+    sessions.emplace(id, std::move(s));
+    return id;
+  }
+
+  void remove_session(std::uint64_t id) {
+    {
+      std::lock_guard lock(sessions_mu);
+      sessions.erase(id);
+    }
+    m.connection_closed();
+    if (connections.fetch_sub(1) == 1 && stopping.load()) {
+      net::post(control, [this] { deadline_timer.cancel(); });
+    }
+  }
+
+  router_context context(listener_kind kind) {
+    router_context ctx;
+    ctx.registry = &reg;
+    ctx.auth = creds.auth();
+    ctx.m = &m;
+    ctx.health = &health;
+    ctx.admission = cfg.admission;
+    ctx.push_body_bytes = cfg.limits.push_body_bytes;
+    ctx.listener = kind;
+    return ctx;
+  }
+
+  void do_accept(tcp::acceptor& a, listener_kind kind);
+  void on_accept(tcp::socket socket, listener_kind kind);
+  void do_poll();
+  void do_signals();
+  void begin_shutdown();
+};
+
+namespace {
+
+// Reads requests, enforces the transport limits and writes responses; the answer
+// itself comes from handle(). CRTP over the TLS and plain-TCP streams.
+template <class Derived>
+class http_session : public drainable {
+ public:
+  explicit http_session(server::impl& srv, listener_kind kind, std::string remote)
+      : srv_(srv), kind_(kind), remote_(std::move(remote)) {}
+
+  ~http_session() override {
+    if (peer_.leaf) X509_free(peer_.leaf);
+    if (id_) srv_.remove_session(id_);
+  }
+
+  void drain() override {
+    net::post(derived().stream().get_executor(), [self = derived().shared_from_this()] {
+      self->draining_ = true;
+      // An idle keep-alive connection is closed now; a busy one after its response.
+      if (self->idle_) beast::get_lowest_layer(self->stream()).cancel();
+    });
+  }
+
+ protected:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+
+  void do_read() {
+    if (draining_ || srv_.stopping.load()) {
+      derived().do_close();
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.cfg.limits.header_bytes));
+    parser_->body_limit(0);
+    buffer_.max_size(srv_.cfg.limits.header_bytes + 65536);
+    idle_ = true;
+    // The first request gets readTimeout from the accept; later ones idleTimeout.
+    beast::get_lowest_layer(derived().stream())
+        .expires_after(first_request_ ? srv_.cfg.limits.read_timeout : srv_.cfg.limits.idle_timeout);
+    http::async_read_header(derived().stream(), buffer_, *parser_,
+                            beast::bind_front_handler(&http_session::on_read_header, derived().shared_from_this()));
+  }
+
+  void on_read_header(beast::error_code ec, std::size_t) {
+    idle_ = false;
+    if (ec) {
+      if (ec == http::error::header_limit) return send_error(http::status::request_header_fields_too_large, "request header too large");
+      if (ec == http::error::end_of_stream || ec == net::error::operation_aborted || ec == beast::error::timeout ||
+          ec == net::error::eof || ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
+        return derived().do_close();
+      }
+      if (ec == http::error::buffer_overflow) {
+        return send_error(http::status::request_header_fields_too_large, "request header too large");
+      }
+      return send_error(http::status::bad_request, "malformed HTTP request");
+    }
+    started_ = clock_type::now();
+    srv_.m.in_flight_add(1);
+    counted_ = true;
+    auto& hdr = parser_->get();
+    const std::size_t limit = body_limit(hdr.method(), hdr.target(), srv_.limits);
+    if (const auto len = parser_->content_length(); len && *len > limit) {
+      return send_error(http::status::payload_too_large,
+                        "request body of " + std::to_string(*len) + " bytes exceeds the limit of " + std::to_string(limit) + " bytes for this route");
+    }
+    parser_->body_limit(limit);
+    if (parser_->is_done()) return on_request();
+    beast::get_lowest_layer(derived().stream()).expires_after(srv_.cfg.limits.read_timeout);
+    const auto expect = hdr[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      // curl and other clients wait for this before sending a large body.
+      continue_.emplace(http::status::continue_, 11);
+      return http::async_write(derived().stream(), *continue_,
+                               beast::bind_front_handler(&http_session::on_continue, derived().shared_from_this()));
+    }
+    do_read_body();
+  }
+
+  void on_continue(beast::error_code ec, std::size_t) {
+    if (ec) return derived().do_close();
+    do_read_body();
+  }
+
+  void do_read_body() {
+    http::async_read(derived().stream(), buffer_, *parser_,
+                     beast::bind_front_handler(&http_session::on_read_body, derived().shared_from_this()));
+  }
+
+  void on_read_body(beast::error_code ec, std::size_t) {
+    if (ec == http::error::body_limit) return send_error(http::status::payload_too_large, "request body exceeds the limit for this route");
+    if (ec) {
+      if (ec == beast::error::timeout || ec == net::error::operation_aborted) {
+        log(log_level::warn, "request body read timed out", {{"remote", remote_}});
+      }
+      finish_counting();
+      return derived().do_close();
+    }
+    on_request();
+  }
+
+  void on_request() {
+    const request req = parser_->release();
+    request_info info;
+    response res = handle(req, peer_, srv_.context(kind_), info, started_);
+    keep_alive_ = req.keep_alive() && !draining_ && !srv_.stopping.load();
+    send(std::move(res), req.method_string(), info, req.version());
+  }
+
+  void send_error(http::status status, std::string_view message) {
+    std::string body = "{\"error\":";
+    core::append_json_string(body, message);
+    body += ",\"code\":" + std::to_string(static_cast<int>(status)) + "}\n";
+    response res{status, 11};
+    res.set(http::field::content_type, "application/json");
+    res.body() = shared_body::value_type(std::move(body));
+    res.prepare_payload();
+    if (!counted_) {
+      started_ = clock_type::now();
+      srv_.m.in_flight_add(1);
+      counted_ = true;
+    }
+    keep_alive_ = false;  // the rest of the stream cannot be trusted
+    request_info info;
+    info.route = "transport";
+    const std::string_view method = parser_ && parser_->is_header_done() ? parser_->get().method_string() : "-";
+    send(std::move(res), method, info, 11);
+  }
+
+  void send(response&& res, std::string_view method, const request_info& info, unsigned version) {
+    const std::string rid = srv_.next_request_id();
+    res.version(version);
+    res.keep_alive(keep_alive_);
+    res.set("X-Request-Id", rid);
+    const double seconds = std::chrono::duration<double>(clock_type::now() - started_).count();
+    const int status = static_cast<int>(res.result_int());
+    srv_.m.observe_request(info.route, status, seconds);
+    if (srv_.cfg.access_log) {
+      log(is_health_route(info.route) ? log_level::debug : log_level::info, "request",
+          {{"request_id", rid},
+           {"method", method},
+           {"route", info.route},
+           {"status", status},
+           {"duration_ms", seconds * 1000.0},
+           {"peer", info.identity.empty() ? (peer_subject_.empty() ? std::string("anonymous") : "cert:" + peer_subject_) : info.identity},
+           {"remote", remote_},
+           {"inventory", info.inventory},
+           {"bytes", static_cast<long long>(res.body().data.size())},
+           {"detail", info.detail}});
+    }
+    res_.emplace(std::move(res));
+    beast::get_lowest_layer(derived().stream()).expires_after(srv_.cfg.limits.read_timeout);
+    http::async_write(derived().stream(), *res_,
+                      beast::bind_front_handler(&http_session::on_write, derived().shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, std::size_t) {
+    finish_counting();
+    res_.reset();
+    if (ec || !keep_alive_) return derived().do_close();
+    first_request_ = false;
+    do_read();
+  }
+
+  void finish_counting() {
+    if (counted_) {
+      srv_.m.in_flight_add(-1);
+      counted_ = false;
+    }
+  }
+
+  void capture_peer(SSL* ssl) {
+    peer_.leaf = SSL_get1_peer_certificate(ssl);
+    peer_.chain = SSL_get_peer_cert_chain(ssl);
+    if (peer_.leaf) {
+      peer_subject_ = rfc2253_subject(peer_.leaf);
+      peer_.subject = peer_subject_;
+    }
+  }
+
+  server::impl& srv_;
+  listener_kind kind_;
+  std::string remote_;
+  std::uint64_t id_ = 0;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<response> res_;
+  std::optional<http::response<http::empty_body>> continue_;
+  peer_certificate peer_;
+  std::string peer_subject_;
+  clock_type::time_point started_;
+  bool first_request_ = true;
+  bool idle_ = false;
+  bool draining_ = false;
+  bool keep_alive_ = true;
+  bool counted_ = false;
+
+ public:
+  void set_id(std::uint64_t id) { id_ = id; }
+};
+
+class tls_session final : public http_session<tls_session>, public std::enable_shared_from_this<tls_session> {
+ public:
+  tls_session(tcp::socket&& socket, std::shared_ptr<ssl::context> ctx, server::impl& srv, std::string remote)
+      : http_session(srv, listener_kind::tls, std::move(remote)), ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_) {}
+
+  beast::ssl_stream<beast::tcp_stream>& stream() { return stream_; }
+
+  void run() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&tls_session::on_run, shared_from_this()));
+  }
+
+  void do_close() {
+    if (closing_) return;
+    closing_ = true;
+    // close_notify, bounded: a peer that never answers cannot hold the connection.
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+    stream_.async_shutdown(beast::bind_front_handler(&tls_session::on_shutdown, shared_from_this()));
+  }
+
+ private:
+  void on_run() {
+    beast::get_lowest_layer(stream_).expires_after(srv_.cfg.limits.handshake_timeout);
+    stream_.async_handshake(ssl::stream_base::server,
+                            beast::bind_front_handler(&tls_session::on_handshake, shared_from_this()));
+  }
+
+  void on_handshake(beast::error_code ec) {
+    if (ec) {
+      const std::string reason = handshake_failure_reason(ec);
+      srv_.m.handshake_failure(reason);
+      log(log_level::debug, "TLS handshake failed", {{"remote", remote_}, {"reason", reason}, {"error", ec.message()}});
+      beast::error_code ignored;
+      beast::get_lowest_layer(stream_).socket().close(ignored);
+      return;
+    }
+    capture_peer(stream_.native_handle());
+    do_read();
+  }
+
+  void on_shutdown(beast::error_code) {
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().close(ignored);
+  }
+
+  std::shared_ptr<ssl::context> ctx_;  // the context this connection was accepted with
+  beast::ssl_stream<beast::tcp_stream> stream_;
+  bool closing_ = false;
+};
+
+class plain_session final : public http_session<plain_session>, public std::enable_shared_from_this<plain_session> {
+ public:
+  plain_session(tcp::socket&& socket, server::impl& srv, std::string remote)
+      : http_session(srv, listener_kind::plain_health, std::move(remote)), stream_(std::move(socket)) {}
+
+  beast::tcp_stream& stream() { return stream_; }
+
+  void run() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&plain_session::do_read, shared_from_this()));
+  }
+
+  void do_close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+ private:
+  beast::tcp_stream stream_;
+};
+
+}  // namespace
+
+void server::impl::do_accept(tcp::acceptor& a, listener_kind kind) {
+  a.async_accept(net::make_strand(ioc), net::bind_executor(control, [this, &a, kind](beast::error_code ec, tcp::socket s) {
+    if (stopping.load() || !a.is_open()) return;
+    if (ec) {
+      if (ec == net::error::operation_aborted) return;
+      // EMFILE and friends: back off instead of spinning on the error.
+      log(log_level::warn, "accept failed", {{"error", ec.message()}});
+      accept_retry_timer.expires_after(std::chrono::milliseconds(100));
+      accept_retry_timer.async_wait([this, &a, kind](beast::error_code) {
+        if (!stopping.load() && a.is_open()) do_accept(a, kind);
+      });
+      return;
+    }
+    on_accept(std::move(s), kind);
+    do_accept(a, kind);
+  }));
+}
+
+void server::impl::on_accept(tcp::socket socket, listener_kind kind) {
+  if (connections.load() >= cfg.limits.max_connections) {
+    m.connection_refused();
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  connections.fetch_add(1);
+  m.connection_opened();
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  std::string remote;
+  if (auto ep = socket.remote_endpoint(ec); !ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  if (kind == listener_kind::tls) {
+    auto ctx = creds.tls();
+    auto s = std::make_shared<tls_session>(std::move(socket), std::move(ctx), *this, std::move(remote));
+    s->set_id(add_session(s));
+    s->run();
+  } else {
+    auto s = std::make_shared<plain_session>(std::move(socket), *this, std::move(remote));
+    s->set_id(add_session(s));
+    s->run();
+  }
+}
+
+void server::impl::do_poll() {
+  poll_timer.expires_after(std::chrono::seconds(1));
+  poll_timer.async_wait([this](beast::error_code ec) {
+    if (ec || stopping.load()) return;
+    creds.poll();
+    do_poll();
+  });
+}
+
+void server::impl::do_signals() {
+  signals.async_wait([this](beast::error_code ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      log(log_level::info, "SIGHUP: re-reading inventories and credentials");
+      reg.resync();
+      creds.poll(true);
+      do_signals();
+      return;
+    }
+    log(log_level::info, "shutdown signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    begin_shutdown();
+  });
+}
+
+void server::impl::begin_shutdown() {
+  if (stopping.exchange(true)) return;
+  health.draining = true;
+  beast::error_code ignored;
+  if (acceptor) acceptor->close(ignored);
+  if (health_acceptor) health_acceptor->close(ignored);
+  poll_timer.cancel();
+  accept_retry_timer.cancel();
+  signals.cancel();
+  std::vector<std::shared_ptr<drainable>> live;
+  {
+    std::lock_guard lock(sessions_mu);
+    for (auto& [id, w] : sessions) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+  }
+  log(log_level::info, "draining", {{"connections", static_cast<long long>(connections.load())},
+                                    {"deadline_ms", static_cast<long long>(cfg.limits.shutdown_timeout.count())}});
+  for (auto& s : live) s->drain();
+  live.clear();
+  if (connections.load() == 0) return;
+  deadline_timer.expires_after(cfg.limits.shutdown_timeout);
+  deadline_timer.async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    log(log_level::warn, "shutdown deadline reached; closing remaining connections",
+        {{"connections", static_cast<long long>(connections.load())}});
+    ioc.stop();
+  });
+}
+
+server::server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds)
+    : impl_(std::make_unique<impl>(std::move(cfg), reg, m, creds)) {}
+
+server::~server() = default;
+
+namespace {
+bool open_acceptor(std::optional<tcp::acceptor>& acc, net::io_context& ioc, const std::string& address, unsigned port,
+                   unsigned short& bound, std::string* error) {
+  beast::error_code ec;
+  const auto addr = net::ip::make_address(address, ec);
+  if (ec) {
+    if (error) *error = "invalid listen address \"" + address + "\"";
+    return false;
+  }
+  acc.emplace(ioc);
+  const tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    if (error) *error = "cannot listen on " + address + ":" + std::to_string(port) + ": " + ec.message();
+    return false;
+  }
+  bound = acc->local_endpoint().port();
+  return true;
+}
+}  // namespace
+
+bool server::listen(std::string* error) {
+  auto& d = *impl_;
+  if (!open_acceptor(d.acceptor, d.ioc, d.cfg.address, d.cfg.port, port_, error)) return false;
+  if (d.cfg.health_port) {
+    if (!open_acceptor(d.health_acceptor, d.ioc, d.cfg.health_address, d.cfg.health_port, health_port_, error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void server::run(const std::function<void()>& on_listening) {
+  auto& d = *impl_;
+  net::dispatch(d.control, [&d] {
+    d.do_accept(*d.acceptor, listener_kind::tls);
+    if (d.health_acceptor) d.do_accept(*d.health_acceptor, listener_kind::plain_health);
+    d.do_signals();
+    d.do_poll();
+  });
+  d.health.certificates_loaded = d.creds.tls() != nullptr;
+  d.health.listening = true;
+  log(log_level::info, "listening",
+      {{"address", d.cfg.address}, {"port", static_cast<long long>(port_)},
+       {"health_port", static_cast<long long>(health_port_)}, {"threads", static_cast<long long>(d.thread_count())}});
+  if (on_listening) on_listening();
+  std::vector<std::thread> threads;
+  const unsigned n = d.thread_count();
+  threads.reserve(n - 1);
+  for (unsigned i = 1; i < n; ++i) threads.emplace_back([&d] { d.ioc.run(); });
+  d.ioc.run();
+  for (auto& t : threads) t.join();
+  d.health.listening = false;
+  log(log_level::info, "stopped");
+}
+
+void server::shutdown() {
+  auto& d = *impl_;
+  net::post(d.control, [&d] { d.begin_shutdown(); });
+}
+
+}  // namespace topogate::server

@@ -1,0 +1,57 @@
+#pragma once
+// The process: listeners, connections, signals, credential polling and draining.
+// Connections are Beast sessions, one strand each; requests are answered by handle()
+// (router.hpp).
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "server/config.hpp"
+#include "server/router.hpp"
+#include "server/tls.hpp"
+
+namespace topogate::inventory {
+class registry;
+}
+
+namespace topogate::server {
+
+class metrics;
+
+class server {
+ public:
+  server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds the listeners (port 0 picks a free port). False with *error when it cannot.
+  bool listen(std::string* error);
+  [[nodiscard]] unsigned short port() const noexcept { return port_; }
+  [[nodiscard]] unsigned short health_port() const noexcept { return health_port_; }
+
+  // Serves until a shutdown completes: SIGTERM/SIGINT (or shutdown()) stop accepting,
+  // finish in-flight requests, close idle connections, and return within
+  // limits.shutdownTimeout. SIGHUP re-reads inventories and credentials.
+  // `on_listening` runs once the listeners accept connections.
+  void run(const std::function<void()>& on_listening = {});
+  void shutdown();  // thread-safe
+
+  // The listener and session internals (server.cpp); public only so sessions can name it.
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+  unsigned short port_ = 0;
+  unsigned short health_port_ = 0;
+};
+
+}  // namespace topogate::server

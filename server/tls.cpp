@@ -1,0 +1,246 @@
+#include "server/tls.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <cstring>
+#include <ctime>
+
+#include "server/log.hpp"
+#include "server/metrics.hpp"
+
+namespace topogate::server {
+
+namespace ssl = boost::asio::ssl;
+
+namespace {
+
+std::string openssl_errors() {
+  std::string out;
+  while (const unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+double not_after_of(X509* cert) {
+  std::tm tm{};
+  if (!cert || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return 0;
+  return static_cast<double>(timegm(&tm));
+}
+
+// RFC 7301: pick http/1.1 when offered; otherwise proceed without ALPN rather than
+// agree to h2, which this server does not speak.
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
+                void*) {
+  static constexpr unsigned char http11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned i = 0;
+  while (i < inlen) {
+    const unsigned len = in[i];
+    if (i + 1 + len > inlen) break;
+    if (len == sizeof http11 && std::memcmp(in + i + 1, http11, len) == 0) {
+      *out = in + i + 1;
+      *outlen = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+// Accept any client certificate at the handshake: the request decides, per inventory,
+// so a certificate from the wrong CA gets a 403 the client can read, not an alert.
+int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
+
+}  // namespace
+
+std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pairs, std::string_view min_version,
+                                               const std::vector<std::string>& client_ca_files,
+                                               std::vector<certificate_expiry>* expiries, std::string* error) {
+  ERR_clear_error();
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  SSL_CTX* native = ctx->native_handle();
+  SSL_CTX_set_min_proto_version(native, min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+  if (SSL_CTX_set_cipher_list(native, "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+    if (error) *error = "cipher list: " + openssl_errors();
+    return nullptr;
+  }
+  SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
+  SSL_CTX_set_verify(native, SSL_VERIFY_PEER, accept_any_certificate);
+  static constexpr unsigned char sid_ctx[] = {'t', 'o', 'p', 'o', 'g', 'a', 't', 'e'};
+  SSL_CTX_set_session_id_context(native, sid_ctx, sizeof sid_ctx);
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+
+  if (pairs.empty()) {
+    if (error) *error = "no certificate configured";
+    return nullptr;
+  }
+  for (const auto& p : pairs) {
+    if (SSL_CTX_use_certificate_chain_file(native, p.cert_file.c_str()) != 1) {
+      if (error) *error = "certificate " + p.cert_file + ": " + openssl_errors();
+      return nullptr;
+    }
+    if (SSL_CTX_use_PrivateKey_file(native, p.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      if (error) *error = "private key " + p.key_file + ": " + openssl_errors();
+      return nullptr;
+    }
+    if (SSL_CTX_check_private_key(native) != 1) {
+      if (error) *error = "private key " + p.key_file + " does not match certificate " + p.cert_file;
+      return nullptr;
+    }
+    if (expiries) expiries->push_back({p.cert_file, not_after_of(SSL_CTX_get0_certificate(native))});
+  }
+  if (!client_ca_files.empty()) {
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    for (const auto& f : client_ca_files) {
+      if (SSL_add_file_cert_subjects_to_stack(names, f.c_str()) != 1) ERR_clear_error();
+    }
+    if (sk_X509_NAME_num(names) > 0) SSL_CTX_set_client_CA_list(native, names);
+    else sk_X509_NAME_free(names);
+  }
+  return ctx;
+}
+
+credential_watcher::credential_watcher(const serve_config& cfg, metrics* m)
+    : pairs_(cfg.certificates), min_version_(cfg.min_tls_version), metrics_(m) {
+  for (const auto& a : cfg.auth) {
+    sets_.push_back({a.name, false, a.readers, {}});
+    if (!a.writers.empty()) sets_.push_back({a.name, true, a.writers, {}});
+  }
+}
+
+std::vector<std::string> credential_watcher::tls_files() const {
+  std::vector<std::string> out;
+  for (const auto& p : pairs_) {
+    out.push_back(p.cert_file);
+    out.push_back(p.key_file);
+  }
+  for (auto& f : client_ca_files()) out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<std::string> credential_watcher::client_ca_files() const {
+  std::vector<std::string> out;
+  for (const auto& s : sets_) {
+    if (!s.files.client_ca_file.empty()) out.push_back(s.files.client_ca_file);
+  }
+  return out;
+}
+
+namespace {
+std::vector<file_signature> signatures(const std::vector<std::string>& files) {
+  std::vector<file_signature> out;
+  out.reserve(files.size());
+  for (const auto& f : files) out.push_back(signature_of(f));
+  return out;
+}
+std::vector<std::string> files_of(const credential_files& c) {
+  std::vector<std::string> out = c.bearer_token_files;
+  if (!c.client_ca_file.empty()) out.push_back(c.client_ca_file);
+  return out;
+}
+}  // namespace
+
+bool credential_watcher::reload_tls(std::string* error) {
+  std::vector<certificate_expiry> expiries;
+  auto ctx = make_tls_context(pairs_, min_version_, client_ca_files(), &expiries, error);
+  if (!ctx) return false;
+  {
+    std::lock_guard lock(mu_);
+    tls_ = std::move(ctx);
+  }
+  if (metrics_) {
+    for (const auto& e : expiries) metrics_->certificate_expiry("server:" + e.name, e.not_after);
+  }
+  return true;
+}
+
+bool credential_watcher::load(std::string* error) {
+  tls_seen_ = signatures(tls_files());
+  if (!reload_tls(error)) return false;
+  auto state = std::make_shared<auth_state>();
+  for (auto& s : sets_) {
+    s.seen = signatures(files_of(s.files));
+    credential_set set;
+    std::string err;
+    if (!load_credentials(s.files, set, &err)) {
+      if (error) *error = "inventory " + s.inventory + (s.writers ? " writers: " : " readers: ") + err;
+      return false;
+    }
+    if (metrics_ && set.mtls) {
+      metrics_->certificate_expiry("client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set.ca_not_after);
+    }
+    auto& slot = state->inventories[s.inventory];
+    (s.writers ? slot.writers : slot.readers) = std::move(set);
+  }
+  std::lock_guard lock(mu_);
+  auth_ = std::move(state);
+  return true;
+}
+
+bool credential_watcher::poll(bool force) {
+  bool swapped = false;
+  auto now_tls = signatures(tls_files());
+  if (force || now_tls != tls_seen_) {
+    tls_seen_ = std::move(now_tls);
+    std::string err;
+    const bool ok = reload_tls(&err);
+    if (metrics_) metrics_->credential_reload("tls", ok);
+    if (ok) {
+      log(log_level::info, "reloaded TLS certificates", {{"certificates", static_cast<long long>(pairs_.size())}});
+      swapped = true;
+    } else {
+      log(log_level::error, "TLS certificate reload failed; keeping the previous certificates", {{"error", err}});
+    }
+  }
+  std::shared_ptr<auth_state> next;
+  for (auto& s : sets_) {
+    auto now = signatures(files_of(s.files));
+    if (!force && now == s.seen) continue;
+    s.seen = std::move(now);
+    credential_set set;
+    std::string err;
+    const bool ok = load_credentials(s.files, set, &err);
+    if (metrics_) metrics_->credential_reload(s.files.client_ca_file.empty() ? "token" : "client-credentials", ok);
+    if (!ok) {
+      log(log_level::error, "credential reload failed; keeping the previous credentials",
+          {{"inventory", s.inventory}, {"role", s.writers ? "writers" : "readers"}, {"error", err}});
+      continue;
+    }
+    if (!next) {
+      std::lock_guard lock(mu_);
+      next = std::make_shared<auth_state>(*auth_);
+    }
+    if (metrics_ && set.mtls) {
+      metrics_->certificate_expiry("client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set.ca_not_after);
+    }
+    auto& slot = next->inventories[s.inventory];
+    (s.writers ? slot.writers : slot.readers) = std::move(set);
+    log(log_level::info, "reloaded credentials", {{"inventory", s.inventory}, {"role", s.writers ? "writers" : "readers"}});
+  }
+  if (next) {
+    std::lock_guard lock(mu_);
+    auth_ = std::move(next);
+    swapped = true;
+  }
+  return swapped;
+}
+
+std::shared_ptr<ssl::context> credential_watcher::tls() const {
+  std::lock_guard lock(mu_);
+  return tls_;
+}
+
+std::shared_ptr<const auth_state> credential_watcher::auth() const {
+  std::lock_guard lock(mu_);
+  return auth_;
+}
+
+}  // namespace topogate::server
