@@ -1,6 +1,7 @@
 #include "document.hpp"
 
 #include <emmintrin.h>
+#include <simdjson.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
@@ -13,7 +14,6 @@
 #include <cstdlib>
 #include <istream>
 #include <new>
-#include <simdjson.h>
 #include <streambuf>
 
 #include "document_internal.hpp"
@@ -29,19 +29,30 @@ const doc_node* doc_node::find(std::string_view key) const noexcept {
 
 std::string_view doc_node::kind_name() const noexcept {
   switch (k) {
-    case kind::null: return "!!null";
-    case kind::sequence: return "!!seq";
-    case kind::mapping: return "!!map";
-    case kind::scalar: break;
+    case kind::null:
+      return "!!null";
+    case kind::sequence:
+      return "!!seq";
+    case kind::mapping:
+      return "!!map";
+    case kind::scalar:
+      break;
   }
   switch (tag) {
-    case scalar_tag::str: return "!!str";
-    case scalar_tag::int_: return "!!int";
-    case scalar_tag::float_: return "!!float";
-    case scalar_tag::bool_: return "!!bool";
-    case scalar_tag::timestamp: return "!!timestamp";
-    case scalar_tag::binary: return "!!binary";
-    case scalar_tag::other: return "!!str";
+    case scalar_tag::str:
+      return "!!str";
+    case scalar_tag::int_:
+      return "!!int";
+    case scalar_tag::float_:
+      return "!!float";
+    case scalar_tag::bool_:
+      return "!!bool";
+    case scalar_tag::timestamp:
+      return "!!timestamp";
+    case scalar_tag::binary:
+      return "!!binary";
+    case scalar_tag::other:
+      return "!!str";
   }
   return "!!str";
 }
@@ -50,9 +61,9 @@ namespace detail {
 namespace {
 
 std::size_t line_of(std::string_view text, std::size_t offset) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(
-                                                                           std::min(offset, text.size())),
-                                             '\n')) +
+  return static_cast<std::size_t>(std::count(
+             text.begin(),
+             text.begin() + static_cast<std::ptrdiff_t>(std::min(offset, text.size())), '\n')) +
          1;
 }
 
@@ -80,17 +91,29 @@ bool go_parses_as_int(std::string_view s) noexcept {
   unsigned base = 10;
   if (s[0] == '0') {
     const char p = s.size() >= 3 ? static_cast<char>(s[1] | 0x20) : '\0';
-    if (p == 'b') { base = 2; s.remove_prefix(2); }
-    else if (p == 'o') { base = 8; s.remove_prefix(2); }
-    else if (p == 'x') { base = 16; s.remove_prefix(2); }
-    else { base = 8; s.remove_prefix(1); }
+    if (p == 'b') {
+      base = 2;
+      s.remove_prefix(2);
+    } else if (p == 'o') {
+      base = 8;
+      s.remove_prefix(2);
+    } else if (p == 'x') {
+      base = 16;
+      s.remove_prefix(2);
+    } else {
+      base = 8;
+      s.remove_prefix(1);
+    }
   }
   std::uint64_t v = 0;
   for (char c : s) {
     unsigned d;
-    if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
-    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') d = static_cast<unsigned>((c | 0x20) - 'a' + 10);
-    else return false;
+    if (c >= '0' && c <= '9')
+      d = static_cast<unsigned>(c - '0');
+    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+      d = static_cast<unsigned>((c | 0x20) - 'a' + 10);
+    else
+      return false;
     if (d >= base) return false;
     if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v)) return false;
   }
@@ -200,13 +223,19 @@ resolved resolve_text(std::string_view in, bool try_timestamp) {
   char hint = 'N';
   if (!in.empty()) {
     const char c = in[0];
-    if (c == '+' || c == '-') hint = 'S';
-    else if (is_digit(c)) hint = 'D';
-    else if (c == '.') hint = '.';
-    else if (std::string_view("yYnNtTfFoO~").find(c) != std::string_view::npos) hint = 'M';
-    else return resolved::str;
+    if (c == '+' || c == '-')
+      hint = 'S';
+    else if (is_digit(c))
+      hint = 'D';
+    else if (c == '.')
+      hint = '.';
+    else if (std::string_view("yYnNtTfFoO~").find(c) != std::string_view::npos)
+      hint = 'M';
+    else
+      return resolved::str;
   }
-  if (in.empty() || in == "~" || in == "null" || in == "Null" || in == "NULL") return resolved::null;
+  if (in.empty() || in == "~" || in == "null" || in == "Null" || in == "NULL")
+    return resolved::null;
   if (in == "true" || in == "True" || in == "TRUE" || in == "false" || in == "False" ||
       in == "FALSE")
     return resolved::bool_;
@@ -215,9 +244,12 @@ resolved resolve_text(std::string_view in, bool try_timestamp) {
       in == "-.Inf" || in == "-.INF")
     return resolved::float_;
   switch (hint) {
-    case 'M': return resolved::str;
-    case '.': return yaml_style_float(in) ? resolved::float_ : resolved::str;
-    default: break;
+    case 'M':
+      return resolved::str;
+    case '.':
+      return yaml_style_float(in) ? resolved::float_ : resolved::str;
+    default:
+      break;
   }
   if (try_timestamp && is_timestamp(in)) return resolved::timestamp;
   std::string plain;
@@ -235,33 +267,48 @@ resolved resolve_text(std::string_view in, bool try_timestamp) {
       if (c < '0' || static_cast<unsigned>(c - '0') >= base) return false;
     return true;
   };
-  if (p.substr(0, 2) == "0b") return digits_in_base(p.substr(2), 2, true) ? resolved::int_ : resolved::str;
-  if (p.substr(0, 3) == "-0b") return digits_in_base(p.substr(3), 2, false) ? resolved::int_ : resolved::str;
-  if (p.substr(0, 2) == "0o") return digits_in_base(p.substr(2), 8, true) ? resolved::int_ : resolved::str;
-  if (p.substr(0, 3) == "-0o") return digits_in_base(p.substr(3), 8, false) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 2) == "0b")
+    return digits_in_base(p.substr(2), 2, true) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 3) == "-0b")
+    return digits_in_base(p.substr(3), 2, false) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 2) == "0o")
+    return digits_in_base(p.substr(2), 8, true) ? resolved::int_ : resolved::str;
+  if (p.substr(0, 3) == "-0o")
+    return digits_in_base(p.substr(3), 8, false) ? resolved::int_ : resolved::str;
   return resolved::str;
 }
 
 doc_node::scalar_tag to_scalar_tag(resolved r) {
   switch (r) {
-    case resolved::int_: return doc_node::scalar_tag::int_;
-    case resolved::float_: return doc_node::scalar_tag::float_;
-    case resolved::bool_: return doc_node::scalar_tag::bool_;
-    case resolved::timestamp: return doc_node::scalar_tag::timestamp;
+    case resolved::int_:
+      return doc_node::scalar_tag::int_;
+    case resolved::float_:
+      return doc_node::scalar_tag::float_;
+    case resolved::bool_:
+      return doc_node::scalar_tag::bool_;
+    case resolved::timestamp:
+      return doc_node::scalar_tag::timestamp;
     case resolved::null:
-    case resolved::str: return doc_node::scalar_tag::str;
+    case resolved::str:
+      return doc_node::scalar_tag::str;
   }
   return doc_node::scalar_tag::str;
 }
 
 std::string_view short_name(resolved r) {
   switch (r) {
-    case resolved::str: return "!!str";
-    case resolved::null: return "!!null";
-    case resolved::bool_: return "!!bool";
-    case resolved::int_: return "!!int";
-    case resolved::float_: return "!!float";
-    case resolved::timestamp: return "!!timestamp";
+    case resolved::str:
+      return "!!str";
+    case resolved::null:
+      return "!!null";
+    case resolved::bool_:
+      return "!!bool";
+    case resolved::int_:
+      return "!!int";
+    case resolved::float_:
+      return "!!float";
+    case resolved::timestamp:
+      return "!!timestamp";
   }
   return "!!str";
 }
@@ -357,10 +404,17 @@ std::string check_yaml_characters(std::string_view text, bool* has_line_separato
     }
     std::size_t len = 0;
     std::uint32_t cp = 0;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1fu; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0fu; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07u; }
-    else return fail(i, "invalid leading UTF-8 octet");
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1fu;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0fu;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07u;
+    } else
+      return fail(i, "invalid leading UTF-8 octet");
     if (i + len > n) return fail(i, "incomplete UTF-8 octet sequence");
     for (std::size_t j = 1; j < len; ++j) {
       const unsigned char cc = p[i + j];
@@ -369,7 +423,8 @@ std::string check_yaml_characters(std::string_view text, bool* has_line_separato
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000))
       return fail(i, "invalid length of a UTF-8 sequence");
-    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return fail(i, "invalid Unicode character");
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return fail(i, "invalid Unicode character");
     const bool printable = cp == 0x85 || (cp >= 0xa0 && cp <= 0xd7ff) ||
                            (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
     if (!printable) return fail(i, "control characters are not allowed");
@@ -431,14 +486,37 @@ std::string check_double_quoted(std::string_view text, std::size_t open) {
     const char e = text[i + 1];
     int digits = 0;
     switch (e) {
-      case '0': case 'a': case 'b': case 't': case '\t': case 'n': case 'v': case 'f': case 'r':
-      case 'e': case ' ': case '"': case '\'': case '\\': case 'N': case '_': case 'L': case 'P':
-      case '\n': case '\r':
+      case '0':
+      case 'a':
+      case 'b':
+      case 't':
+      case '\t':
+      case 'n':
+      case 'v':
+      case 'f':
+      case 'r':
+      case 'e':
+      case ' ':
+      case '"':
+      case '\'':
+      case '\\':
+      case 'N':
+      case '_':
+      case 'L':
+      case 'P':
+      case '\n':
+      case '\r':
         i += 2;
         continue;
-      case 'x': digits = 2; break;
-      case 'u': digits = 4; break;
-      case 'U': digits = 8; break;
+      case 'x':
+        digits = 2;
+        break;
+      case 'u':
+        digits = 4;
+        break;
+      case 'U':
+        digits = 8;
+        break;
       default:
         if (static_cast<unsigned char>(e) >= 0x80) {
           // U+0085, U+2028, U+2029 are line breaks for yaml.v3; anything else is unknown.
@@ -497,6 +575,156 @@ std::string check_json_as_yaml(std::string_view text) {
   return {};
 }
 
+json_scan scan_json_for_yaml(std::string_view text) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const unsigned char c = p[k];
+    if (c == ' ' || c == '\n' || c == '\r') continue;
+    if (c == '\t') return json_scan::refuse;
+    break;
+  }
+  json_scan verdict = json_scan::ok;
+  std::size_t skip_until = 0;  // bytes consumed by an escape sequence
+  // Handles one byte that is not plain printable ASCII; returns the next position.
+  auto special = [&](std::size_t i, bool& refuse) -> std::size_t {
+    const unsigned char c = p[i];
+    if (c == '\\') {
+      if (i + 1 >= n) return i + 1;
+      const char e = static_cast<char>(p[i + 1]);
+      if (e == '/') {
+        refuse = true;
+        return n;
+      }
+      if (e == 'u') {
+        std::uint32_t cp = 0;
+        for (std::size_t d = 0; d < 4; ++d) {
+          const int v = i + 2 + d < n ? hex_value(static_cast<char>(p[i + 2 + d])) : -1;
+          if (v < 0) {
+            refuse = true;
+            return n;
+          }
+          cp = (cp << 4) | static_cast<std::uint32_t>(v);
+        }
+        if (cp >= 0xd800 && cp <= 0xdfff) {
+          refuse = true;
+          return n;
+        }
+        return i + 6;
+      }
+      return i + 2;
+    }
+    if (c == ':') {
+      std::size_t j = i, ws = 0;
+      while (j > 0 && (p[j - 1] == ' ' || p[j - 1] == '\t')) {
+        --j;
+        ++ws;
+      }
+      if (j == 0 || p[j - 1] == '\n' || p[j - 1] == '\r') {
+        refuse = true;
+        return n;
+      }
+      if (ws > 64) verdict = json_scan::exact;
+      return i + 1;
+    }
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+        refuse = true;
+        return n;
+      }
+      return i + 1;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1fu;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0fu;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07u;
+    }
+    if (len == 0 || i + len > n) {
+      refuse = true;
+      return n;
+    }
+    for (std::size_t j = 1; j < len; ++j) {
+      if ((p[i + j] & 0xc0) != 0x80) {
+        refuse = true;
+        return n;
+      }
+      cp = (cp << 6) | (p[i + j] & 0x3fu);
+    }
+    const bool printable = cp == 0x85 || (cp >= 0xa0 && cp <= 0xd7ff) ||
+                           (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || !printable) {
+      refuse = true;
+      return n;
+    }
+    return i + len;
+  };
+  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), nl = _mm_set1_epi8('\n'),
+                cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t'), bs = _mm_set1_epi8('\\'),
+                colon = _mm_set1_epi8(':');
+  std::size_t i = 0;
+  bool refuse = false;
+  while (i < n) {
+    if (i + 16 <= n) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i low = _mm_cmplt_epi8(v, c20);  // also every byte >= 0x80 (signed)
+      const __m128i ok_ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)),
+                                         _mm_cmpeq_epi8(v, tab));
+      const __m128i odd = _mm_or_si128(_mm_andnot_si128(ok_ws, low), _mm_cmpeq_epi8(v, c7f));
+      const __m128i marks = _mm_or_si128(_mm_cmpeq_epi8(v, bs), _mm_cmpeq_epi8(v, colon));
+      const unsigned odd_bits = static_cast<unsigned>(_mm_movemask_epi8(odd));
+      unsigned mark_bits = static_cast<unsigned>(_mm_movemask_epi8(marks));
+      if (odd_bits == 0) {
+        while (mark_bits) {
+          const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mark_bits));
+          mark_bits &= mark_bits - 1;
+          if (at < skip_until) continue;
+          skip_until = special(at, refuse);
+          if (refuse) return json_scan::refuse;
+        }
+        i += 16;
+        continue;
+      }
+      // Byte by byte up to the end of this block (a sequence may run past it).
+      const std::size_t end = i + 16;
+      if (i < skip_until) i = skip_until;
+      while (i < end) {
+        const unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != ':') {
+          ++i;
+          continue;
+        }
+        if (c == '\t' || c == '\n' || c == '\r') {
+          ++i;
+          continue;
+        }
+        i = special(i, refuse);
+        if (refuse) return json_scan::refuse;
+      }
+      skip_until = i;
+      continue;
+    }
+    if (i < skip_until) {
+      i = skip_until;
+      continue;
+    }
+    const unsigned char c = p[i];
+    if ((c >= 0x20 && c < 0x7f && c != '\\' && c != ':') || c == '\t' || c == '\n' || c == '\r') {
+      ++i;
+      continue;
+    }
+    i = special(i, refuse);
+    if (refuse) return json_scan::refuse;
+  }
+  return verdict;
+}
+
 bool json_key_fits_yaml(std::string_view text, std::size_t open) {
   std::size_t i = open + 1;
   while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
@@ -537,9 +765,12 @@ bool identifier_like(std::string_view k) {
 }  // namespace
 
 void append_path_key(std::string& out, std::string_view key, bool top, path_style style) {
-  if (top) out = child(out, key);
-  else if (style == path_style::generic && identifier_like(key)) out = child(out, key);
-  else out = core::key(out, key);
+  if (top)
+    out = child(out, key);
+  else if (style == path_style::generic && identifier_like(key))
+    out = child(out, key);
+  else
+    out = core::key(out, key);
 }
 
 namespace {
@@ -615,7 +846,8 @@ class tree_builder final : public YAML::EventHandler {
     }
     const anchor_entry& a = anchors_[anchor];
     charge_alias(mark, a.size);
-    if (frames_.size() + a.height > limits_.max_depth) fatal(mark, "document nesting exceeds the depth limit");
+    if (frames_.size() + a.height > limits_.max_depth)
+      fatal(mark, "document nesting exceeds the depth limit");
     if (expecting_key()) {
       if (a.node.is_null()) {
         begin_key("", mark, true, false);
@@ -810,9 +1042,12 @@ class tree_builder final : public YAML::EventHandler {
     anchor_names_[anchor] = anchor_name_;
   }
 
-  void store_scalar_anchor(YAML::anchor_t anchor, const doc_node& n) { store_anchor(anchor, n, 1, 0); }
+  void store_scalar_anchor(YAML::anchor_t anchor, const doc_node& n) {
+    store_anchor(anchor, n, 1, 0);
+  }
 
-  void store_anchor(YAML::anchor_t anchor, const doc_node& n, std::size_t size, std::size_t height) {
+  void store_anchor(YAML::anchor_t anchor, const doc_node& n, std::size_t size,
+                    std::size_t height) {
     anchor_name_for(anchor);
     anchor_entry& a = anchors_[anchor];
     a.node = n;
@@ -830,8 +1065,9 @@ class tree_builder final : public YAML::EventHandler {
       if (separators_ && (value.find("\xc2\x85") != std::string::npos ||
                           value.find("\xe2\x80\xa8") != std::string::npos ||
                           value.find("\xe2\x80\xa9") != std::string::npos)) {
-        fatal(mark, "a line separator (U+0085, U+2028, U+2029) in a plain scalar is a line break "
-                    "for YAML 1.1 decoders");
+        fatal(mark,
+              "a line separator (U+0085, U+2028, U+2029) in a plain scalar is a line break "
+              "for YAML 1.1 decoders");
       }
       const resolved r = resolve_text(value, true);
       is_null = r == resolved::null;
@@ -856,7 +1092,8 @@ class tree_builder final : public YAML::EventHandler {
     }
     const std::string_view name = std::string_view(tag).substr(core_prefix.size());
     if (name == "binary") {
-      if (!decode_base64(value, out.text)) fatal(mark, "!!binary value contains invalid base64 data");
+      if (!decode_base64(value, out.text))
+        fatal(mark, "!!binary value contains invalid base64 data");
       out.tag = doc_node::scalar_tag::binary;
       return;
     }
@@ -866,11 +1103,16 @@ class tree_builder final : public YAML::EventHandler {
       out.text = value;
       return;
     }
-    if (name == "bool") want = resolved::bool_;
-    else if (name == "int") want = resolved::int_;
-    else if (name == "float") want = resolved::float_;
-    else if (name == "null") want = resolved::null;
-    else if (name == "timestamp") want = resolved::timestamp;
+    if (name == "bool")
+      want = resolved::bool_;
+    else if (name == "int")
+      want = resolved::int_;
+    else if (name == "float")
+      want = resolved::float_;
+    else if (name == "null")
+      want = resolved::null;
+    else if (name == "timestamp")
+      want = resolved::timestamp;
     else {
       out.tag = doc_node::scalar_tag::other;
       out.text = value;
@@ -1047,12 +1289,13 @@ std::string check_prologue(std::string_view text) {
     std::string_view l = text.substr(i, eol - i);
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     const std::size_t first = l.find_first_not_of(" \t");
-    if (first != std::string_view::npos && l.substr(0, first).find('\t') != std::string_view::npos &&
-        l[first] != '#') {
+    if (first != std::string_view::npos &&
+        l.substr(0, first).find('\t') != std::string_view::npos && l[first] != '#') {
       return at_line(line, "found character that cannot start any token");
     }
     if (first == std::string_view::npos || l[first] == '#') {
-      if (first != std::string_view::npos && l.substr(0, first).find('\t') != std::string_view::npos)
+      if (first != std::string_view::npos &&
+          l.substr(0, first).find('\t') != std::string_view::npos)
         return at_line(line, "found character that cannot start any token");
       if (first == std::string_view::npos && l.find('\t') != std::string_view::npos)
         return at_line(line, "found character that cannot start any token");
@@ -1114,7 +1357,8 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
   try {
     YAML::Parser parser(in);
     if (!parser.HandleNextDocument(builder) || !builder.saw_document) {
-      return fail_with(rule_id, "the document is empty (no YAML content, only white space or comments)");
+      return fail_with(rule_id,
+                       "the document is empty (no YAML content, only white space or comments)");
     }
     if (builder.errors.empty()) {
       // The consumer decodes exactly one document: even an empty second one (a trailing
@@ -1127,9 +1371,9 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
   } catch (const abort_parse&) {
   } catch (const YAML::Exception& e) {
     decode_result r;
-    field_error fe = invalid(std::string(rule_id), builder.current_path(), "",
-                             e.mark.is_null() ? e.msg
-                                              : at_line(static_cast<std::size_t>(e.mark.line) + 1, e.msg));
+    field_error fe = invalid(
+        std::string(rule_id), builder.current_path(), "",
+        e.mark.is_null() ? e.msg : at_line(static_cast<std::size_t>(e.mark.line) + 1, e.msg));
     fe.has_value = false;
     r.errors.push_back(std::move(fe));
     return r;
@@ -1146,7 +1390,8 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
 
 }  // namespace detail
 
-decode_result decode_yaml(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+decode_result decode_yaml(std::string_view text, std::string_view rule_id,
+                          const decode_limits& limits) {
   return detail::decode_yaml_styled(text, rule_id, limits, detail::path_style::generic);
 }
 
@@ -1185,7 +1430,8 @@ class json_builder {
   bool json_ok = true;
 
   bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth, std::string& path) {
-    if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit", path);
+    if (++count_ > limits_.max_expanded_nodes)
+      return limit("document exceeds the node limit", path);
     simdjson::ondemand::json_type t;
     if (v.type().get(t)) return not_json();
     switch (t) {
@@ -1248,7 +1494,8 @@ class json_builder {
       if (!detail::json_key_fits_yaml(text_, open)) return not_json();
       std::string_view key;
       if (field.unescaped_key().get(key)) return not_json();
-      if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit", path);
+      if (++count_ > limits_.max_expanded_nodes)
+        return limit("document exceeds the node limit", path);
       out.map.emplace_back(std::string(key), doc_node{});
       detail::append_path_key(path, key, depth == 0, style_);
       if (!value(field.value(), out.map.back().second, depth + 1, path)) return false;
@@ -1369,12 +1616,14 @@ decode_result detail::decode_json_styled(std::string_view text, std::string_view
   return r;
 }
 
-decode_result decode_json(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+decode_result decode_json(std::string_view text, std::string_view rule_id,
+                          const decode_limits& limits) {
   bool json_ok = true;
   return detail::decode_json_styled(text, rule_id, limits, detail::path_style::generic, json_ok);
 }
 
-decode_result decode_any(std::string_view text, std::string_view rule_id, const decode_limits& limits) {
+decode_result decode_any(std::string_view text, std::string_view rule_id,
+                         const decode_limits& limits) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
       text.size() <= limits.max_bytes) {

@@ -2,14 +2,14 @@
 // Pieces of the document decoder shared with the snapshot fast path (snapshot.cpp) and
 // the node-list reader (nodes.cpp). Not part of the public core interface.
 
+#include <simdjson.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "document.hpp"
 #include "field_error.hpp"
@@ -56,6 +56,14 @@ std::string check_yaml_characters(std::string_view text, bool* has_line_separato
 // characters or not on the same line as its `:`, and a tab before the first token. Returns an
 // empty string when the JSON text is also acceptable YAML for these rules.
 std::string check_json_as_yaml(std::string_view text);
+
+// One pass over JSON text for the snapshot fast path: the character rules of
+// check_yaml_characters, the escape rules of check_json_as_yaml, and every structural `:`
+// on its key's line. `exact` means the text needs the exact (slower) JSON path to decide
+// (white space before a `:` too long to rule out yaml.v3's 1024-character key limit);
+// `refuse` means it is not JSON that yaml.v3 reads the same way.
+enum class json_scan : std::uint8_t { ok, exact, refuse };
+[[nodiscard]] json_scan scan_json_for_yaml(std::string_view text) noexcept;
 
 // Literal text of a JSON number token, checked against the JSON grammar (RFC 8259 §6).
 [[nodiscard]] bool is_json_number(std::string_view token) noexcept;
