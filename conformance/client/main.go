@@ -12,8 +12,8 @@ package main
 import (
 	"context"
 	"flag"
-	"net/http"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"

@@ -946,4 +946,3 @@ func rulesIn(body []byte) []string {
 	walk(v)
 	return out
 }
-
