@@ -1,21 +1,538 @@
+// The `kubernetes` store and the Node watch. etcd behind the apiserver is the replicated
+// store: a push is acknowledged once the apiserver accepted the write, every replica lists
+// and watches the same ConfigMaps, and optimistic concurrency on metadata.resourceVersion
+// decides between concurrent writers. topogate builds no replication of its own.
+
+#include <openssl/evp.h>
+#include <simdjson.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/field_error.hpp"
 #include "inventory/kube.hpp"
+#include "inventory/kube_client.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::inventory::detail {
 
-bool resolve_endpoint(const store_config&, kube_endpoint&, std::string& error) {
-  error = "the Kubernetes API client is not available";
-  return false;
+namespace {
+
+constexpr std::string_view managed_by_selector = "app.kubernetes.io/managed-by=topogate";
+constexpr std::string_view data_key = "snapshot.json";
+constexpr std::string_view gzip_key = "snapshot.json.gz";
+constexpr std::string_view accepted_at_annotation = "topogate.gpustack.ai/accepted-at";
+constexpr std::string_view actor_annotation = "topogate.gpustack.ai/actor";
+constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
+// A ConfigMap holds at most 1 MiB of data (keys included) and etcd refuses requests over
+// ~1.5 MiB: a snapshot close to S10's 1 MiB is stored gzip-compressed in binaryData.
+constexpr std::size_t max_plain_bytes = 900u << 10;
+// Watches end server-side after this; the idle timeout is a little longer.
+constexpr int watch_timeout_seconds = 290;
+constexpr auto watch_idle = std::chrono::seconds(330);
+
+std::string base64(std::string_view in) {
+  std::string out(4 * ((in.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(std::max(n, 0)));
+  return out;
 }
 
-std::unique_ptr<revision_store> make_kube_store(const store_config&, std::string& error) {
-  error = "the kubernetes store is not available";
-  return nullptr;
+bool unbase64(std::string_view in, std::string& out) {
+  if (in.size() % 4 != 0) return false;
+  out.assign(3 * in.size() / 4, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  if (n < 0) return false;
+  std::size_t len = static_cast<std::size_t>(n);
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  if (!in.empty() && in.back() == '=') --len;
+  if (in.size() > 1 && in[in.size() - 2] == '=') --len;
+  out.resize(len);
+  return true;
 }
 
-std::unique_ptr<node_watch> make_node_watch(const store_config&, log_fn, std::string& error) {
-  error = "the Kubernetes Node watch is not available";
-  return nullptr;
+bool gzip(std::string_view in, std::string& out) {
+  z_stream zs{};
+  if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  out.resize(deflateBound(&zs, static_cast<uLong>(in.size())) + 32);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return rc == Z_STREAM_END;
+}
+
+bool gunzip(std::string_view in, std::string& out, std::size_t limit) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return false;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  out.clear();
+  std::array<char, 65536> buf{};
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf.data());
+    zs.avail_out = static_cast<uInt>(buf.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    out.append(buf.data(), buf.size() - zs.avail_out);
+    if (out.size() > limit) {
+      rc = Z_DATA_ERROR;  // a decompression bomb is not a snapshot
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  return rc == Z_STREAM_END;
+}
+
+std::string_view str_or(simdjson::dom::element e, std::string_view key) {
+  std::string_view v;
+  if (e[key].get(v)) return {};
+  return v;
+}
+
+// ConfigMap JSON -> stored revision. false when the object is not one of ours.
+bool decode_configmap(simdjson::dom::element cm, stored_revision& out, std::string& name, std::string& error) {
+  simdjson::dom::element meta;
+  if (cm["metadata"].get(meta)) {
+    error = "ConfigMap without metadata";
+    return false;
+  }
+  name = std::string(str_or(meta, "name"));
+  out.version = std::string(str_or(meta, "resourceVersion"));
+  simdjson::dom::element ann;
+  if (!meta["annotations"].get(ann)) {
+    if (auto t = parse_time(str_or(ann, accepted_at_annotation))) out.accepted_at = *t;
+    out.actor = std::string(str_or(ann, actor_annotation));
+  }
+  std::string_view plain;
+  simdjson::dom::element data;
+  if (!cm["data"].get(data) && !data[data_key].get(plain)) {
+    out.json.assign(plain);
+  } else {
+    std::string_view b64;
+    simdjson::dom::element bin;
+    std::string compressed;
+    if (cm["binaryData"].get(bin) || bin[gzip_key].get(b64) || !unbase64(b64, compressed) ||
+        !gunzip(compressed, out.json, 2u << 20)) {
+      error = "ConfigMap " + name + " holds no readable snapshot";
+      return false;
+    }
+  }
+  std::string_view digest;
+  if (!meta["annotations"].get(ann) && !ann[digest_annotation].get(digest) && digest != sha256_hex(out.json)) {
+    error = "ConfigMap " + name + ": snapshot digest mismatch";
+    return false;
+  }
+  return true;
+}
+
+std::string encode_configmap(const std::string& ns, const std::string& cm_name, const std::string& inventory,
+                             const stored_revision& rev, const std::string& resource_version) {
+  std::string out = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)";
+  core::append_json_string(out, cm_name);
+  out += R"(,"namespace":)";
+  core::append_json_string(out, ns);
+  if (!resource_version.empty()) {
+    out += R"(,"resourceVersion":)";
+    core::append_json_string(out, resource_version);
+  }
+  out += R"(,"labels":{"app.kubernetes.io/managed-by":"topogate","app.kubernetes.io/component":"inventory-store"},)";
+  out += R"("annotations":{)";
+  core::append_json_string(out, accepted_at_annotation);
+  out.push_back(':');
+  core::append_json_string(out, format_time(rev.accepted_at));
+  out.push_back(',');
+  core::append_json_string(out, actor_annotation);
+  out.push_back(':');
+  core::append_json_string(out, rev.actor);
+  out.push_back(',');
+  core::append_json_string(out, digest_annotation);
+  out.push_back(':');
+  core::append_json_string(out, sha256_hex(rev.json));
+  out += R"(,"topogate.gpustack.ai/inventory":)";
+  core::append_json_string(out, inventory);
+  out += "}}";
+  std::string compressed;
+  if (rev.json.size() > max_plain_bytes && gzip(rev.json, compressed)) {
+    out += R"(,"binaryData":{)";
+    core::append_json_string(out, gzip_key);
+    out.push_back(':');
+    core::append_json_string(out, base64(compressed));
+    out += "}";
+  } else {
+    out += R"(,"data":{)";
+    core::append_json_string(out, data_key);
+    out.push_back(':');
+    core::append_json_string(out, rev.json);
+    out += "}";
+  }
+  out += "}";
+  return out;
+}
+
+std::string api_message(const kube_client::response& r) {
+  if (r.status == 0) return r.error;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::string_view msg;
+  std::string out = "HTTP " + std::to_string(r.status);
+  if (!p.parse(r.body).get(doc) && !doc["message"].get(msg)) out += ": " + std::string(msg);
+  return out;
+}
+
+// Interruptible back-off between retries.
+class stopper {
+ public:
+  bool wait(std::chrono::milliseconds d) {
+    std::unique_lock lk(mu_);
+    return !cv_.wait_for(lk, d, [&] { return stop_; });
+  }
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+  }
+  [[nodiscard]] bool stopped() {
+    std::lock_guard lk(mu_);
+    return stop_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
+class kube_store final : public revision_store {
+ public:
+  kube_store(kube_endpoint ep, std::string ns) : ns_(std::move(ns)), client_(ep), watch_client_(std::move(ep)) {}
+  ~kube_store() override { stop(); }
+
+  [[nodiscard]] std::string describe() const override { return "kubernetes:" + ns_; }
+
+  store_status load(const std::string& inventory, std::optional<stored_revision>& out) override {
+    out.reset();
+    const auto r = client_.request("GET", object_path(cm_name(inventory)));
+    if (r.status == 404) return {};
+    if (r.status != 200) return {store_status::code::unavailable, "get ConfigMap " + cm_name(inventory) + ": " + api_message(r)};
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    if (p.parse(r.body).get(doc)) return {store_status::code::unavailable, "get ConfigMap: malformed response"};
+    stored_revision rev;
+    std::string name;
+    std::string error;
+    if (!decode_configmap(doc, rev, name, error)) return {store_status::code::unavailable, error};
+    out = std::move(rev);
+    return {};
+  }
+
+  store_status save(const std::string& inventory, const stored_revision& rev, const std::string& expected_version,
+                    std::string& new_version) override {
+    const auto name = cm_name(inventory);
+    const auto body = encode_configmap(ns_, name, inventory, rev, expected_version);
+    // Create when no version is known; otherwise replace exactly that version: a 409 means
+    // another replica wrote in between, and the caller decides (412, or retry).
+    const auto r = expected_version.empty()
+                       ? client_.request("POST", collection_path(), body, std::chrono::seconds(15))
+                       : client_.request("PUT", object_path(name), body, std::chrono::seconds(15));
+    if (r.status == 409) return {store_status::code::conflict, api_message(r)};
+    if (r.status != 200 && r.status != 201) {
+      return {store_status::code::unavailable, "write ConfigMap " + name + ": " + api_message(r)};
+    }
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view rv;
+    if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
+      // The write happened; only its version is unknown. The watch will tell.
+      new_version.clear();
+      return {};
+    }
+    new_version = std::string(rv);
+    return {};
+  }
+
+  void start_watch(const std::vector<std::string>& inventories, change_fn fn) override {
+    if (inventories.empty() || thread_.joinable()) return;
+    for (const auto& i : inventories) by_cm_[cm_name(i)] = i;
+    fn_ = std::move(fn);
+    thread_ = std::thread([this] { run(); });
+  }
+
+  void stop() override {
+    stop_.stop();
+    watch_client_.cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void set_log(log_fn log) { log_ = std::move(log); }
+
+ private:
+  static std::string cm_name(const std::string& inventory) { return "topogate-" + inventory; }
+  std::string collection_path() const { return "/api/v1/namespaces/" + url_encode(ns_) + "/configmaps"; }
+  std::string object_path(const std::string& name) const { return collection_path() + "/" + url_encode(name); }
+
+  void deliver(simdjson::dom::element cm) {
+    stored_revision rev;
+    std::string name;
+    std::string error;
+    if (!decode_configmap(cm, rev, name, error)) {
+      if (by_cm_.contains(name) && log_) log_("warn", error);
+      return;
+    }
+    const auto it = by_cm_.find(name);
+    if (it != by_cm_.end()) fn_(it->second, rev);
+  }
+
+  void run() {
+    const std::string selector = "labelSelector=" + url_encode(managed_by_selector);
+    auto backoff = std::chrono::milliseconds(500);
+    while (!stop_.stopped()) {
+      const auto list = watch_client_.request("GET", collection_path() + "?" + selector, {}, std::chrono::seconds(30));
+      if (list.status != 200) {
+        if (stop_.stopped()) break;
+        if (log_) log_("warn", "kubernetes store: list ConfigMaps: " + api_message(list));
+        if (!stop_.wait(backoff)) break;
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+        continue;
+      }
+      simdjson::dom::parser p;
+      simdjson::dom::element doc;
+      std::string_view rv;
+      if (p.parse(list.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) continue;
+      std::string version(rv);
+      simdjson::dom::array items;
+      if (!doc["items"].get(items)) {
+        for (auto item : items) deliver(item);
+      }
+      backoff = std::chrono::milliseconds(500);
+      // Watch from the list's version; resume from the last seen one after a clean end;
+      // relist on 410 Gone (the version was compacted away).
+      bool relist = false;
+      while (!relist && !stop_.stopped()) {
+        simdjson::dom::parser ep;
+        const auto target = collection_path() + "?" + selector + "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
+                            std::to_string(watch_timeout_seconds) + "&resourceVersion=" + url_encode(version);
+        const auto r = watch_client_.stream_lines(
+            target,
+            [&](std::string_view line) {
+              simdjson::dom::element ev;
+              std::string_view type;
+              simdjson::dom::element obj;
+              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj)) return true;
+              if (type == "ERROR") {
+                int64_t code = 0;
+                if (!obj["code"].get(code) && code == 410) relist = true;
+                return false;
+              }
+              std::string_view orv;
+              if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
+              if (type == "ADDED" || type == "MODIFIED") deliver(obj);
+              if (type == "DELETED" && log_) {
+                log_("warn", "kubernetes store: ConfigMap " + std::string(str_or(obj["metadata"], "name")) +
+                                 " deleted; the last revision stays served");
+              }
+              return true;
+            },
+            watch_idle);
+        if (stop_.stopped()) break;
+        if (r.status == 410) relist = true;
+        if (r.status != 200 && r.status != 410) {
+          if (log_) log_("warn", "kubernetes store: watch: " + api_message(r));
+          relist = true;
+          if (!stop_.wait(backoff)) break;
+        }
+      }
+    }
+  }
+
+  std::string ns_;
+  kube_client client_;        // pushes and loads
+  kube_client watch_client_;  // the long-running watch (cancelled on stop)
+  std::map<std::string, std::string> by_cm_;
+  change_fn fn_;
+  log_fn log_;
+  stopper stop_;
+  std::thread thread_;
+};
+
+struct label_set {
+  std::vector<std::pair<std::string, std::string>> labels;
+  bool operator==(const label_set&) const = default;
+};
+
+label_set labels_of(simdjson::dom::element node) {
+  label_set out;
+  simdjson::dom::object labels;
+  if (!node["metadata"]["labels"].get(labels)) {
+    for (auto field : labels) {
+      std::string_view v;
+      if (field.value.get(v)) continue;
+      out.labels.emplace_back(std::string(field.key), std::string(v));
+    }
+  }
+  std::sort(out.labels.begin(), out.labels.end());
+  return out;
+}
+
+class api_node_watch final : public node_watch {
+ public:
+  api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
+  ~api_node_watch() override { stop(); }
+
+  bool start(std::function<void(core::node_list)> on_change, std::chrono::milliseconds timeout) override {
+    on_change_ = std::move(on_change);
+    thread_ = std::thread([this] { run(); });
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, timeout, [&] { return listed_; });
+  }
+
+  void stop() override {
+    stop_.stop();
+    client_.cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void publish() {
+    core::node_list list;
+    list.nodes.reserve(nodes_.size());
+    for (const auto& [name, ls] : nodes_) list.nodes.push_back({name, ls.labels});
+    on_change_(std::move(list));
+  }
+
+  bool list_all(std::string& version) {
+    std::map<std::string, label_set> fresh;
+    std::string cont;
+    do {
+      std::string target = "/api/v1/nodes?limit=500";
+      if (!cont.empty()) target += "&continue=" + url_encode(cont);
+      const auto r = client_.request("GET", target, {}, std::chrono::seconds(30));
+      if (r.status != 200) {
+        if (!stop_.stopped() && log_) log_("warn", "Node list: " + api_message(r));
+        return false;
+      }
+      simdjson::dom::parser p;
+      simdjson::dom::element doc;
+      std::string_view rv;
+      if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) return false;
+      version = std::string(rv);
+      std::string_view c;
+      cont = doc["metadata"]["continue"].get(c) ? std::string() : std::string(c);
+      simdjson::dom::array items;
+      if (!doc["items"].get(items)) {
+        for (auto item : items) fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item);
+      }
+    } while (!cont.empty());
+    nodes_ = std::move(fresh);
+    return true;
+  }
+
+  void run() {
+    auto backoff = std::chrono::milliseconds(500);
+    while (!stop_.stopped()) {
+      std::string version;
+      if (!list_all(version)) {
+        if (!stop_.wait(backoff)) break;
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+        continue;
+      }
+      backoff = std::chrono::milliseconds(500);
+      publish();
+      {
+        std::lock_guard lk(mu_);
+        listed_ = true;
+      }
+      cv_.notify_all();
+      bool relist = false;
+      while (!relist && !stop_.stopped()) {
+        simdjson::dom::parser ep;
+        const auto target = "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
+                            std::to_string(watch_timeout_seconds) + "&resourceVersion=" + url_encode(version);
+        const auto r = client_.stream_lines(
+            target,
+            [&](std::string_view line) {
+              simdjson::dom::element ev;
+              std::string_view type;
+              simdjson::dom::element obj;
+              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj)) return true;
+              if (type == "ERROR") {
+                int64_t code = 0;
+                if (!obj["code"].get(code) && code == 410) relist = true;
+                return false;
+              }
+              std::string_view orv;
+              if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
+              if (type == "BOOKMARK") return true;
+              const std::string name(str_or(obj["metadata"], "name"));
+              bool changed = false;
+              if (type == "DELETED") {
+                changed = nodes_.erase(name) > 0;
+              } else if (type == "ADDED" || type == "MODIFIED") {
+                auto ls = labels_of(obj);
+                auto it = nodes_.find(name);
+                if (it == nodes_.end() || !(it->second == ls)) {
+                  nodes_[name] = std::move(ls);
+                  changed = true;
+                }
+              }
+              // Status heartbeats change nothing we validate against: only names and labels count.
+              if (changed) publish();
+              return true;
+            },
+            watch_idle);
+        if (stop_.stopped()) break;
+        if (r.status == 410) relist = true;
+        if (r.status != 200 && r.status != 410) {
+          if (log_) log_("warn", "Node watch: " + api_message(r));
+          relist = true;
+          if (!stop_.wait(backoff)) break;
+        }
+      }
+    }
+  }
+
+  kube_client client_;
+  log_fn log_;
+  std::function<void(core::node_list)> on_change_;
+  std::map<std::string, label_set> nodes_;  // watch thread only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool listed_ = false;
+  stopper stop_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, log_fn log, std::string& error) {
+  kube_endpoint ep;
+  if (!resolve_endpoint(cfg, ep, error)) return nullptr;
+  if (cfg.kube_namespace.empty()) {
+    error = "store.namespace is required for the kubernetes store";
+    return nullptr;
+  }
+  auto s = std::make_unique<kube_store>(std::move(ep), cfg.kube_namespace);
+  s->set_log(std::move(log));
+  return s;
+}
+
+std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error) {
+  kube_endpoint ep;
+  if (!resolve_endpoint(cfg, ep, error)) return nullptr;
+  return std::make_unique<api_node_watch>(std::move(ep), std::move(log));
 }
 
 }  // namespace topogate::inventory::detail

@@ -476,7 +476,8 @@ void registry::start() {
   if (m.cfg.store.type == store_config::kind::file) {
     m.store = detail::make_file_store(m.cfg.store.directory, m.store_error);
   } else if (m.cfg.store.type == store_config::kind::kubernetes) {
-    m.store = detail::make_kube_store(m.cfg.store, m.store_error);
+    m.store = detail::make_kube_store(
+        m.cfg.store, [&m](std::string_view level, std::string_view msg) { m.log(level, "", msg); }, m.store_error);
   }
   if (!m.store_error.empty()) m.log("error", "", "store unavailable, pushes will be refused: " + m.store_error);
 

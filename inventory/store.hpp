@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inventory/registry.hpp"
@@ -46,7 +47,9 @@ class revision_store {
 std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error);
 // One ConfigMap `topogate-<inventory>` per inventory in the namespace, written with
 // optimistic concurrency on metadata.resourceVersion and watched.
-std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, std::string& error);
+std::unique_ptr<revision_store> make_kube_store(
+    const store_config& cfg, std::function<void(std::string_view level, std::string_view message)> log,
+    std::string& error);
 
 // Lower-case hex SHA-256.
 std::string sha256_hex(std::string_view bytes);

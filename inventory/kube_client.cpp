@@ -1,0 +1,350 @@
+#include "inventory/kube_client.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <array>
+#include <cstdlib>
+#include <limits>
+#include <fstream>
+#include <sstream>
+
+namespace topogate::inventory::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
+// A Node list for a large cluster is tens of MiB; nothing the API returns to us is larger.
+constexpr std::uint64_t max_response_bytes = 256u << 20;
+
+bool read_file(const std::string& path, std::string& out, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+struct call_state {
+  kube_client::response resp;
+};
+
+}  // namespace
+
+std::string url_encode(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' || c == '_' ||
+        c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 15]);
+    }
+  }
+  return out;
+}
+
+bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& error) {
+  constexpr std::string_view sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  out = kube_endpoint{};
+  std::string url = cfg.kube_api_server;
+  if (url.empty()) {
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+    if (host == nullptr || *host == '\0') {
+      error = "no Kubernetes API server configured and KUBERNETES_SERVICE_HOST is not set (not in a cluster)";
+      return false;
+    }
+    out.host = host;
+    out.port = port != nullptr && *port != '\0' ? port : "443";
+  } else {
+    if (url.starts_with("https://")) {
+      url.erase(0, 8);
+    } else {
+      error = "Kubernetes API server must be an https:// URL";
+      return false;
+    }
+    if (const auto slash = url.find('/'); slash != std::string::npos) url.erase(slash);
+    if (!url.empty() && url.front() == '[') {
+      const auto close = url.find(']');
+      if (close == std::string::npos) {
+        error = "bad Kubernetes API server URL";
+        return false;
+      }
+      out.host = url.substr(1, close - 1);
+      if (close + 2 < url.size() && url[close + 1] == ':') out.port = url.substr(close + 2);
+    } else if (const auto colon = url.rfind(':'); colon != std::string::npos) {
+      out.host = url.substr(0, colon);
+      out.port = url.substr(colon + 1);
+    } else {
+      out.host = url;
+    }
+  }
+  out.token_file = cfg.kube_token_file.empty() ? std::string(sa_dir) + "/token" : cfg.kube_token_file;
+  out.ca_file = cfg.kube_ca_file.empty() ? std::string(sa_dir) + "/ca.crt" : cfg.kube_ca_file;
+  if (out.host.empty()) {
+    error = "bad Kubernetes API server URL";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Builds a verifying client context for one call (the CA file may rotate).
+bool make_context(const kube_endpoint& ep, ssl::context& ctx, std::string& error) {
+  boost::system::error_code ec;
+  ctx.set_verify_mode(ssl::verify_peer, ec);
+  ctx.load_verify_file(ep.ca_file, ec);
+  if (ec) {
+    error = "load CA " + ep.ca_file + ": " + ec.message();
+    return false;
+  }
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  return true;
+}
+
+bool prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream, std::string& error) {
+  SSL* ssl_handle = stream.native_handle();
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
+  boost::system::error_code ec;
+  static_cast<void>(asio::ip::make_address(ep.host, ec));
+  if (!ec) {
+    // In-cluster the API is reached by IP (KUBERNETES_SERVICE_HOST): check the IP SAN.
+    if (X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str()) != 1) {
+      error = "cannot verify " + ep.host;
+      return false;
+    }
+  } else {
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (X509_VERIFY_PARAM_set1_host(param, ep.host.c_str(), 0) != 1 ||
+        SSL_ctrl(ssl_handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 const_cast<char*>(ep.host.c_str())) != 1) {
+      error = "cannot verify " + ep.host;
+      return false;
+    }
+  }
+  return true;
+}
+
+asio::awaitable<void> connect(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream,
+                              std::chrono::milliseconds timeout, std::string& error) {
+  auto ex = co_await asio::this_coro::executor;
+  tcp::resolver resolver(ex);
+  auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, as_tuple);
+  if (rec) {
+    error = "resolve " + ep.host + ": " + rec.message();
+    co_return;
+  }
+  beast::get_lowest_layer(stream).expires_after(timeout);
+  auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(results, as_tuple);
+  if (cec) {
+    error = "connect " + ep.host + ":" + ep.port + ": " + cec.message();
+    co_return;
+  }
+  auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, as_tuple);
+  if (hec) error = "TLS handshake with " + ep.host + ": " + hec.message();
+}
+
+void set_common(http::request<http::string_body>& req, const kube_endpoint& ep, const std::string& token) {
+  req.set(http::field::host, ep.host);
+  req.set(http::field::user_agent, "topogate");
+  req.set(http::field::accept, "application/json");
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+}
+
+}  // namespace
+
+kube_client::response kube_client::request(std::string_view method, const std::string& target,
+                                           const std::string& body, std::chrono::milliseconds timeout) {
+  response out;
+  if (cancelled_.load()) {
+    out.error = "cancelled";
+    return out;
+  }
+  std::string token;
+  if (!read_file(ep_.token_file, token, out.error)) return out;
+  token = trim(std::move(token));
+  ssl::context ctx(ssl::context::tls_client);
+  if (!make_context(ep_, ctx, out.error)) return out;
+
+  asio::io_context ioc;
+  ssl::stream<beast::tcp_stream> stream(ioc, ctx);
+  if (!prepare_stream(ep_, stream, out.error)) return out;
+  {
+    std::lock_guard lk(mu_);
+    if (cancelled_.load()) {
+      out.error = "cancelled";
+      return out;
+    }
+    active_ = &ioc;
+  }
+  const http::verb verb = http::string_to_verb(method);
+  asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        co_await connect(ep_, stream, timeout, out.error);
+        if (!out.error.empty()) co_return;
+        http::request<http::string_body> req{verb, target, 11};
+        set_common(req, ep_, token);
+        if (!body.empty()) {
+          req.set(http::field::content_type, "application/json");
+          req.body() = body;
+        }
+        req.prepare_payload();
+        beast::get_lowest_layer(stream).expires_after(timeout);
+        auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
+        if (wec) {
+          out.error = "write: " + wec.message();
+          co_return;
+        }
+        beast::flat_buffer buf;
+        http::response_parser<http::string_body> parser;
+        parser.body_limit(max_response_bytes);
+        auto [rec, rn] = co_await http::async_read(stream, buf, parser, as_tuple);
+        if (rec) {
+          out.error = "read: " + rec.message();
+          co_return;
+        }
+        out.status = static_cast<int>(parser.get().result_int());
+        out.body = std::move(parser.get().body());
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
+        co_await stream.async_shutdown(as_tuple);
+      },
+      asio::detached);
+  ioc.run();
+  {
+    std::lock_guard lk(mu_);
+    active_ = nullptr;
+  }
+  if (cancelled_.load() && out.status == 0 && out.error.empty()) out.error = "cancelled";
+  return out;
+}
+
+kube_client::response kube_client::stream_lines(const std::string& target,
+                                                const std::function<bool(std::string_view)>& on_line,
+                                                std::chrono::seconds idle) {
+  response out;
+  if (cancelled_.load()) {
+    out.error = "cancelled";
+    return out;
+  }
+  std::string token;
+  if (!read_file(ep_.token_file, token, out.error)) return out;
+  token = trim(std::move(token));
+  ssl::context ctx(ssl::context::tls_client);
+  if (!make_context(ep_, ctx, out.error)) return out;
+
+  asio::io_context ioc;
+  ssl::stream<beast::tcp_stream> stream(ioc, ctx);
+  if (!prepare_stream(ep_, stream, out.error)) return out;
+  {
+    std::lock_guard lk(mu_);
+    if (cancelled_.load()) {
+      out.error = "cancelled";
+      return out;
+    }
+    active_ = &ioc;
+  }
+  asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        co_await connect(ep_, stream, std::chrono::seconds(10), out.error);
+        if (!out.error.empty()) co_return;
+        http::request<http::string_body> req{http::verb::get, target, 11};
+        set_common(req, ep_, token);
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+        auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
+        if (wec) {
+          out.error = "write: " + wec.message();
+          co_return;
+        }
+        beast::flat_buffer buf;
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        beast::get_lowest_layer(stream).expires_after(idle);
+        auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, as_tuple);
+        if (hec) {
+          out.error = "read: " + hec.message();
+          co_return;
+        }
+        out.status = static_cast<int>(parser.get().result_int());
+        std::string pending;
+        std::array<char, 65536> chunk{};
+        while (!parser.is_done()) {
+          parser.get().body().data = chunk.data();
+          parser.get().body().size = chunk.size();
+          beast::get_lowest_layer(stream).expires_after(idle);
+          auto [ec, n] = co_await http::async_read(stream, buf, parser, as_tuple);
+          if (ec == http::error::need_buffer) ec = {};
+          const auto got = chunk.size() - parser.get().body().size;
+          if (out.status != 200) {
+            if (out.body.size() < (1u << 20)) out.body.append(chunk.data(), got);
+          } else {
+            pending.append(chunk.data(), got);
+            std::size_t start = 0;
+            for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+              const std::string_view line(pending.data() + start, nl - start);
+              start = nl + 1;
+              if (!line.empty() && !on_line(line)) co_return;
+            }
+            pending.erase(0, start);
+            if (pending.size() > max_response_bytes) {
+              out.error = "watch event too large";
+              co_return;
+            }
+          }
+          if (ec) {
+            out.error = ec == beast::error::timeout ? "watch idle timeout" : "read: " + ec.message();
+            co_return;
+          }
+        }
+        if (!pending.empty() && out.status == 200) on_line(pending);
+      },
+      asio::detached);
+  ioc.run();
+  {
+    std::lock_guard lk(mu_);
+    active_ = nullptr;
+  }
+  if (cancelled_.load() && out.error.empty()) out.error = "cancelled";
+  return out;
+}
+
+void kube_client::cancel() {
+  cancelled_ = true;
+  std::lock_guard lk(mu_);
+  if (active_ != nullptr) static_cast<asio::io_context*>(active_)->stop();
+}
+
+}  // namespace topogate::inventory::detail

@@ -1,0 +1,52 @@
+#pragma once
+// A small Kubernetes API client over Boost.Beast + OpenSSL: one TLS connection per call,
+// bearer token re-read for every call (projected ServiceAccount tokens rotate), the API's
+// CA verified with host/IP name checks. Watches stream newline-delimited JSON events.
+// Internal to inventory/.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "inventory/kube.hpp"
+
+namespace topogate::inventory::detail {
+
+class kube_client {
+ public:
+  explicit kube_client(kube_endpoint ep) : ep_(std::move(ep)) {}
+
+  struct response {
+    int status = 0;     // 0: transport failure (see error)
+    std::string body;
+    std::string error;  // never contains the token
+  };
+
+  response request(std::string_view method, const std::string& target, const std::string& body = {},
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // GET `target` (a watch URL) and hand every complete line to `on_line` until the server
+  // ends the stream, `on_line` returns false, no byte arrives for `idle`, or cancel().
+  // The returned status is the HTTP status of the watch response.
+  response stream_lines(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+                        std::chrono::seconds idle);
+
+  // Aborts the call in progress (thread-safe); later calls fail at once.
+  void cancel();
+
+  [[nodiscard]] const kube_endpoint& endpoint() const noexcept { return ep_; }
+
+ private:
+  kube_endpoint ep_;
+  std::mutex mu_;
+  void* active_ = nullptr;  // the io_context of the call in progress (guarded by mu_)
+  std::atomic<bool> cancelled_{false};
+};
+
+// "%"-encodes a query parameter value.
+std::string url_encode(std::string_view s);
+
+}  // namespace topogate::inventory::detail
