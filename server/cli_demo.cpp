@@ -1,5 +1,5 @@
 // topogate demo [--dir DIR] [--port PORT]: a development CA, a server certificate for
-// localhost/127.0.0.1, a client certificate, reader and writer tokens, the runbook's
+// localhost/127.0.0.1, a client certificate, a bearer token, the runbook's
 // data-center TopologySource and snapshot, and a configuration serving them as
 // inventory "demo" on https://127.0.0.1:PORT. Files already in DIR are reused, so a
 // restart keeps the same CA and tokens.
@@ -61,9 +61,6 @@ listen:
 tls:
   certFile: server.crt
   keyFile: server.key
-store:
-  type: file
-  directory: store
 inventories:
   - name: demo
     source: topologysource.yaml
@@ -71,8 +68,6 @@ inventories:
     readers:
       bearerTokenFiles: [token]
       clientCAFile: ca.crt
-    writers:
-      bearerTokenFiles: [writer.token]
 )";
 
 constexpr std::string_view review_allowed = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0d6c2f3e-demo-allowed","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"data-center","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"data-center"},"spec":{"nodeSelector":{},"levels":["topology.gpustack.ai/region","topology.gpustack.ai/zone","topology.gpustack.ai/rack"],"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"topology-inventory"},"key":"snapshot.yaml","maxStaleness":"10m"}}}}}
@@ -130,8 +125,7 @@ bool make_pki(const std::string& dir, std::string* error) {
       return false;
     }
   }
-  return write_if_missing(dir + "/token", random_token() + "\n", 0600, error) &&
-         write_if_missing(dir + "/writer.token", random_token() + "\n", 0600, error);
+  return write_if_missing(dir + "/token", random_token() + "\n", 0600, error);
 }
 
 }  // namespace
@@ -176,7 +170,6 @@ int run_demo(args a) {
     std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
     return 1;
   }
-  ::mkdir((dir + "/store").c_str(), 0700);
   auto cfg = server::load_serve_config(dir + "/topogate.yaml", &error);
   if (!cfg) {
     std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
@@ -191,7 +184,6 @@ int run_demo(args a) {
     env += "TOPOGATE_URL=" + url + "\n";
     env += "TOPOGATE_CA=" + dir + "/ca.crt\n";
     env += "TOPOGATE_TOKEN_FILE=" + dir + "/token\n";
-    env += "TOPOGATE_WRITER_TOKEN_FILE=" + dir + "/writer.token\n";
     env += "TOPOGATE_CLIENT_CERT=" + dir + "/client.crt\n";
     env += "TOPOGATE_CLIENT_KEY=" + dir + "/client.key\n";
     std::string err;
@@ -208,8 +200,7 @@ int run_demo(args a) {
         "  # admission: an allowed and a denied TopologySource\n"
         "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-allowed.json \"$TOPOGATE_URL/validate/topologysources\"\n"
         "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-denied.json \"$TOPOGATE_URL/validate/topologysources\"\n\n"
-        "  # push a new revision (writer token), then its status\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -X PUT -H \"Authorization: Bearer $(cat \"$TOPOGATE_WRITER_TOKEN_FILE\")\" --data-binary @%s/snapshot.yaml \"$TOPOGATE_URL/snapshots/demo\"\n"
+        "  # what was accepted, and when (edit %s/snapshot.yaml to publish a new revision)\n"
         "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo/status\"\n\n"
         "  # health and metrics\n"
         "  curl --cacert \"$TOPOGATE_CA\" \"$TOPOGATE_URL/readyz?verbose\"\n"

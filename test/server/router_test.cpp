@@ -1,0 +1,318 @@
+#include "server/router.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "inventory/registry.hpp"
+#include "server/auth.hpp"
+#include "server/file_util.hpp"
+#include "server/metrics.hpp"
+#include "server/pki.hpp"
+
+namespace topogate::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view source_yaml = R"(apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata: {name: data-center}
+spec:
+  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
+  configMap:
+    configMapRef: {namespace: gpustack-system, name: topology-inventory}
+    key: snapshot.yaml
+    maxStaleness: 10m
+)";
+
+constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
+revision: inventory-42
+nodes:
+  worker-a: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, topology.gpustack.ai/rack: rack-01}
+  worker-b: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, topology.gpustack.ai/rack: rack-02}
+)";
+
+X509* load_cert(const std::string& pem) {
+  BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+  BIO_free(b);
+  return x;
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("topogate-router-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    write("alpha.token", "alpha-old\nalpha-new\n");
+    write("alpha-writer.token", "alpha-writer\n");
+    write("beta.token", "beta-token\n");
+    write("push-writer.token", "push-writer\n");
+    write("source.yaml", source_yaml);
+    write("snapshot.yaml", snapshot_yaml);
+    ASSERT_TRUE(make_ca("test CA", 30, ca_, nullptr));
+    ASSERT_TRUE(make_ca("other CA", 30, other_ca_, nullptr));
+    write("ca.crt", ca_.cert_pem);
+    ASSERT_TRUE(issue(ca_, {"reader", "test", {"reader.example"}, {}, false, 30}, client_, nullptr));
+    ASSERT_TRUE(issue(other_ca_, {"reader", "test", {"reader.example"}, {}, false, 30}, stranger_, nullptr));
+
+    inventory::registry_config rc;
+    auto src = core::validate_topology_source_text(source_yaml);
+    ASSERT_TRUE(src.ok()) << core::render_text(src.errors);
+    for (const char* name : {"alpha", "beta", "push"}) {
+      inventory::inventory_spec spec;
+      spec.config.name = name;
+      spec.config.source = src.source;
+      if (std::string_view(name) != "push") spec.snapshot_path = path("snapshot.yaml");
+      rc.inventories.push_back(spec);
+    }
+    registry_ = std::make_unique<inventory::registry>(rc);
+    registry_->start();
+
+    auto state = std::make_shared<auth_state>();
+    credential_files alpha_r{{path("alpha.token")}, {}, {}, {}};
+    credential_files alpha_w{{path("alpha-writer.token")}, {}, {}, {}};
+    credential_files beta_r{{}, path("ca.crt"), {}, {}};
+    credential_files push_r{{path("beta.token")}, {}, {}, {}};
+    credential_files push_w{{path("push-writer.token")}, {}, {}, {}};
+    ASSERT_TRUE(load_credentials(alpha_r, state->inventories["alpha"].readers, nullptr));
+    ASSERT_TRUE(load_credentials(alpha_w, state->inventories["alpha"].writers, nullptr));
+    ASSERT_TRUE(load_credentials(beta_r, state->inventories["beta"].readers, nullptr));
+    ASSERT_TRUE(load_credentials(push_r, state->inventories["push"].readers, nullptr));
+    ASSERT_TRUE(load_credentials(push_w, state->inventories["push"].writers, nullptr));
+    ctx_.registry = registry_.get();
+    ctx_.auth = state;
+    ctx_.m = &metrics_;
+    ctx_.health = &health_;
+    health_.listening = true;
+    health_.certificates_loaded = true;
+  }
+
+  void TearDown() override {
+    registry_->stop();
+    if (client_x509_) X509_free(client_x509_);
+    if (stranger_x509_) X509_free(stranger_x509_);
+    fs::remove_all(dir_);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void write(const std::string& name, std::string_view data) {
+    std::ofstream(dir_ / name) << data;
+  }
+
+  response call(http::verb m, std::string target, std::initializer_list<std::pair<http::field, std::string>> headers = {},
+                std::string body = {}, const peer_certificate& peer = {}) {
+    request req{m, target, 11};
+    for (auto& [f, v] : headers) req.set(f, v);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    request_info info;
+    return handle(req, peer, ctx_, info);
+  }
+  response get(std::string target, std::initializer_list<std::pair<http::field, std::string>> headers = {},
+               const peer_certificate& peer = {}) {
+    return call(http::verb::get, std::move(target), headers, {}, peer);
+  }
+  static std::pair<http::field, std::string> bearer(std::string t) {
+    return {http::field::authorization, "Bearer " + t};
+  }
+  peer_certificate client_peer() {
+    if (!client_x509_) client_x509_ = load_cert(client_.cert_pem);
+    return {client_x509_, nullptr, "CN=reader,O=test"};
+  }
+  peer_certificate stranger_peer() {
+    if (!stranger_x509_) stranger_x509_ = load_cert(stranger_.cert_pem);
+    return {stranger_x509_, nullptr, "CN=reader,O=test"};
+  }
+  static std::string body(const response& r) { return std::string(r.body().data); }
+
+  fs::path dir_;
+  issued ca_, other_ca_, client_, stranger_;
+  X509* client_x509_ = nullptr;
+  X509* stranger_x509_ = nullptr;
+  std::unique_ptr<inventory::registry> registry_;
+  metrics metrics_;
+  health_state health_;
+  router_context ctx_;
+};
+
+TEST_F(RouterTest, SnapshotNeedsCredentials) {
+  auto r = get("/snapshots/alpha");
+  EXPECT_EQ(r.result_int(), 401u);
+  EXPECT_EQ(r[http::field::www_authenticate].substr(0, 6), "Bearer");
+  EXPECT_EQ(get("/snapshots/alpha", {bearer("nope")}).result_int(), 403u);
+  EXPECT_EQ(get("/snapshots/alpha", {{http::field::authorization, "Basic YTpi"}}).result_int(), 403u);
+}
+
+TEST_F(RouterTest, SnapshotServedWithEtagAndBothTokensDuringRotation) {
+  for (const char* token : {"alpha-old", "alpha-new"}) {
+    auto r = get("/snapshots/alpha", {bearer(token)});
+    ASSERT_EQ(r.result_int(), 200u) << body(r);
+    EXPECT_EQ(r[http::field::content_type], "application/json");
+    const auto rev = registry_->find("alpha")->current();
+    ASSERT_TRUE(rev);
+    EXPECT_EQ(r[http::field::etag], rev->etag);
+    EXPECT_EQ(body(r), rev->json_body);
+    // The body is the revision's own bytes, not a copy.
+    EXPECT_EQ(r.body().data.data(), rev->json_body.data());
+  }
+}
+
+TEST_F(RouterTest, IfNoneMatchAndYaml) {
+  const auto rev = registry_->find("alpha")->current();
+  ASSERT_TRUE(rev);
+  auto r = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::if_none_match, rev->etag}});
+  EXPECT_EQ(r.result_int(), 304u);
+  EXPECT_TRUE(r.body().data.empty());
+  EXPECT_EQ(get("/snapshots/alpha", {bearer("alpha-old"), {http::field::if_none_match, "\"other\""}}).result_int(), 200u);
+  auto y = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  EXPECT_EQ(y.result_int(), 200u);
+  EXPECT_EQ(y[http::field::content_type], "application/yaml");
+  EXPECT_EQ(body(y), rev->yaml_body);
+}
+
+TEST_F(RouterTest, HeadHasLengthButNoBody) {
+  auto r = call(http::verb::head, "/snapshots/alpha", {bearer("alpha-old")});
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_TRUE(r.body().data.empty());
+  EXPECT_EQ(r[http::field::content_length], std::to_string(registry_->find("alpha")->current()->json_body.size()));
+}
+
+TEST_F(RouterTest, NamesDoNotLeak) {
+  // Without credentials, an unknown name looks exactly like a known one.
+  EXPECT_EQ(get("/snapshots/nope").result_int(), 401u);
+  EXPECT_EQ(get("/snapshots/nope", {bearer("wrong")}).result_int(), 403u);
+  // Valid credentials for some inventory: the caller may learn that a name is unknown.
+  EXPECT_EQ(get("/snapshots/nope", {bearer("alpha-old")}).result_int(), 404u);
+  // ...but not read another inventory.
+  EXPECT_EQ(get("/snapshots/push", {bearer("alpha-old")}).result_int(), 403u);
+}
+
+TEST_F(RouterTest, ClientCertificates) {
+  EXPECT_EQ(get("/snapshots/beta").result_int(), 401u);
+  EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 200u);
+  EXPECT_EQ(get("/snapshots/beta", {}, stranger_peer()).result_int(), 403u);
+  // Exactly the configured method: a token is not a client certificate.
+  EXPECT_EQ(get("/snapshots/beta", {bearer("alpha-old")}).result_int(), 403u);
+  // And a certificate is not a token.
+  EXPECT_EQ(get("/snapshots/alpha", {}, client_peer()).result_int(), 403u);
+}
+
+TEST_F(RouterTest, SubjectAllowList) {
+  auto state = std::make_shared<auth_state>(*ctx_.auth);
+  credential_files f{{}, path("ca.crt"), {"someone-else"}, {}};
+  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  ctx_.auth = state;
+  EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 403u);
+  f.allowed_subjects = {"reader"};
+  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 200u);
+  f.allowed_subjects = {};
+  f.allowed_sans = {"reader.example"};
+  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 200u);
+}
+
+TEST_F(RouterTest, SingleInventoryPathNeedsExactlyOne) {
+  EXPECT_EQ(get("/snapshot").result_int(), 401u);
+  EXPECT_EQ(get("/snapshot", {bearer("alpha-old")}).result_int(), 404u);
+}
+
+TEST_F(RouterTest, NoRevisionIs503) {
+  auto r = get("/snapshots/push", {bearer("beta-token")});
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_NE(body(r).find("error"), std::string::npos);
+}
+
+TEST_F(RouterTest, PushNeedsTheWriterCredential) {
+  EXPECT_EQ(call(http::verb::put, "/snapshots/push", {}, std::string(snapshot_yaml)).result_int(), 401u);
+  EXPECT_EQ(call(http::verb::put, "/snapshots/push", {bearer("beta-token")}, std::string(snapshot_yaml)).result_int(),
+            403u);
+  const auto r = call(http::verb::put, "/snapshots/push", {bearer("push-writer")}, std::string(snapshot_yaml));
+  EXPECT_NE(r.result_int(), 401u);
+  EXPECT_NE(r.result_int(), 403u);
+}
+
+TEST_F(RouterTest, StatusAndHistoryForReaders) {
+  EXPECT_EQ(get("/snapshots/alpha/status").result_int(), 401u);
+  EXPECT_EQ(get("/snapshots/alpha/status", {bearer("alpha-old")}).result_int(), 200u);
+  EXPECT_EQ(get("/snapshots/alpha/history", {bearer("alpha-old")}).result_int(), 200u);
+  EXPECT_EQ(get("/snapshots/alpha/other", {bearer("alpha-old")}).result_int(), 404u);
+}
+
+TEST_F(RouterTest, MethodsAreChecked) {
+  EXPECT_EQ(get("/validate/topologysources").result_int(), 405u);
+  EXPECT_EQ(call(http::verb::post, "/snapshots/alpha", {bearer("alpha-old")}).result_int(), 405u);
+  EXPECT_EQ(call(http::verb::delete_, "/healthz").result_int(), 405u);
+  EXPECT_EQ(get("/nothing-here").result_int(), 404u);
+}
+
+TEST_F(RouterTest, AdmissionRoute) {
+  auto bad = call(http::verb::post, "/validate/topologysources", {{http::field::content_type, "application/json"}}, "nope");
+  EXPECT_EQ(bad.result_int(), 400u);
+  auto ct = call(http::verb::post, "/validate/topologysources", {{http::field::content_type, "text/plain"}}, "{}");
+  EXPECT_EQ(ct.result_int(), 415u);
+  auto t = call(http::verb::post, "/validate/topologysources?timeout=abc", {{http::field::content_type, "application/json"}}, "{}");
+  EXPECT_EQ(t.result_int(), 400u);
+}
+
+TEST_F(RouterTest, HealthAndReadiness) {
+  EXPECT_EQ(get("/livez").result_int(), 200u);
+  EXPECT_EQ(get("/healthz").result_int(), 200u);
+  // "push" has no revision and may not start empty.
+  auto r = get("/readyz?verbose");
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_NE(body(r).find("[+]inventory/alpha ok"), std::string::npos) << body(r);
+  EXPECT_NE(body(r).find("[-]inventory/push failed"), std::string::npos) << body(r);
+  health_.listening = false;
+  EXPECT_EQ(get("/healthz").result_int(), 503u);
+}
+
+TEST_F(RouterTest, Metrics) {
+  auto r = get("/metrics");
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(body(r).find("topogate_build_info"), std::string::npos);
+  EXPECT_NE(body(r).find("topogate_inventory_snapshot_bytes{inventory=\"alpha\"}"), std::string::npos) << body(r);
+}
+
+TEST_F(RouterTest, PlainListenerServesOnlyHealthAndMetrics) {
+  ctx_.listener = listener_kind::plain_health;
+  EXPECT_EQ(get("/snapshots/alpha", {bearer("alpha-old")}).result_int(), 404u);
+  EXPECT_EQ(get("/metrics").result_int(), 200u);
+}
+
+TEST(BodyLimit, PerRoute) {
+  body_limits l{100, 50};
+  EXPECT_EQ(body_limit(http::verb::post, "/validate/topologysources?timeout=10s", l), 100u);
+  EXPECT_EQ(body_limit(http::verb::put, "/snapshots/x", l), 50u);
+  EXPECT_EQ(body_limit(http::verb::get, "/snapshots/x", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::post, "/metrics", l), 0u);
+}
+
+TEST(Etag, Matching) {
+  EXPECT_TRUE(etag_matches("\"abc\"", "\"abc\""));
+  EXPECT_TRUE(etag_matches("W/\"abc\"", "\"abc\""));
+  EXPECT_TRUE(etag_matches("\"x\", \"abc\"", "\"abc\""));
+  EXPECT_TRUE(etag_matches("*", "\"abc\""));
+  EXPECT_FALSE(etag_matches("\"abd\"", "\"abc\""));
+  EXPECT_FALSE(etag_matches("abc", "\"abc\""));
+}
+
+TEST(Accept, PrefersYaml) {
+  EXPECT_TRUE(prefers_yaml("application/yaml"));
+  EXPECT_TRUE(prefers_yaml("application/yaml, application/json;q=0.5"));
+  EXPECT_FALSE(prefers_yaml("application/json, application/yaml"));
+  EXPECT_FALSE(prefers_yaml("application/yaml;q=0.1, */*"));
+  EXPECT_FALSE(prefers_yaml(""));
+  EXPECT_FALSE(prefers_yaml("*/*"));
+  EXPECT_TRUE(prefers_yaml("text/yaml"));
+}
+
+}  // namespace
+}  // namespace topogate::server
