@@ -801,6 +801,7 @@ class tree_builder final : public YAML::EventHandler {
   void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (skip_depth_) return;
     if (expecting_key()) {
       // A null key: yaml.v3 cannot decode it into a string and drops the entry, but still
       // compares its literal text with the other keys.
@@ -810,18 +811,17 @@ class tree_builder final : public YAML::EventHandler {
       return;
     }
     doc_node* n = place(mark);
-    ++count_;
     if (anchor) store_anchor(anchor, *n, 1, 0);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
+    if (skip_depth_) return;
     doc_node scalar;
     bool is_null = false;
     resolve_scalar(mark, tag, value, scalar, is_null);
     const bool merge = (tag == "?" && value == "<<") || tag == "tag:yaml.org,2002:merge";
     if (expecting_key()) {
-      ++count_;
       if (is_null) {
         begin_key(value, mark, true, false);
       } else {
@@ -831,7 +831,6 @@ class tree_builder final : public YAML::EventHandler {
       return;
     }
     doc_node* n = place(mark);
-    ++count_;
     if (!is_null) {
       n->k = doc_node::kind::scalar;
       n->tag = scalar.tag;
@@ -841,7 +840,12 @@ class tree_builder final : public YAML::EventHandler {
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (skip_depth_) return;
     if (anchor >= anchors_.size() || !anchors_[anchor].complete) {
+      if (discarding()) {  // never decoded by yaml.v3, so never expanded
+        place(mark);
+        return;
+      }
       fatal(mark, "anchor '" + name_of(anchor) + "' value contains itself");
     }
     const anchor_entry& a = anchors_[anchor];
@@ -867,15 +871,33 @@ class tree_builder final : public YAML::EventHandler {
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
+    if (skip_depth_) {
+      ++skip_depth_;
+      return;
+    }
     open_collection(mark, doc_node::kind::sequence, anchor);
   }
-  void OnSequenceEnd() override { close_collection(); }
+  void OnSequenceEnd() override {
+    if (skip_depth_) {
+      --skip_depth_;
+      return;
+    }
+    close_collection();
+  }
 
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
+    if (skip_depth_) {
+      ++skip_depth_;
+      return;
+    }
     open_collection(mark, doc_node::kind::mapping, anchor);
   }
   void OnMapEnd() override {
+    if (skip_depth_) {
+      --skip_depth_;
+      return;
+    }
     finish_mapping();
     close_collection();
   }
@@ -890,6 +912,7 @@ class tree_builder final : public YAML::EventHandler {
         out = index(out, f.node->items.size() - 1);
       } else {
         if (!f.has_key || f.node->map.empty()) break;
+        if (i + 1 == frames_.size() && !f.value_pending) break;
         append_key(out, key_text(f), i == 0);
       }
     }
@@ -908,6 +931,7 @@ class tree_builder final : public YAML::EventHandler {
     YAML::anchor_t anchor = 0;
     std::size_t count_at_start = 0;
     std::size_t height = 1;
+    bool discard = false;  // inside the value of a dropped (null) key
     bool has_key = false;  // a key was read and its value is pending or being built
     bool value_pending = false;
     std::size_t entries_begin = 0;  // mappings: entries_[entries_begin + i] describes map[i]
@@ -927,6 +951,15 @@ class tree_builder final : public YAML::EventHandler {
 
   void append_key(std::string& out, std::string_view key, bool top) const {
     append_path_key(out, key, top, style_);
+  }
+
+  // Building the value of a dropped (null) key, which yaml.v3 skips: decode-time checks
+  // (tags, merges, duplicates, self-references) do not apply there.
+  bool discarding() const {
+    if (frames_.empty()) return false;
+    const frame& f = frames_.back();
+    if (f.discard) return true;
+    return f.node->is_mapping() && f.value_pending && !entries_.empty() && entries_.back().dropped;
   }
 
   bool expecting_key() const {
@@ -967,14 +1000,16 @@ class tree_builder final : public YAML::EventHandler {
     }
   }
 
-  void check_count(const YAML::Mark& mark) {
+  // Counts one more node, within the limit.
+  void charge(const YAML::Mark& mark) {
     if (count_ >= limits_.max_expanded_nodes) {
       fatal(mark, "document exceeds " + std::to_string(limits_.max_expanded_nodes) + " nodes");
     }
+    ++count_;
   }
 
   void begin_key(std::string key, const YAML::Mark& mark, bool dropped, bool merge) {
-    check_count(mark);
+    charge(mark);
     frame& f = frames_.back();
     entry_info info;
     info.line = static_cast<std::size_t>(mark.line) + 1;
@@ -989,7 +1024,7 @@ class tree_builder final : public YAML::EventHandler {
 
   // The slot for the next value: the root, the next sequence item, or the pending map value.
   doc_node* place(const YAML::Mark& mark) {
-    check_count(mark);
+    charge(mark);
     doc_node* n = nullptr;
     if (frames_.empty()) {
       n = &root;
@@ -1008,16 +1043,23 @@ class tree_builder final : public YAML::EventHandler {
 
   void open_collection(const YAML::Mark& mark, doc_node::kind k, YAML::anchor_t anchor) {
     if (expecting_key()) {
+      if (discarding()) {
+        // A complex key inside a value yaml.v3 never decodes: skip it, keep its value slot.
+        begin_key("", mark, true, false);
+        skip_depth_ = 1;
+        return;
+      }
       fatal(mark, std::string("invalid map key: a ") +
                       (k == doc_node::kind::mapping ? "!!map" : "!!seq") + " cannot be a key");
     }
     if (frames_.size() >= limits_.max_depth) {
       fatal(mark, "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
     }
+    const bool discard = discarding();
     doc_node* n = place(mark);
-    ++count_;
     n->k = k;
     frame f;
+    f.discard = discard;
     f.node = n;
     f.anchor = anchor;
     f.count_at_start = count_;
@@ -1092,7 +1134,7 @@ class tree_builder final : public YAML::EventHandler {
     }
     const std::string_view name = std::string_view(tag).substr(core_prefix.size());
     if (name == "binary") {
-      if (!decode_base64(value, out.text))
+      if (!decode_base64(value, out.text) && !discarding())
         fatal(mark, "!!binary value contains invalid base64 data");
       out.tag = doc_node::scalar_tag::binary;
       return;
@@ -1120,7 +1162,7 @@ class tree_builder final : public YAML::EventHandler {
     }
     resolved got = resolve_text(value, want == resolved::timestamp);
     if (want == resolved::float_ && got == resolved::int_) got = resolved::float_;
-    if (got != want) {
+    if (got != want && !discarding()) {
       std::string shown = value;
       fatal(mark, "cannot decode " + std::string(short_name(got)) + " `" + shown + "` as a " +
                       std::string(short_name(want)));
@@ -1160,6 +1202,8 @@ class tree_builder final : public YAML::EventHandler {
 
   void finish_mapping() {
     frame& f = frames_.back();
+    // yaml.v3 never decodes the value of a dropped key, so it finds no errors inside it.
+    if (f.discard) return;
     auto& map = f.node->map;
     entry_info* entries = entries_.data() + f.entries_begin;
     // yaml.v3 refuses a key written twice in one mapping (decode.go: "mapping key already
@@ -1273,6 +1317,7 @@ class tree_builder final : public YAML::EventHandler {
   std::string anchor_name_;
   std::size_t count_ = 0;
   std::size_t alias_count_ = 0;
+  std::size_t skip_depth_ = 0;  // > 0 while skipping a complex key yaml.v3 never decodes
 };
 
 // Directives and the region before the first token, where yaml-cpp is more lenient than
@@ -1562,6 +1607,25 @@ class json_builder {
   std::size_t count_ = 0;
 };
 
+// On Demand does not report content after the root value; this finds the root's end.
+bool only_white_space_after_root(std::string_view text) {
+  std::size_t i = text.find_first_not_of(" \t\r\n");
+  std::size_t depth = 0;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) break;
+    }
+  }
+  if (i >= text.size()) return false;
+  return text.find_first_not_of(" \t\r\n", i + 1) == std::string_view::npos;
+}
+
 }  // namespace
 
 // Decodes JSON; `json_ok` is false when simdjson (or the JSON-as-YAML rules) refuse the text.
@@ -1604,8 +1668,8 @@ decode_result detail::decode_json_styled(std::string_view text, std::string_view
   } else {
     b.json_ok = false;  // a bare scalar: let YAML decide
   }
-  // Trailing content after the root value: the iterator is not at its end.
-  if (ok && doc.current_location().error() != simdjson::OUT_OF_BOUNDS) b.json_ok = false;
+  if (!ok && b.errors.empty()) b.json_ok = false;
+  if (ok && !only_white_space_after_root(text)) b.json_ok = false;
   json_ok = b.json_ok;
   if (!json_ok) {
     r.root = doc_node{};
