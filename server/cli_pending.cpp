@@ -4,5 +4,4 @@
 #include "server/commands.hpp"
 
 namespace topogate::cli {
-int run_validate(args) { std::fputs("not yet\n", stderr); return 2; }
 }  // namespace topogate::cli

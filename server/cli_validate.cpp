@@ -1,0 +1,239 @@
+// topogate validate {topologysource|snapshot|modeldeployment} FILE: the validation core
+// on files, for an inventory repository's CI. Exit 0 valid (warnings allowed), 1 invalid
+// or undecodable input, 2 usage or I/O error.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/field_error.hpp"
+#include "core/model_deployment.hpp"
+#include "core/nodes.hpp"
+#include "core/snapshot.hpp"
+#include "core/topology_source.hpp"
+#include "server/commands.hpp"
+#include "server/file_util.hpp"
+
+namespace topogate::cli {
+
+namespace {
+
+constexpr int exit_valid = 0;
+constexpr int exit_invalid = 1;
+constexpr int exit_usage = 2;
+
+// Object files are small; a snapshot past 1 MiB is still read (to report S10 rather
+// than an I/O error), up to this cap.
+constexpr std::size_t max_input_bytes = 64u << 20;
+
+constexpr std::string_view usage_text =
+    "usage:\n"
+    "  topogate validate topologysource FILE [options]\n"
+    "  topogate validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_FILE] [options]\n"
+    "  topogate validate modeldeployment FILE [options]\n"
+    "\n"
+    "FILE may be - for standard input. NODES_FILE is `kubectl get nodes -o json` output.\n"
+    "\n"
+    "options:\n"
+    "  --output text|json         result format (default text)\n"
+    "  --worker-namespace NS      namespace every reference must use (default gpustack-system)\n"
+    "  --reserved-prefix DOMAIN   also reserve DOMAIN for additionalWritePrefix (repeatable)\n"
+    "\n"
+    "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n";
+
+int usage_error(std::string_view message) {
+  std::fprintf(stderr, "topogate validate: %.*s\n\n%.*s", static_cast<int>(message.size()), message.data(),
+               static_cast<int>(usage_text.size()), usage_text.data());
+  return exit_usage;
+}
+
+struct options {
+  std::string kind;
+  std::string file;
+  std::string source_file;
+  std::string nodes_file;
+  bool json = false;
+  core::validation_options validation;
+};
+
+// Fills `o`; returns an exit code when parsing ends the command (help or a usage error).
+std::optional<int> parse_args(args a, options& o) {
+  std::vector<std::string_view> positional;
+  bool saw_source = false;
+  bool saw_nodes = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string_view arg = a[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fwrite(usage_text.data(), 1, usage_text.size(), stdout);
+      return exit_valid;
+    }
+    if (arg == "-" || arg.substr(0, 2) != "--") {
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      for (++i; i < a.size(); ++i) positional.push_back(a[i]);
+      break;
+    }
+    // --name=value or --name value
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    const bool takes_value = name == "--output" || name == "--source" || name == "--nodes" ||
+                             name == "--worker-namespace" || name == "--reserved-prefix";
+    if (!takes_value) return usage_error("unknown option " + std::string(arg));
+    if (!value) {
+      if (i + 1 >= a.size()) return usage_error(std::string(name) + " needs a value");
+      value = a[++i];
+    }
+    if (name == "--output") {
+      if (*value == "json") {
+        o.json = true;
+      } else if (*value == "text") {
+        o.json = false;
+      } else {
+        return usage_error("--output must be text or json");
+      }
+    } else if (name == "--source") {
+      o.source_file = std::string(*value);
+      saw_source = true;
+    } else if (name == "--nodes") {
+      o.nodes_file = std::string(*value);
+      saw_nodes = true;
+    } else if (name == "--worker-namespace") {
+      if (value->empty()) return usage_error("--worker-namespace must not be empty");
+      o.validation.worker_namespace = std::string(*value);
+    } else {
+      if (value->empty()) return usage_error("--reserved-prefix must not be empty");
+      o.validation.reserved_prefixes.emplace_back(*value);
+    }
+  }
+  if (positional.empty()) return usage_error("missing what to validate");
+  o.kind = std::string(positional[0]);
+  if (o.kind != "topologysource" && o.kind != "snapshot" && o.kind != "modeldeployment") {
+    return usage_error("unknown kind \"" + o.kind + "\" (topologysource, snapshot or modeldeployment)");
+  }
+  if (positional.size() < 2) return usage_error("missing FILE");
+  if (positional.size() > 2) return usage_error("one FILE at a time");
+  o.file = std::string(positional[1]);
+  if (o.kind == "snapshot" && !saw_source) return usage_error("snapshot needs --source TOPOLOGYSOURCE_FILE");
+  const int stdin_uses = (o.file == "-") + (o.source_file == "-") + (o.nodes_file == "-");
+  if (stdin_uses > 1) return usage_error("standard input (-) can be read only once");
+  if (o.kind != "snapshot" && (saw_source || saw_nodes)) {
+    return usage_error("--source and --nodes apply to snapshot only");
+  }
+  return std::nullopt;
+}
+
+bool read_input(const std::string& path, std::string& out) {
+  std::string error;
+  const std::string real = path == "-" ? "/dev/stdin" : path;
+  if (!server::read_file(real, out, &error, max_input_bytes)) {
+    std::fprintf(stderr, "topogate validate: %s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Too large to read at all: still an S10 verdict, not an I/O failure.
+bool larger_than_cap(const std::string& path, std::size_t& size) {
+  struct stat st {};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  size = static_cast<std::size_t>(st.st_size);
+  return size > max_input_bytes;
+}
+
+// `input` names the file the errors belong to when it is not FILE itself (a snapshot is
+// judged only against a valid source and a decodable Node list).
+int report(const options& o, const core::error_list& errors, const std::vector<std::string>& warnings,
+           std::string_view input = {}) {
+  const bool valid = errors.empty();
+  if (o.json) {
+    std::string out = "{\"valid\":";
+    out += valid ? "true" : "false";
+    if (!input.empty()) {
+      out += ",\"input\":";
+      core::append_json_string(out, input);
+    }
+    out += ",\"errors\":";
+    out += core::render_json(errors);
+    out += ",\"warnings\":[";
+    for (std::size_t i = 0; i < warnings.size(); ++i) {
+      if (i) out.push_back(',');
+      core::append_json_string(out, warnings[i]);
+    }
+    out += "]}\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  } else {
+    for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
+    const std::string text = core::render_text(errors);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (valid) {
+      std::printf("%s: valid %s\n", o.file.c_str(), o.kind.c_str());
+    } else if (!input.empty()) {
+      std::fprintf(stderr, "%s: the %.*s is invalid (%zu error%s); the snapshot was not checked\n",
+                   o.file.c_str(), static_cast<int>(input.size()), input.data(), errors.size(),
+                   errors.size() == 1 ? "" : "s");
+    } else {
+      std::fprintf(stderr, "%s: invalid %s (%zu error%s)\n", o.file.c_str(), o.kind.c_str(), errors.size(),
+                   errors.size() == 1 ? "" : "s");
+    }
+  }
+  std::fflush(stdout);
+  return valid ? exit_valid : exit_invalid;
+}
+
+int validate_snapshot_file(const options& o) {
+  std::string source_text;
+  if (!read_input(o.source_file, source_text)) return exit_usage;
+  auto source = core::validate_topology_source_text(source_text, o.validation);
+  if (!source.ok()) {
+    return report(o, source.errors, {}, "source");
+  }
+
+  std::optional<core::node_list> selected;
+  if (!o.nodes_file.empty()) {
+    std::string nodes_text;
+    if (!read_input(o.nodes_file, nodes_text)) return exit_usage;
+    auto nodes = core::parse_node_list(nodes_text);
+    if (!nodes.ok()) {
+      return report(o, nodes.errors, {}, "nodes");
+    }
+    selected = core::select_nodes(nodes.list, source.source);
+  }
+
+  std::size_t size = 0;
+  if (larger_than_cap(o.file, size)) {
+    return report(o, {core::too_long("S10", "", size, core::max_snapshot_bytes)}, {});
+  }
+  std::string text;
+  if (!read_input(o.file, text)) return exit_usage;
+  core::snapshot_context ctx;
+  ctx.source = &source.source;
+  ctx.nodes = selected ? &*selected : nullptr;
+  return report(o, core::check_snapshot(text, ctx), {});
+}
+
+}  // namespace
+
+int run_validate(args a) {
+  options o;
+  if (const auto done = parse_args(a, o)) return *done;
+  if (o.kind == "snapshot") return validate_snapshot_file(o);
+
+  std::string text;
+  if (!read_input(o.file, text)) return exit_usage;
+  if (o.kind == "topologysource") {
+    const auto r = core::validate_topology_source_text(text, o.validation);
+    return report(o, r.errors, r.warnings);
+  }
+  const auto r = core::validate_model_deployment_text(text);
+  return report(o, r.errors, r.warnings);
+}
+
+}  // namespace topogate::cli
