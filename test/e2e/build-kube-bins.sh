@@ -52,7 +52,8 @@ done
 helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_ver -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 
 have() { # binary $1 exists and its --version output contains $2
-  [[ -x $1 ]] && "$1" "${@:3}" 2>/dev/null | grep -q -- "$2"
+  local out
+  [[ -x $1 ]] && out=$("$1" "${@:3}" 2>/dev/null) && [[ $out == *"$2"* ]]
 }
 
 build() { # dir out pkg ldflags [tags]
