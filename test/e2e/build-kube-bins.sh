@@ -49,11 +49,26 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $p.gitVersion=$k8s_ver -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
   kube_ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=$build_date"
 done
+# helm assumes Kubernetes v1.20 for `helm template`/`lint` unless told which
+# client-go it was built with (its Makefile's K8S_MODULES_*_VER): v0.36.x -> 1.36.
+helm_k8s=$(modver "$here/helm-bin" k8s.io/client-go)
+helm_k8s_minor=$(echo "$helm_k8s" | cut -d. -f2)
 helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_ver -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+  helm_ldflags+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$helm_k8s_minor"
+done
 
-have() { # binary $1 exists and its --version output contains $2
+# have BINARY VERSION_TEXT BUILD_FLAGS VERSION_ARGS...: the binary exists, was
+# built with the same flags (BINARY.flags, without the build date) and its
+# version output contains VERSION_TEXT.
+have() {
   local out
-  [[ -x $1 ]] && out=$("$1" "${@:3}" 2>/dev/null) && [[ $out == *"$2"* ]]
+  [[ -x $1 && -f $1.flags && $(cat "$1.flags") == "$3" ]] &&
+    out=$("$1" "${@:4}" 2>/dev/null) && [[ $out == *"$2"* ]]
+}
+
+flags_of() { # pkg ldflags tags -> the build's identity without the build date
+  echo "$1|$2|$3" | sed 's/ -X [^ ]*buildDate=[^ ]*//g'
 }
 
 build() { # dir out pkg ldflags [tags]
@@ -62,16 +77,20 @@ build() { # dir out pkg ldflags [tags]
   log "building $(basename "$out") from $pkg"
   (cd "$dir" && nice -n 10 go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$out.tmp" "$pkg")
   mv -f "$out.tmp" "$out"
+  printf '%s' "$(flags_of "$pkg" "$ldflags" "$tags")" >"$out.flags"
   log "built $(basename "$out") in $((SECONDS - start)) s"
 }
 
-have "$kube_dir/etcd" "etcd Version: ${etcd_ver#v}" --version ||
+kube_tags=selinux,notest,grpcnotrace
+have "$kube_dir/etcd" "etcd Version: ${etcd_ver#v}" "$(flags_of go.etcd.io/etcd/server/v3 "-s -w" "")" --version ||
   build "$here/kube-bins" "$kube_dir/etcd" go.etcd.io/etcd/server/v3 "-s -w"
-have "$kube_dir/kube-apiserver" "Kubernetes $k8s_ver" --version ||
-  build "$here/kube-bins" "$kube_dir/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags" selinux,notest,grpcnotrace
-have "$kube_dir/kubectl" "Client Version: $k8s_ver" version --client ||
-  build "$here/kube-bins" "$kube_dir/kubectl" k8s.io/kubernetes/cmd/kubectl "$kube_ldflags" selinux,notest,grpcnotrace
-have "$helm_dir/helm" "Version:\"$helm_ver\"" version ||
+have "$kube_dir/kube-apiserver" "Kubernetes $k8s_ver" \
+  "$(flags_of k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags" $kube_tags)" --version ||
+  build "$here/kube-bins" "$kube_dir/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags" $kube_tags
+have "$kube_dir/kubectl" "Client Version: $k8s_ver" \
+  "$(flags_of k8s.io/kubernetes/cmd/kubectl "$kube_ldflags" $kube_tags)" version --client ||
+  build "$here/kube-bins" "$kube_dir/kubectl" k8s.io/kubernetes/cmd/kubectl "$kube_ldflags" $kube_tags
+have "$helm_dir/helm" "Version:\"$helm_ver\"" "$(flags_of helm.sh/helm/v3/cmd/helm "$helm_ldflags" "")" version ||
   build "$here/helm-bin" "$helm_dir/helm" helm.sh/helm/v3/cmd/helm "$helm_ldflags"
 
 if ((print_env)); then

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Asserts properties of a rendered helm/topogate manifest.
+
+Usage: chart-check.py RENDERED.yaml CASE
+Reads the rendered objects and checks what the chart promises for every
+values case (hardening, probes, webhook settings) and what depends on the case
+(RBAC only when used, TLS mode, credential mounts). Prints one line per
+failed check and exits 1 if any failed.
+"""
+import sys
+
+import yaml
+
+rendered, case = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(open(rendered)) if d]
+by_kind = {}
+for d in docs:
+    by_kind.setdefault(d["kind"], []).append(d)
+
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+
+
+def one(kind):
+    objs = by_kind.get(kind, [])
+    check(len(objs) == 1, f"expected one {kind}, got {len(objs)}")
+    return objs[0] if objs else {}
+
+
+values_file = f"{case}.yaml"
+dep = one("Deployment")
+pod = dep.get("spec", {}).get("template", {}).get("spec", {})
+ctr = (pod.get("containers") or [{}])[0]
+single = case == "file-store-single"
+
+# Availability: >= 2 replicas, PDB, spread, no unavailable Pod during rollout.
+if not single:
+    check(dep["spec"]["replicas"] >= 2, "replicas < 2")
+    pdb = one("PodDisruptionBudget")
+    check(pdb.get("spec", {}).get("maxUnavailable") == 1, "PDB maxUnavailable != 1")
+else:
+    check("PodDisruptionBudget" not in by_kind, "PDB rendered although disabled")
+check(dep["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0, "rollout may drop a replica")
+aff = pod.get("affinity", {}).get("podAntiAffinity", {})
+check(aff.get("preferredDuringSchedulingIgnoredDuringExecution"), "no pod anti-affinity")
+keys = {c["topologyKey"] for c in pod.get("topologySpreadConstraints", [])}
+check({"kubernetes.io/hostname", "topology.kubernetes.io/zone"} <= keys, f"spread keys {keys}")
+
+# Hardening.
+psc, csc = pod.get("securityContext", {}), ctr.get("securityContext", {})
+check(psc.get("runAsNonRoot") is True and csc.get("runAsNonRoot") is True, "not runAsNonRoot")
+check(csc.get("readOnlyRootFilesystem") is True, "root filesystem writable")
+check(csc.get("allowPrivilegeEscalation") is False, "privilege escalation allowed")
+check(csc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities not dropped")
+check(ctr.get("resources", {}).get("requests", {}).get("cpu"), "no CPU request")
+check(ctr.get("resources", {}).get("requests", {}).get("memory"), "no memory request")
+check(ctr.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/livez", "liveness not /livez")
+check(ctr.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/readyz", "readiness not /readyz")
+check(ctr.get("args") == ["serve", "--config", "/etc/topogate/config.yaml"], f"args {ctr.get('args')}")
+mounts = {m["mountPath"] for m in ctr.get("volumeMounts", [])}
+check("/tmp" in mounts, "no writable /tmp")
+
+# Configuration.
+cm = [c for c in by_kind.get("ConfigMap", []) if c["metadata"]["name"].endswith("-config")]
+check(len(cm) == 1, "no config ConfigMap")
+cfg = yaml.safe_load(cm[0]["data"]["config.yaml"]) if cm else {}
+invs = cfg.get("inventories", [])
+for inv in invs:
+    src_key = inv["source"].rsplit("/", 1)[-1]
+    check(src_key in cm[0]["data"], f"source file {src_key} not in the ConfigMap")
+    src = yaml.safe_load(cm[0]["data"].get(src_key, "{}"))
+    check(src.get("kind") == "TopologySource" and src.get("metadata", {}).get("name") == inv["name"],
+          f"source object for {inv['name']}")
+    for role in ("readers", "writers"):
+        for f in inv.get(role, {}).get("bearerTokenFiles", []) + [inv.get(role, {}).get("clientCAFile", "")]:
+            if f:
+                check(any(f.startswith(m + "/") for m in mounts), f"{inv['name']} {role} file {f} not mounted")
+    if "snapshot" in inv:
+        check(any(inv["snapshot"].startswith(m + "/") for m in mounts), f"snapshot {inv['snapshot']} not mounted")
+
+# RBAC only for what is used.
+node_watch = any(i.get("nodesFromAPI") for i in invs)
+cluster_roles = by_kind.get("ClusterRole", [])
+check(bool(cluster_roles) == node_watch, f"ClusterRole present={bool(cluster_roles)} nodeWatch={node_watch}")
+for cr in cluster_roles:
+    for r in cr["rules"]:
+        check(r["resources"] == ["nodes"] and set(r["verbs"]) == {"get", "list", "watch"},
+              f"ClusterRole grants more than reading Nodes: {r}")
+kube_store = cfg.get("store", {}).get("type") == "kubernetes"
+check(bool(by_kind.get("Role")) == kube_store, "store Role iff store.type=kubernetes")
+check(pod.get("automountServiceAccountToken") == (kube_store or node_watch), "token mounted when unused or missing")
+
+# Webhook.
+vwc = one("ValidatingWebhookConfiguration")
+for w in vwc.get("webhooks", []):
+    check(w["sideEffects"] == "None", "sideEffects")
+    check(w["admissionReviewVersions"] == ["v1"], "admissionReviewVersions")
+    check(1 <= w["timeoutSeconds"] <= 30, "timeoutSeconds")
+    check(w["failurePolicy"] in ("Fail", "Ignore"), "failurePolicy")
+    for r in w["rules"]:
+        check("DELETE" not in r["operations"] and "*" not in r["operations"], "DELETE is sent to the webhook")
+    cc = w["clientConfig"]
+    if case == "secret-mtls-nonodes":
+        check(cc.get("caBundle"), "no caBundle in secret mode")
+    else:
+        check("caBundle" not in cc, "caBundle set although cert-manager injects it")
+certmgr = case != "secret-mtls-nonodes"
+check(("cert-manager.io/inject-ca-from" in (vwc.get("metadata", {}).get("annotations") or {})) == certmgr,
+      "CA injection annotation iff cert-manager")
+check(bool(by_kind.get("Certificate")) == certmgr, "Certificate iff cert-manager")
+
+for f in failures:
+    print(f"chart-check {case}: FAIL {f}")
+sys.exit(1 if failures else 0)
