@@ -71,20 +71,8 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   }
   inventory::registry_observer obs;
   obs.on_attempt = [&m](const std::string& inv, const inventory::attempt& a) {
+    // The registry logs each decision itself; this only counts them.
     m.reconcile_attempt(inv, a.accepted);
-    if (a.accepted) {
-      log(log_level::info, "revision accepted",
-          {{"inventory", inv}, {"revision", a.revision_id}, {"origin", a.origin}, {"etag", a.etag}});
-    } else {
-      std::string first;
-      for (std::size_t i = 0; i < a.errors.size() && i < 5; ++i) {
-        if (i) first += "; ";
-        first += "[" + a.errors[i].rule + "] " + a.errors[i].to_string();
-      }
-      log(log_level::warn, "revision rejected",
-          {{"inventory", inv}, {"revision", a.revision_id}, {"origin", a.origin},
-           {"errors", static_cast<long long>(a.errors.size())}, {"first_errors", first}});
-    }
   };
   std::unique_ptr<inventory::registry> reg;
   try {

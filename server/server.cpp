@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -204,7 +205,9 @@ class http_session : public drainable {
     }
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.cfg.limits.header_bytes));
-    parser_->body_limit(0);
+    // Beast checks Content-Length against the body limit while parsing the header; the
+    // per-route limit is set once the route is known (on_read_header).
+    parser_->body_limit(std::max(srv_.limits.admission, srv_.limits.push));
     buffer_.max_size(srv_.cfg.limits.header_bytes + 65536);
     idle_ = true;
     // The first request gets readTimeout from the accept; later ones idleTimeout.
@@ -221,6 +224,9 @@ class http_session : public drainable {
       if (ec == http::error::end_of_stream || ec == net::error::operation_aborted || ec == beast::error::timeout ||
           ec == net::error::eof || ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
         return derived().do_close();
+      }
+      if (ec == http::error::body_limit) {
+        return send_error(http::status::payload_too_large, "request body exceeds the limit for this route");
       }
       if (ec == http::error::buffer_overflow) {
         return send_error(http::status::request_header_fields_too_large, "request header too large");
