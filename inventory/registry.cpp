@@ -384,9 +384,12 @@ struct registry::impl {
     again = true;
   }
 
+  // Watches are armed before anything is read, so a change made while a source is being
+  // loaded still produces an event.
+  std::map<std::string, std::set<std::string>> armed;
+
   void run_loop() {
-    auto points = all_points();
-    watcher.set_points(points);
+    auto points = std::move(armed);
     auto next_resync = steady::now() + cfg.resync_interval;
     std::optional<steady::time_point> dirty_at;
     std::optional<steady::time_point> settle_at;
@@ -499,6 +502,8 @@ void registry::start() {
       if (!ok) m.log("warn", "", "first Node list failed; retrying in the background");
     }
   }
+  m.armed = m.all_points();
+  m.watcher.set_points(m.armed);
   for (auto& e : m.entries) m.check_nodes_file(*e);
 
   if (m.store) {
@@ -513,6 +518,8 @@ void registry::start() {
     });
   }
   for (auto& e : m.entries) m.check_snapshot_file(*e, true);
+  // A symlink met while loading may have changed the watch set; the loop re-reads then.
+  if (m.all_points() != m.armed) m.resync_requested = true;
 
   m.loop = std::thread([&m] { m.run_loop(); });
 }
