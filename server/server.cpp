@@ -17,6 +17,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -299,6 +300,10 @@ class http_session : public drainable {
       counted_ = true;
     }
     keep_alive_ = false;  // the rest of the stream cannot be trusted
+    // A client still sending the refused body reads no response if the socket closes under
+    // it (TCP reset); keep reading and discarding for a bounded time, as nginx's
+    // lingering close does, so the 413 reaches it.
+    linger_ = status == http::status::payload_too_large;
     request_info info;
     info.route = "transport";
     const std::string_view method = parser_ && parser_->is_header_done() ? parser_->get().method_string() : "-";
@@ -335,9 +340,26 @@ class http_session : public drainable {
   void on_write(beast::error_code ec, std::size_t) {
     finish_counting();
     res_.reset();
+    if (!ec && linger_) {
+      linger_deadline_ = clock_type::now() + std::chrono::seconds(5);
+      return do_linger();
+    }
     if (ec || !keep_alive_) return derived().do_close();
     first_request_ = false;
     do_read();
+  }
+
+  void do_linger() {
+    beast::get_lowest_layer(derived().stream()).expires_at(linger_deadline_);
+    derived().stream().async_read_some(net::buffer(discard_),
+                                       beast::bind_front_handler(&http_session::on_linger, derived().shared_from_this()));
+  }
+
+  void on_linger(beast::error_code ec, std::size_t n) {
+    lingered_ += n;
+    // Bounded in time and bytes: a client may not keep the connection by streaming forever.
+    if (ec || lingered_ > (64u << 20) || clock_type::now() >= linger_deadline_) return derived().do_close();
+    do_linger();
   }
 
   void finish_counting() {
@@ -372,6 +394,10 @@ class http_session : public drainable {
   bool draining_ = false;
   bool keep_alive_ = true;
   bool counted_ = false;
+  bool linger_ = false;
+  std::size_t lingered_ = 0;
+  clock_type::time_point linger_deadline_;
+  std::array<char, 16384> discard_{};
 
  public:
   void set_id(std::uint64_t id) { id_ = id; }

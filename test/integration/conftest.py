@@ -1,0 +1,247 @@
+"""Fixtures for the integration tests: they start the real topogate binary on a free
+loopback port and talk to it with real clients (curl, openssl s_client, Python's ssl).
+
+Environment: TOPOGATE_BINARY (the built binary; the tests are skipped without it)."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def wait_for(predicate, timeout=15.0, interval=0.05, what="condition"):
+    """Polls `predicate` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+@pytest.fixture(scope="session")
+def binary():
+    path = os.environ.get("TOPOGATE_BINARY")
+    if not path or not os.access(path, os.X_OK):
+        pytest.skip("TOPOGATE_BINARY is not set to the built topogate binary")
+    return path
+
+
+class Pki:
+    """The demo's CA, server and client certificates and token, plus certificates from
+    a second, unrelated CA and an RSA server certificate, made with the openssl CLI."""
+
+    def __init__(self, d: Path):
+        self.dir = d
+        self.ca = d / "ca.crt"
+        self.ca_key = d / "ca.key"
+        self.server_crt = d / "server.crt"
+        self.server_key = d / "server.key"
+        self.client_crt = d / "client.crt"
+        self.client_key = d / "client.key"
+        self.token_file = d / "token"
+        self.token = self.token_file.read_text().strip()
+
+    def issue(self, name, cn, san=None, ca=None, ca_key=None, key="ec"):
+        key_path = self.dir / f"{name}.key"
+        csr = self.dir / f"{name}.csr"
+        crt = self.dir / f"{name}.crt"
+        newkey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] if key == "ec" else ["-newkey", "rsa:2048"]
+        run(["openssl", "req", "-new", *newkey, "-nodes", "-keyout", str(key_path), "-out", str(csr), "-subj", f"/CN={cn}"])
+        ext = self.dir / f"{name}.ext"
+        lines = ["basicConstraints=CA:FALSE"]
+        if san:
+            lines.append(f"subjectAltName={san}")
+        ext.write_text("\n".join(lines) + "\n")
+        run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca or self.ca), "-CAkey", str(ca_key or self.ca_key),
+             "-CAcreateserial", "-out", str(crt), "-days", "2", "-extfile", str(ext)])
+        return crt, key_path
+
+    def make_ca(self, name, cn):
+        key = self.dir / f"{name}.key"
+        crt = self.dir / f"{name}.crt"
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", str(key), "-out", str(crt), "-subj", f"/CN={cn}", "-days", "2"])
+        return crt, key
+
+
+@pytest.fixture(scope="session")
+def pki(binary, tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    proc = subprocess.Popen([binary, "demo", "--dir", str(d), "--port", "0"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: (d / "demo.env").exists(), what="demo.env")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    p = Pki(d)
+    p.other_ca, p.other_ca_key = p.make_ca("other-ca", "unrelated CA")
+    p.stranger_crt, p.stranger_key = p.issue("stranger", "topogate-demo-client", ca=p.other_ca, ca_key=p.other_ca_key)
+    p.rsa_crt, p.rsa_key = p.issue("rsa-server", "localhost", san="DNS:localhost,IP:127.0.0.1", key="rsa")
+    return p
+
+
+class Server:
+    """One `topogate serve` process with its configuration in its own directory."""
+
+    def __init__(self, binary, directory: Path, config: str, extra_args=()):
+        self.binary = binary
+        self.dir = directory
+        self.config = directory / "topogate.yaml"
+        self.config.write_text(config)
+        self.log_path = directory / "server.log"
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.port = None
+        self.health_port = None
+
+    def start(self):
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([self.binary, "serve", "--config", str(self.config), "--port", "0",
+                                      *self.extra_args], stdout=subprocess.DEVNULL, stderr=self.log)
+
+        def listening():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"topogate exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+            for line in self.log_path.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if entry.get("msg") == "listening":
+                    return entry
+            return None
+
+        entry = wait_for(listening, what="the listening log line")
+        self.port = entry["port"]
+        self.health_port = entry.get("health_port")
+        return self
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+    def logs(self):
+        out = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=30):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+
+TOPOLOGY_SOURCE = """apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata:
+  name: data-center
+spec:
+  nodeSelector: {}
+  levels:
+    - topology.gpustack.ai/region
+    - topology.gpustack.ai/zone
+    - topology.gpustack.ai/rack
+  configMap:
+    configMapRef: {namespace: gpustack-system, name: topology-inventory}
+    key: snapshot.yaml
+    maxStaleness: 10m
+"""
+
+SNAPSHOT = """apiVersion: topology.gpustack.ai/v1alpha1
+revision: {revision}
+nodes:
+  worker-a:
+    topology.gpustack.ai/region: region-a
+    topology.gpustack.ai/zone: zone-a
+    topology.gpustack.ai/rack: rack-01
+  worker-b:
+    topology.gpustack.ai/region: region-a
+    topology.gpustack.ai/zone: zone-a
+    topology.gpustack.ai/rack: rack-02
+"""
+
+
+def default_config(pki, d: Path, extra="", inventory_extra="", readers=None):
+    (d / "topologysource.yaml").write_text(TOPOLOGY_SOURCE)
+    if not (d / "snapshot.yaml").exists():
+        (d / "snapshot.yaml").write_text(SNAPSHOT.format(revision="inventory-42"))
+    readers = readers or f"{{bearerTokenFiles: [{pki.token_file}], clientCAFile: {pki.ca}}}"
+    return f"""listen: {{address: 127.0.0.1, port: 0}}
+tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}
+{extra}
+inventories:
+  - name: demo
+    source: topologysource.yaml
+    snapshot: snapshot.yaml
+    readers: {readers}
+{inventory_extra}
+"""
+
+
+@pytest.fixture
+def make_server(binary, tmp_path):
+    servers = []
+
+    def factory(config, extra_args=(), subdir="srv"):
+        d = tmp_path / subdir
+        d.mkdir(exist_ok=True)
+        s = Server(binary, d, config(d) if callable(config) else config, extra_args)
+        servers.append(s)
+        return s.start()
+
+    yield factory
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def server(make_server, pki):
+    return make_server(lambda d: default_config(pki, d))
+
+
+def curl(*args, check=False):
+    """curl with -sS; returns (status code, body, stderr, returncode)."""
+    p = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", *args], capture_output=True, text=True,
+                       timeout=60)
+    body, _, code = p.stdout.rpartition("\n")
+    return int(code or 0), body, p.stderr, p.returncode
+
+
+def have(tool):
+    return shutil.which(tool) is not None

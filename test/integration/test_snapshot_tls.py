@@ -1,0 +1,163 @@
+"""H1 over real TLS: curl, openssl s_client and Python's ssl/http.client against the
+real binary."""
+
+import http.client
+import json
+import ssl
+import subprocess
+
+from conftest import curl
+
+
+def bearer(pki):
+    return ["-H", f"Authorization: Bearer {pki.token}"]
+
+
+def test_bearer_token_gets_the_snapshot(server, pki):
+    code, body, err, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo")
+    assert code == 200, err
+    doc = json.loads(body)
+    assert doc["revision"] == "inventory-42"
+    assert set(doc["nodes"]) == {"worker-a", "worker-b"}
+
+
+def test_no_credentials_is_401_with_challenge(server, pki):
+    p = subprocess.run(["curl", "-sS", "-i", "--cacert", str(pki.ca), f"{server.url}/snapshots/demo"],
+                       capture_output=True, text=True)
+    head = p.stdout.split("\r\n\r\n")[0].lower()
+    assert head.startswith("http/1.1 401")
+    assert "www-authenticate: bearer" in head
+    assert "location:" not in head
+
+
+def test_wrong_token_is_403(server, pki):
+    code, _, _, _ = curl("--cacert", str(pki.ca), "-H", "Authorization: Bearer not-the-token",
+                         f"{server.url}/snapshots/demo")
+    assert code == 403
+
+
+def test_unknown_name_does_not_leak(server, pki):
+    assert curl("--cacert", str(pki.ca), f"{server.url}/snapshots/secret-inventory")[0] == 401
+    assert curl("--cacert", str(pki.ca), "-H", "Authorization: Bearer x", f"{server.url}/snapshots/secret-inventory")[0] == 403
+    assert curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/secret-inventory")[0] == 404
+
+
+def test_client_certificate_gets_the_snapshot(server, pki):
+    code, body, err, _ = curl("--cacert", str(pki.ca), "--cert", str(pki.client_crt), "--key", str(pki.client_key),
+                              f"{server.url}/snapshot")
+    assert code == 200, err
+    assert json.loads(body)["revision"] == "inventory-42"
+
+
+def test_client_certificate_from_another_ca_is_403(server, pki):
+    code, _, err, rc = curl("--cacert", str(pki.ca), "--cert", str(pki.stranger_crt), "--key", str(pki.stranger_key),
+                            f"{server.url}/snapshot")
+    assert rc == 0, err  # the handshake succeeds; the request is refused
+    assert code == 403
+
+
+def test_wrong_server_ca_fails_the_handshake(server, pki):
+    _, _, err, rc = curl("--cacert", str(pki.other_ca), *bearer(pki), f"{server.url}/snapshots/demo")
+    assert rc == 60, err  # curl: peer certificate cannot be authenticated
+
+
+def test_tls_1_1_is_refused(server, pki):
+    _, _, err, rc = curl("--cacert", str(pki.ca), "--tlsv1.1", "--tls-max", "1.1", f"{server.url}/livez")
+    assert rc == 35, err  # SSL connect error
+
+
+def test_tls_1_2_and_1_3_work(server, pki):
+    for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"]):
+        assert curl("--cacert", str(pki.ca), *args, f"{server.url}/livez")[0] == 200
+
+
+def test_http2_is_not_negotiated(server, pki):
+    p = subprocess.run(["curl", "-sS", "-v", "--http2", "--cacert", str(pki.ca), f"{server.url}/livez"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "ALPN: server accepted http/1.1" in p.stderr or "ALPN, server accepted to use http/1.1" in p.stderr
+    assert "< HTTP/1.1 200" in p.stderr
+
+
+def s_client(server, *args, stdin=""):
+    return subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}", "-servername", "localhost",
+                           *args], input=stdin, capture_output=True, text=True, timeout=30)
+
+
+def test_openssl_s_client_alpn_and_versions(server, pki):
+    p = s_client(server, "-CAfile", str(pki.ca), "-alpn", "h2")
+    assert "No ALPN negotiated" in p.stdout, p.stdout
+    p = s_client(server, "-CAfile", str(pki.ca), "-alpn", "h2,http/1.1")
+    assert "ALPN protocol: http/1.1" in p.stdout
+    p = s_client(server, "-CAfile", str(pki.ca), "-tls1_3")
+    assert "Protocol  : TLSv1.3" in p.stdout or "TLSv1.3" in p.stdout
+    assert "Verify return code: 0 (ok)" in p.stdout
+    p = s_client(server, "-tls1_1")
+    assert "Cipher is (NONE)" in p.stdout or p.returncode != 0
+    # The server asks for a client certificate (optional) and names the acceptable CA.
+    p = s_client(server, "-CAfile", str(pki.ca))
+    assert "Acceptable client certificate CA names" in p.stdout
+    assert "topogate demo CA" in p.stdout
+
+
+def test_python_keep_alive_etag_and_yaml(server, pki):
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx)
+    headers = {"Authorization": f"Bearer {pki.token}"}
+    conn.request("GET", "/snapshots/demo", headers=headers)
+    r = conn.getresponse()
+    body = r.read()
+    assert r.status == 200
+    etag = r.getheader("ETag")
+    assert etag and etag.startswith('"')
+    assert r.getheader("Content-Type") == "application/json"
+    sock = conn.sock
+    conn.request("GET", "/snapshots/demo", headers={**headers, "If-None-Match": etag})
+    r = conn.getresponse()
+    assert r.status == 304 and r.read() == b""
+    conn.request("GET", "/snapshots/demo", headers={**headers, "Accept": "application/yaml"})
+    r = conn.getresponse()
+    text = r.read().decode()
+    assert r.status == 200 and r.getheader("Content-Type") == "application/yaml"
+    assert "revision:" in text and "inventory-42" in text
+    assert conn.sock is sock  # one connection for all three requests
+    assert len(body) > 0
+    conn.close()
+
+
+def test_rsa_and_ecdsa_certificates(make_server, pki):
+    from conftest import default_config
+
+    def config(d):
+        cfg = default_config(pki, d)
+        return cfg.replace(f"tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}",
+                           f"tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}, "
+                           f"extraCertificates: [{{certFile: {pki.rsa_crt}, keyFile: {pki.rsa_key}}}]}}")
+
+    srv = make_server(config)
+    ecdsa = s_client(srv, "-CAfile", str(pki.ca), "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256")
+    assert "Verify return code: 0 (ok)" in ecdsa.stdout, ecdsa.stdout
+    assert "id-ecPublicKey" in ecdsa.stdout or "EC" in ecdsa.stdout
+    rsa = s_client(srv, "-CAfile", str(pki.ca), "-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256")
+    assert "Verify return code: 0 (ok)" in rsa.stdout, rsa.stdout
+    assert "rsaEncryption" in rsa.stdout or "RSA" in rsa.stdout
+    assert "ECDHE-RSA-AES128-GCM-SHA256" in rsa.stdout
+
+
+def test_status_and_history(server, pki):
+    code, body, _, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo/status")
+    assert code == 200 and json.loads(body)["ready"] is True
+    code, body, _, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo/history")
+    assert code == 200
+    assert curl("--cacert", str(pki.ca), f"{server.url}/snapshots/demo/history")[0] == 401
+
+
+def test_access_log_never_contains_the_token(server, pki):
+    curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo")
+    curl("--cacert", str(pki.ca), "-H", "Authorization: Bearer wrong-token-value", f"{server.url}/snapshots/demo")
+    text = server.log_path.read_text()
+    assert pki.token not in text
+    assert "wrong-token-value" not in text
+    entries = [e for e in server.logs() if e.get("msg") == "request" and e.get("route") == "/snapshots/{name}"]
+    assert any(e["status"] == 200 and e["peer"] == "bearer:demo" for e in entries)
+    assert any(e["status"] == 403 for e in entries)
