@@ -67,6 +67,7 @@ type caseFile struct {
 type testCase struct {
 	id    string // path relative to the cases root, without /case.yaml
 	dir   string
+	root  string
 	file  caseFile
 	input []byte // raw bytes for snapshots; JSON for admission objects
 	inv   string // inventory base name for snapshot cases
@@ -147,7 +148,11 @@ func main() {
 	fmt.Printf("%d passed, %d failed (%s, %d cases, %.1f s)\n", passed, failed, filepath.Base(*binary),
 		len(cases), time.Since(start).Seconds())
 	if failed > 0 {
-		fmt.Println("topogate log:", srv.logPath)
+		if *keep {
+			fmt.Println("topogate log:", srv.logPath)
+		} else {
+			fmt.Println("rerun with --keep to inspect the generated configuration and topogate's log")
+		}
 		os.Exit(1)
 	}
 }
@@ -179,7 +184,7 @@ func loadCases(root, filter string) ([]*testCase, error) {
 		if re != nil && !re.MatchString(rel) {
 			return nil
 		}
-		c := &testCase{id: rel, dir: filepath.Dir(path)}
+		c := &testCase{id: rel, dir: filepath.Dir(path), root: root}
 		c.err = c.load(path)
 		c.inv = fmt.Sprintf("case-%03d", len(out))
 		out = append(out, c)
@@ -200,6 +205,11 @@ func (c *testCase) load(path string) error {
 	if c.file.Operation == "" {
 		c.file.Operation = "CREATE"
 	}
+	for _, n := range []*yaml.Node{&c.file.Source, &c.file.Nodes} {
+		if err := c.resolveFileRef(n); err != nil {
+			return err
+		}
+	}
 	in, err := c.rawInput()
 	if err != nil {
 		return err
@@ -216,6 +226,31 @@ func (c *testCase) load(path string) error {
 		return fmt.Errorf("input cannot be rendered as JSON: %w", err)
 	}
 	return nil
+}
+
+// resolveFileRef replaces a one-line string naming a file (relative to the
+// case folder, or to a parent folder such as the corpus root) with the
+// file's YAML/JSON content.
+func (c *testCase) resolveFileRef(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || strings.Contains(n.Value, "\n") {
+		return nil
+	}
+	for dir := c.dir; ; dir = filepath.Dir(dir) {
+		b, err := os.ReadFile(filepath.Join(dir, n.Value))
+		if err == nil {
+			var doc yaml.Node
+			if err := yaml.Unmarshal(b, &doc); err != nil {
+				return fmt.Errorf("%s: %w", n.Value, err)
+			}
+			if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+				*n = *doc.Content[0]
+			}
+			return nil
+		}
+		if parent := filepath.Dir(dir); parent == dir || !strings.HasPrefix(filepath.Clean(dir), filepath.Clean(c.root)) {
+			return fmt.Errorf("file %q not found from %s", n.Value, c.dir)
+		}
+	}
 }
 
 // rawInput returns the case's input bytes: a file named by inputFile or by a

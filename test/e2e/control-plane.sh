@@ -16,7 +16,9 @@
 # Authentication: a static token file with an admin token (group system:masters)
 # and an unprivileged user token (user "topogate-e2e", for RBAC tests), and
 # client certificates from DIR/pki/ca.crt. Authorization: RBAC. The
-# ServiceAccount admission plugin is off because no token controller runs.
+# ServiceAccount admission plugin is off because no token controller runs; the
+# endpoint reconciler is off because a loopback address may not be published
+# as the kubernetes Service's endpoint.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -143,6 +145,7 @@ start_apiserver() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --disable-admission-plugins ServiceAccount \
     --allow-privileged=true --profiling=false \
+    --endpoint-reconciler-type none \
     </dev/null >>"$dir/apiserver.log" 2>&1 &
   echo $! >"$dir/apiserver.pid"
   wait_for kube-apiserver "$dir/apiserver.pid" "$dir/apiserver.log" \
