@@ -193,11 +193,12 @@ void type_error(error_sink& sink, std::string path, const doc_node& n, std::stri
   sink.add(std::move(e));
 }
 
-void walk_tree(const doc_node& root, snapshot_ref& out, error_sink& sink) {
-  if (root.is_null()) return;
+// False when the root itself is not a mapping (nothing decoded).
+bool walk_tree(const doc_node& root, snapshot_ref& out, error_sink& sink) {
+  if (root.is_null()) return true;
   if (!root.is_mapping()) {
     type_error(sink, "", root, "a snapshot (a mapping)");
-    return;
+    return false;
   }
   for (const auto& [name, value] : root.map) {
     if (name == "apiVersion" || name == "revision") {
@@ -238,6 +239,7 @@ void walk_tree(const doc_node& root, snapshot_ref& out, error_sink& sink) {
       sink.add(std::move(e));
     }
   }
+  return true;
 }
 
 // Decodes into `out`; the bytes stay valid while `tree` (and this thread's simdjson
@@ -269,8 +271,7 @@ bool decode_ref(std::string_view text, snapshot_ref& out, doc_node& tree, error_
     return false;
   }
   tree = std::move(r.root);
-  walk_tree(tree, out, sink);
-  return true;
+  return walk_tree(tree, out, sink);
 }
 
 // ---------------------------------------------------------------------------------------
