@@ -10,6 +10,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   curl openssl python3 prometheus wrk nginx-light valgrind
   zlib1g-dev
+  python3-pytest
 )
 
 missing=()

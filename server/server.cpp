@@ -417,8 +417,10 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
   void do_close() {
     if (closing_) return;
     closing_ = true;
-    // close_notify, bounded: a peer that never answers cannot hold the connection.
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+    // close_notify, then a short wait for the peer's: a peer that never answers cannot
+    // hold the connection (and, while draining, cannot delay the exit).
+    beast::get_lowest_layer(stream_).expires_after(srv_.stopping.load() ? std::chrono::milliseconds(200)
+                                                                         : std::chrono::milliseconds(2000));
     stream_.async_shutdown(beast::bind_front_handler(&tls_session::on_shutdown, shared_from_this()));
   }
 

@@ -1,0 +1,145 @@
+"""Limits (header size, per-route body size, connections, timeouts), the plain health
+listener, SIGHUP and SIGTERM draining, against the real binary."""
+
+import http.client
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import time
+
+from conftest import curl, default_config, free_port, wait_for
+
+
+def tls_conn(srv, pki):
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx, timeout=10)
+    conn.connect()
+    return conn
+
+
+def test_header_limit(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {headerBytes: 4096}"))
+    ok = curl("--cacert", str(pki.ca), "-H", "X-Pad: " + "a" * 3000, f"{srv.url}/livez")
+    assert ok[0] == 200
+    big = curl("--cacert", str(pki.ca), "-H", "X-Pad: " + "a" * 5000, f"{srv.url}/livez")
+    assert big[0] == 431
+
+
+def test_get_routes_take_no_body(server, pki):
+    assert curl("--cacert", str(pki.ca), "-X", "GET", "--data", "x", f"{server.url}/livez")[0] == 413
+
+
+def test_push_body_limit(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {pushBodyBytes: 1000}"))
+    # Checked before authentication: the body is never read.
+    code = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1001, f"{srv.url}/snapshots/demo")[0]
+    assert code == 413
+    code = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1000, f"{srv.url}/snapshots/demo")[0]
+    assert code == 401
+
+
+def test_max_connections(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {maxConnections: 2}"))
+    a, b = tls_conn(srv, pki), tls_conn(srv, pki)
+    # The third connection is closed at accept: the TLS handshake cannot complete.
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    try:
+        refused = False
+        try:
+            ctx.wrap_socket(raw, server_hostname="localhost")
+        except (ssl.SSLError, ConnectionError, OSError):
+            refused = True
+        assert refused
+    finally:
+        raw.close()
+    a.request("GET", "/livez")
+    assert a.getresponse().status == 200
+    a.close()
+    b.close()
+    wait_for(lambda: curl("--cacert", str(pki.ca), f"{srv.url}/livez")[0] == 200, what="a free connection slot")
+
+
+def test_idle_keep_alive_timeout(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {idleTimeout: 1s}"))
+    conn = tls_conn(srv, pki)
+    conn.request("GET", "/livez")
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200
+    sock = conn.sock
+    sock.settimeout(10)
+    started = time.monotonic()
+    # The server closes the idle connection: the read returns EOF (or the TLS close).
+    try:
+        data = sock.recv(1)
+    except (ssl.SSLError, ConnectionError):
+        data = b""
+    assert data == b""
+    assert time.monotonic() - started < 9
+
+
+def test_handshake_timeout(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {handshakeTimeout: 1s}"))
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    started = time.monotonic()
+    assert raw.recv(1) == b""  # nothing sent: closed after the handshake timeout
+    assert time.monotonic() - started < 9
+    raw.close()
+
+
+def test_plain_health_listener(make_server, pki):
+    hp = free_port()
+    srv = make_server(lambda d: default_config(pki, d, extra=f"listen: {{address: 127.0.0.1, port: 0, healthPort: {hp}}}")
+                      .replace("listen: {address: 127.0.0.1, port: 0}\n", "", 1))
+    assert srv.health_port == hp
+    conn = http.client.HTTPConnection("127.0.0.1", hp, timeout=10)
+    for path, want in (("/healthz", 200), ("/livez", 200), ("/readyz?verbose", 200), ("/metrics", 200),
+                       ("/snapshots/demo", 404), ("/validate/topologysources", 404)):
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == want, path
+
+
+def test_sighup_rereads_the_snapshot(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d))
+    (srv.dir / "snapshot.yaml").write_text((srv.dir / "snapshot.yaml").read_text().replace("inventory-42", "inventory-43"))
+    srv.signal(signal.SIGHUP)
+
+    def revision():
+        code, body, _, _ = curl("--cacert", str(pki.ca), "-H", f"Authorization: Bearer {pki.token}",
+                                f"{srv.url}/snapshots/demo")
+        return code == 200 and json.loads(body)["revision"] == "inventory-43"
+
+    wait_for(revision, what="the new revision after SIGHUP")
+    assert srv.proc.poll() is None
+
+
+def test_sigterm_drains_and_exits(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {shutdownTimeout: 5s}"))
+    idle = tls_conn(srv, pki)
+    idle.request("GET", "/livez")
+    idle.getresponse().read()
+    started = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    rc = srv.proc.wait(timeout=20)
+    assert rc == 0
+    # The idle keep-alive connection was closed rather than waited for.
+    assert time.monotonic() - started < 4
+    refused = subprocess.run(["curl", "-sS", "--cacert", str(pki.ca), f"{srv.url}/livez"], capture_output=True)
+    assert refused.returncode != 0
+    msgs = [e.get("msg") for e in srv.logs()]
+    assert "draining" in msgs and "stopped" in msgs
+
+
+def test_bad_config_exits_2(binary, tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("listen: {port: 1}\nunknownKey: true\n")
+    p = subprocess.run([binary, "serve", "--config", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    assert "unknownKey" in p.stderr or "tls" in p.stderr
+    p = subprocess.run([binary, "serve"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2

@@ -1,0 +1,112 @@
+"""/metrics: valid Prometheus text (promtool), scraped by a real Prometheus server over
+HTTPS, and the counters the SPEC names move with traffic."""
+
+import json
+import subprocess
+import urllib.request
+
+import pytest
+
+from conftest import curl, free_port, have, wait_for
+
+
+def metrics_text(server, pki):
+    code, body, err, _ = curl("--cacert", str(pki.ca), f"{server.url}/metrics")
+    assert code == 200, err
+    return body
+
+
+def sample(text, name, **labels):
+    """The value of one series, or None."""
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        series, _, value = line.rpartition(" ")
+        if series.split("{")[0] != name:
+            continue
+        if all(f'{k}="{v}"' in series for k, v in labels.items()):
+            return float(value)
+    return None
+
+
+def test_content_type(server, pki):
+    p = subprocess.run(["curl", "-sS", "-D", "-", "-o", "/dev/null", "--cacert", str(pki.ca), f"{server.url}/metrics"],
+                       capture_output=True, text=True)
+    assert "content-type: text/plain; version=0.0.4; charset=utf-8" in p.stdout.lower()
+
+
+@pytest.mark.skipif(not have("promtool"), reason="promtool (Debian package prometheus) is not installed")
+def test_promtool_check_metrics(server, pki):
+    # Traffic first, so that every family has samples.
+    curl("--cacert", str(pki.ca), "-H", f"Authorization: Bearer {pki.token}", f"{server.url}/snapshots/demo")
+    curl("--cacert", str(pki.ca), f"{server.url}/snapshots/demo")
+    text = metrics_text(server, pki)
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_counters_follow_traffic(server, pki):
+    curl("--cacert", str(pki.ca), "-H", f"Authorization: Bearer {pki.token}", f"{server.url}/snapshots/demo")
+    curl("--cacert", str(pki.ca), "-H", "Authorization: Bearer wrong", f"{server.url}/snapshots/demo")
+    curl("--cacert", str(pki.ca), "--tlsv1.1", "--tls-max", "1.1", f"{server.url}/livez")
+    curl("--cacert", str(pki.ca), "-H", "Content-Type: application/json", "--data-binary", "{}",
+         f"{server.url}/validate/topologysources")
+    text = metrics_text(server, pki)
+    assert sample(text, "topogate_http_requests_total", route="/snapshots/{name}", code="200") >= 1
+    assert sample(text, "topogate_http_requests_total", route="/snapshots/{name}", code="403") >= 1
+    assert sample(text, "topogate_auth_failures_total", inventory="demo", reason="wrong_token") >= 1
+    assert sample(text, "topogate_tls_handshake_failures_total", reason="protocol_version") >= 1
+    assert sample(text, "topogate_admission_decisions_total", verdict="errored") >= 1
+    assert sample(text, "topogate_http_request_duration_seconds_count", route="/snapshots/{name}") >= 2
+    assert sample(text, "topogate_inventory_snapshot_bytes", inventory="demo") > 0
+    assert sample(text, "topogate_inventory_revision_info", inventory="demo", revision="inventory-42") == 1
+    assert sample(text, "topogate_reconcile_attempts_total", inventory="demo", result="accepted") >= 1
+    assert sample(text, "topogate_certificate_expiry_timestamp_seconds") > 1.7e9
+    assert sample(text, "topogate_build_info") == 1
+    assert sample(text, "topogate_http_requests_in_flight") is not None
+    # No secret in a label or a value.
+    assert pki.token not in text
+
+
+@pytest.mark.skipif(not have("prometheus"), reason="prometheus (Debian package) is not installed")
+def test_real_prometheus_scrapes_over_https(server, pki, tmp_path):
+    port = free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: topogate
+    scheme: https
+    tls_config:
+      ca_file: {pki.ca}
+      server_name: localhost
+    static_configs:
+      - targets: ['127.0.0.1:{server.port}']
+""")
+    log = open(tmp_path / "prometheus.log", "w")
+    proc = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log)
+    try:
+        def up():
+            try:
+                url = f"http://127.0.0.1:{port}/api/v1/query?query=up%7Bjob%3D%22topogate%22%7D"
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    data = json.load(r)
+            except OSError:
+                return None
+            result = data.get("data", {}).get("result", [])
+            return result and result[0]["value"][1] == "1"
+
+        wait_for(up, timeout=60, interval=0.5, what="Prometheus to report up==1")
+
+        def scraped_series():
+            url = f"http://127.0.0.1:{port}/api/v1/query?query=topogate_build_info"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return json.load(r)["data"]["result"]
+
+        assert wait_for(scraped_series, timeout=30, interval=0.5, what="topogate_build_info in Prometheus")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
