@@ -6,8 +6,9 @@
 #  3. every rendered object (and the CRDs) is accepted by the real apiserver
 #     with kubectl apply --dry-run=server, cert-manager and ServiceMonitor CRDs
 #     installed from fixtures/;
-#  4. each inventory's rendered TopologySource passes `topogate validate`
-#     when the topogate binary exists.
+#  4. each inventory's rendered TopologySource passes `topogate validate`, and
+#     topogate starts with each rendered config.yaml (mount paths mapped to a
+#     temp folder), when the topogate binary exists.
 # Starts the control plane when none is running (and stops it again).
 # Env: TOPOGATE_BINARY, KUBE_BIN_DIR/HELM_BIN_DIR (default: build-kube-bins.sh).
 set -euo pipefail
@@ -39,7 +40,8 @@ if [[ -z $topogate ]]; then
 fi
 
 # A serving certificate and client CA for the "given certificate" case.
-CERTS_QUIET=1 "$repo/certs/make-ca.sh" --out "$work/pki"
+export CERTS_QUIET=1
+"$repo/certs/make-ca.sh" --out "$work/pki"
 release=topogate ns=gpustack-system
 common=(--namespace "$ns" --kube-version 1.36.3)
 declare -A extra
@@ -110,6 +112,76 @@ EOF
       fi
     done
   done
+  # The rendered config.yaml starts topogate: the chart's mount paths are
+  # mapped into a temp folder holding the files the volumes would.
+  for c in "${cases[@]}"; do
+    if [[ $c == defaults ]]; then
+      # topogate refuses a configuration without inventories; the defaults
+      # list none, so an install must set at least one.
+      echo "skip start with the rendered config.yaml (defaults): no inventory configured"
+      continue
+    fi
+    root="$work/run-$c"
+    python3 - "$work/$c.yaml" "$root" "$work/pki/ca.crt" "$here/fixtures/runbook/data-center.snapshot.yaml" <<'EOF'
+import os, socket, sys, yaml, shutil
+rendered, root, ca, snapshot = sys.argv[1:5]
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+def local(p):
+    for prefix, sub in (("/etc/topogate/", "etc/"), ("/var/run/topogate/", "run/"), ("/var/lib/topogate", "lib")):
+        if p.startswith(prefix):
+            return os.path.join(root, sub + p[len(prefix):])
+    return p
+def put(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "w").write(text)
+data = next(d for d in yaml.safe_load_all(open(rendered)) if d and d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))["data"]
+cfg = yaml.safe_load(data["config.yaml"])
+for k, v in data.items():
+    if k != "config.yaml":
+        put(os.path.join(root, "etc", k), v)
+cfg["listen"].update(address="127.0.0.1", port=free_port(), healthPort=free_port())
+cfg["tls"] = {"certFile": os.path.join(root, "tls.crt"), "keyFile": os.path.join(root, "tls.key")}
+if cfg.get("store", {}).get("type") == "file":
+    cfg["store"]["directory"] = local(cfg["store"]["directory"])
+    os.makedirs(cfg["store"]["directory"], exist_ok=True)
+for inv in cfg["inventories"]:
+    inv["source"] = local(inv["source"])
+    if "snapshot" in inv:
+        inv["snapshot"] = local(inv["snapshot"])
+        os.makedirs(os.path.dirname(inv["snapshot"]), exist_ok=True)
+        shutil.copy(snapshot, inv["snapshot"])
+    for role in ("readers", "writers"):
+        r = inv.get(role, {})
+        r["bearerTokenFiles"] = [local(f) for f in r.get("bearerTokenFiles", [])]
+        for f in r["bearerTokenFiles"]:
+            put(f, os.urandom(16).hex())
+        if not r["bearerTokenFiles"]:
+            del r["bearerTokenFiles"]
+        if "clientCAFile" in r:
+            r["clientCAFile"] = local(r["clientCAFile"])
+            put(r["clientCAFile"], open(ca).read())
+put(os.path.join(root, "config.yaml"), yaml.safe_dump(cfg))
+EOF
+    [[ -s $root/config.yaml ]] || { fail "config of $c not prepared"; continue; }
+    "$repo/certs/make-server-cert.sh" --ca-cert "$work/pki/ca.crt" --ca-key "$work/pki/ca.key" --out "$root" \
+      --name tls --dns localhost --days 1
+    hp=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["listen"]["healthPort"])' "$root/config.yaml")
+    "$topogate" serve --config "$root/config.yaml" >"$root/log" 2>&1 &
+    pid=$!
+    deadline=$((SECONDS + 30)) up=0
+    while ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null; do
+      curl -fsS -o /dev/null --noproxy '*' "http://127.0.0.1:$hp/livez" 2>/dev/null && { up=1; break; }
+      sleep 0.2
+    done
+    if ((up)); then
+      pass "topogate starts with the rendered config.yaml ($c)"
+    else
+      fail "topogate does not start with the rendered config.yaml ($c)"; tail -n 5 "$root/log"
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
 else
   echo "skip topogate validate of rendered sources: no topogate binary (set TOPOGATE_BINARY)"
 fi
@@ -131,6 +203,19 @@ if [[ ${CHART_TEST_NO_SERVER:-0} != 1 ]]; then
       pass "kubectl apply --dry-run=server ($c): $(wc -l <"$work/$c.apply") objects"
     else
       fail "kubectl apply --dry-run=server ($c)"; cat "$work/$c.apply"
+    fi
+  done
+  # helm itself against the apiserver (capabilities from the server, NOTES.txt rendered).
+  for c in "${cases[@]}"; do
+    args=(--namespace "$ns")
+    [[ $c != defaults ]] && args+=(-f "$here/chart-values/$c.yaml")
+    # shellcheck disable=SC2206
+    [[ -n ${extra[$c]:-} ]] && args+=(${extra[$c]})
+    if "$helm" install --dry-run=server "$release" "$chart" "${args[@]}" >"$work/$c.install" 2>&1 &&
+        grep -q 'failurePolicy=' "$work/$c.install"; then
+      pass "helm install --dry-run=server ($c), NOTES rendered"
+    else
+      fail "helm install --dry-run=server ($c)"; tail -n 20 "$work/$c.install"
     fi
   done
 fi
