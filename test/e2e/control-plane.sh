@@ -7,7 +7,7 @@
 #                    and ready), write DIR/kubeconfig and DIR/env, wait for /readyz
 #   stop             stop both (SIGTERM, then SIGKILL after 20 s) and remove DIR
 #   env              print the shell lines of DIR/env (eval "$(control-plane.sh env)")
-#   apiserver-stop   stop only kube-apiserver (etcd keeps the data)
+#   apiserver-stop   stop only kube-apiserver (etcd keeps the data; SIGKILL after 5 s)
 #   apiserver-start  start kube-apiserver again on the same port
 # Env: TOPOGATE_CP_DIR (state, default ${TMPDIR:-/tmp}/topogate-control-plane-$UID),
 #      KUBE_BIN_DIR (binaries; default: build-kube-bins.sh output),
@@ -44,13 +44,14 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# stop_pid PIDFILE NAME: SIGTERM, wait for exit, SIGKILL after 20 s.
+# stop_pid PIDFILE NAME [SECONDS]: SIGTERM, wait for exit, SIGKILL after
+# SECONDS (default 20).
 stop_pid() {
-  local pf=$1 name=$2 pid i
+  local pf=$1 name=$2 limit=$((${3:-20} * 10)) pid i
   alive "$pf" || { rm -f "$pf"; return 0; }
   pid=$(cat "$pf")
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 200; i++)); do
+  for ((i = 0; i < limit; i++)); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -212,7 +213,8 @@ case $cmd in
     log "stopped"
     ;;
   apiserver-stop)
-    stop_pid "$dir/apiserver.pid" kube-apiserver
+    # Open watches keep a terminating apiserver waiting; an outage need not be graceful.
+    stop_pid "$dir/apiserver.pid" kube-apiserver 5
     ;;
   apiserver-start)
     bins
