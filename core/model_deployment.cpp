@@ -28,8 +28,9 @@ void check_required_level(const doc_node& level, const std::string& path, error_
   }
   const std::string_view value = level.as_string();
   if (value.empty()) {
-    errors.push_back(invalid("M1", path, value,
-                             std::string(label_key_hint) + "; omit the field for unconstrained placement"));
+    errors.push_back(
+        invalid("M1", path, value,
+                std::string(label_key_hint) + "; omit the field for unconstrained placement"));
     return;
   }
   if (value == hostname_label) {
@@ -58,7 +59,8 @@ deployment_result validate_model_deployment(const doc_node& object) {
   // and kind must name a ModelDeployment.
   if (const doc_node* av = object.find("apiVersion"); av != nullptr && !av->is_null()) {
     if (!is_string_scalar(*av) || av->as_string().substr(0, 19) != "worker.gpustack.ai/") {
-      errors.push_back(invalid("", "apiVersion", shown(*av), "must be in the worker.gpustack.ai group"));
+      errors.push_back(
+          invalid("", "apiVersion", shown(*av), "must be in the worker.gpustack.ai group"));
     }
   }
   if (const doc_node* kind = object.find("kind"); kind != nullptr && !kind->is_null()) {

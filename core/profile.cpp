@@ -52,8 +52,11 @@ std::vector<std::string> normalize_levels(std::vector<std::string> levels) {
     }
     std::size_t j = i;
     while (j < levels.size() && tier_number(levels[j])) ++j;
-    std::stable_sort(levels.begin() + static_cast<std::ptrdiff_t>(i), levels.begin() + static_cast<std::ptrdiff_t>(j),
-                     [](const std::string& a, const std::string& b) { return *tier_number(a) > *tier_number(b); });
+    std::stable_sort(levels.begin() + static_cast<std::ptrdiff_t>(i),
+                     levels.begin() + static_cast<std::ptrdiff_t>(j),
+                     [](const std::string& a, const std::string& b) {
+                       return *tier_number(a) > *tier_number(b);
+                     });
     i = j;
   }
   return levels;

@@ -101,7 +101,8 @@ void prefix_each(std::vector<std::string>& out, std::vector<std::string> msgs,
 
 std::vector<std::string> check_dns1123_subdomain(std::string_view s) {
   std::vector<std::string> errs;
-  if (s.size() > max_dns1123_subdomain_length) errs.push_back(max_len_error(max_dns1123_subdomain_length));
+  if (s.size() > max_dns1123_subdomain_length)
+    errs.push_back(max_len_error(max_dns1123_subdomain_length));
   if (!matches_dns1123_subdomain(s))
     errs.push_back(regex_error(dns1123_subdomain_msg, dns1123_subdomain_fmt, {"example.com"}));
   return errs;
@@ -122,9 +123,10 @@ std::vector<std::string> check_qualified_name(std::string_view key) {
   const std::size_t slash = key.find('/');
   if (slash != std::string_view::npos) {
     if (key.find('/', slash + 1) != std::string_view::npos) {
-      errs.push_back("a qualified name " +
-                     regex_error(qualified_name_msg, qualified_name_fmt, {"MyName", "my.name", "123-abc"}) +
-                     " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
+      errs.push_back(
+          "a qualified name " +
+          regex_error(qualified_name_msg, qualified_name_fmt, {"MyName", "my.name", "123-abc"}) +
+          " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
       return errs;
     }
     const std::string_view prefix = key.substr(0, slash);
@@ -141,8 +143,8 @@ std::vector<std::string> check_qualified_name(std::string_view key) {
     errs.push_back("name part " + max_len_error(max_label_name_length));
   }
   if (!matches_qualified_name_part(name)) {
-    errs.push_back("name part " +
-                   regex_error(qualified_name_msg, qualified_name_fmt, {"MyName", "my.name", "123-abc"}));
+    errs.push_back("name part " + regex_error(qualified_name_msg, qualified_name_fmt,
+                                              {"MyName", "my.name", "123-abc"}));
   }
   return errs;
 }
@@ -161,14 +163,16 @@ bool is_qualified_name(std::string_view key) noexcept {
   if (slash != std::string_view::npos) {
     const std::string_view prefix = key.substr(0, slash);
     name = key.substr(slash + 1);
-    if (prefix.size() > max_dns1123_subdomain_length || !matches_dns1123_subdomain(prefix)) return false;
+    if (prefix.size() > max_dns1123_subdomain_length || !matches_dns1123_subdomain(prefix))
+      return false;
     if (name.find('/') != std::string_view::npos) return false;
   }
   return name.size() <= max_label_name_length && matches_qualified_name_part(name);
 }
 
 bool is_label_value(std::string_view value) noexcept {
-  return value.size() <= max_label_value_length && (value.empty() || matches_qualified_name_part(value));
+  return value.size() <= max_label_value_length &&
+         (value.empty() || matches_qualified_name_part(value));
 }
 
 bool is_dns1123_subdomain(std::string_view s) noexcept {
@@ -195,8 +199,9 @@ std::size_t leading_space_len(std::string_view s) noexcept {
   const auto b1 = static_cast<unsigned char>(s[1]);
   const auto b2 = static_cast<unsigned char>(s[2]);
   if (b0 == 0xe1 && b1 == 0x9a && b2 == 0x80) return 3;  // U+1680
-  if (b0 == 0xe2 && b1 == 0x80 && ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 || b2 == 0xaf))
-    return 3;  // U+2000..U+200A, U+2028, U+2029, U+202F
+  if (b0 == 0xe2 && b1 == 0x80 &&
+      ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 || b2 == 0xaf))
+    return 3;                                            // U+2000..U+200A, U+2028, U+2029, U+202F
   if (b0 == 0xe2 && b1 == 0x81 && b2 == 0x9f) return 3;  // U+205F
   if (b0 == 0xe3 && b1 == 0x80 && b2 == 0x80) return 3;  // U+3000
   return 0;
@@ -449,9 +454,27 @@ constexpr unsigned hex_value(char c) noexcept {
 constexpr bool host_char_ok(char c) noexcept {
   if (is_alnum(c)) return true;
   switch (c) {
-    case '-': case '_': case '.': case '~':
-    case '!': case '$': case '&': case '\'': case '(': case ')': case '*': case '+':
-    case ',': case ';': case '=': case ':': case '[': case ']': case '<': case '>': case '"':
+    case '-':
+    case '_':
+    case '.':
+    case '~':
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '[':
+    case ']':
+    case '<':
+    case '>':
+    case '"':
       return true;
     default:
       return false;
@@ -476,7 +499,8 @@ bool unescape(std::string_view s, escape_mode mode, std::string& out, std::strin
       if (mode == escape_mode::host && hex_value(s[i + 1]) < 8 && !is_pct25) {
         return fail(error, "invalid URL escape " + go_quote(s.substr(i, 3)));
       }
-      if (mode == escape_mode::zone && !is_pct25 && v != ' ' && !host_char_ok(static_cast<char>(v))) {
+      if (mode == escape_mode::zone && !is_pct25 && v != ' ' &&
+          !host_char_ok(static_cast<char>(v))) {
         return fail(error, "invalid URL escape " + go_quote(s.substr(i, 3)));
       }
       out.push_back(static_cast<char>(v));
@@ -583,7 +607,8 @@ bool is_bracketable_ipv6(std::string_view in) noexcept {
 }
 
 // Go's parseHost: host[:port] or [ipv6]:port, then the host-mode unescape.
-bool parse_host(std::string_view scheme_lower, std::string_view host, std::string& out, std::string* error) {
+bool parse_host(std::string_view scheme_lower, std::string_view host, std::string& out,
+                std::string* error) {
   const std::size_t open = host.rfind('[');
   if (open != std::string_view::npos && open > 0) return fail(error, "invalid IP-literal");
   if (open == 0) {
@@ -626,8 +651,24 @@ bool valid_userinfo(std::string_view s) noexcept {
   for (char c : s) {
     if (is_alnum(c)) continue;
     switch (c) {
-      case '-': case '.': case '_': case ':': case '~': case '!': case '$': case '&': case '\'':
-      case '(': case ')': case '*': case '+': case ',': case ';': case '=': case '%': case '@':
+      case '-':
+      case '.':
+      case '_':
+      case ':':
+      case '~':
+      case '!':
+      case '$':
+      case '&':
+      case '\'':
+      case '(':
+      case ')':
+      case '*':
+      case '+':
+      case ',':
+      case ';':
+      case '=':
+      case '%':
+      case '@':
         continue;
       default:
         return false;
@@ -650,7 +691,8 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
   parsed_url url;
   const std::size_t hash = raw.find('#');
   std::string_view u = raw.substr(0, hash);
-  const std::string_view frag = hash == std::string_view::npos ? std::string_view{} : raw.substr(hash + 1);
+  const std::string_view frag =
+      hash == std::string_view::npos ? std::string_view{} : raw.substr(hash + 1);
 
   for (char c : u) {
     const auto b = static_cast<unsigned char>(c);
@@ -711,8 +753,9 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
         }
         const std::size_t at = authority.rfind('@');
         std::string host;
-        if (!parse_host(scheme_lower, at == std::string_view::npos ? authority : authority.substr(at + 1),
-                        host, error)) {
+        if (!parse_host(scheme_lower,
+                        at == std::string_view::npos ? authority : authority.substr(at + 1), host,
+                        error)) {
           return std::nullopt;
         }
         if (at != std::string_view::npos) {
@@ -723,7 +766,8 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
           }
           std::string scratch;
           const std::size_t colon = userinfo.find(':');
-          if (!unescape(userinfo.substr(0, colon), escape_mode::user_password, scratch, error)) return std::nullopt;
+          if (!unescape(userinfo.substr(0, colon), escape_mode::user_password, scratch, error))
+            return std::nullopt;
           if (colon != std::string_view::npos &&
               !unescape(userinfo.substr(colon + 1), escape_mode::user_password, scratch, error)) {
             return std::nullopt;
@@ -743,7 +787,8 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
       if (!unescape(rest, escape_mode::path, url.path, error)) return std::nullopt;
     }
   }
-  if (!frag.empty() && !unescape(frag, escape_mode::fragment, url.fragment, error)) return std::nullopt;
+  if (!frag.empty() && !unescape(frag, escape_mode::fragment, url.fragment, error))
+    return std::nullopt;
   return url;
 }
 

@@ -84,24 +84,27 @@ void warn_unknown_fields(const doc_node& obj, std::string_view path,
 // A metav1.Duration field that must be set and positive. Returns the parsed value when it
 // is valid. Unlike the consumer (which refuses the whole request with HTTP 400), a
 // malformed duration is reported here as a field error of the rule.
-std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n, const std::string& path,
+std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
+                                                          const std::string& path,
                                                           std::string_view rule, error_list& errors,
                                                           std::string& raw) {
   if (n == nullptr || n->is_null()) {
-    errors.push_back(required(std::string(rule), path, "a positive duration such as 30s, 1m or 5m"));
+    errors.push_back(
+        required(std::string(rule), path, "a positive duration such as 30s, 1m or 5m"));
     return std::nullopt;
   }
   if (!is_string_scalar(*n)) {
-    errors.push_back(invalid(std::string(rule), path, shown(*n),
-                             "must be a duration string such as \"1m\" (a number is not a duration)"));
+    errors.push_back(
+        invalid(std::string(rule), path, shown(*n),
+                "must be a duration string such as \"1m\" (a number is not a duration)"));
     return std::nullopt;
   }
   raw = std::string(n->as_string());
   std::string err;
   const auto d = parse_go_duration(raw, &err);
   if (!d) {
-    errors.push_back(invalid(std::string(rule), path, raw,
-                             err + " (units: ns, us, ms, s, m, h; e.g. 1h30m)"));
+    errors.push_back(
+        invalid(std::string(rule), path, raw, err + " (units: ns, us, ms, s, m, h; e.g. 1h30m)"));
     return std::nullopt;
   }
   if (d->count() <= 0) {
@@ -113,9 +116,9 @@ std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n, con
 
 // T13: a reference to a ConfigMap or Secret, which the controller only reads in the
 // worker namespace (a cluster-scoped source must not become a path to other namespaces).
-std::optional<object_ref> object_reference(const doc_node* n, const std::string& path, bool is_required,
-                                           const validation_options& opts, error_list& errors,
-                                           std::vector<std::string>& warnings) {
+std::optional<object_ref> object_reference(const doc_node* n, const std::string& path,
+                                           bool is_required, const validation_options& opts,
+                                           error_list& errors, std::vector<std::string>& warnings) {
   if (n == nullptr || n->is_null()) {
     if (is_required) errors.push_back(required("T13", path, "a reference {namespace, name}"));
     return std::nullopt;
@@ -147,7 +150,8 @@ std::optional<object_ref> object_reference(const doc_node* n, const std::string&
   const auto name = string_field(obj->find("name"), name_path, "T13", errors);
   if (name && !name->empty()) {
     ref.name = std::string(*name);
-    for (auto& msg : check_dns1123_subdomain(*name)) errors.push_back(invalid("T13", name_path, *name, msg));
+    for (auto& msg : check_dns1123_subdomain(*name))
+      errors.push_back(invalid("T13", name_path, *name, msg));
   } else if (!name && obj->find("name") != nullptr && !obj->find("name")->is_null()) {
     // wrong type, already reported
   } else {
@@ -156,7 +160,9 @@ std::optional<object_ref> object_reference(const doc_node* n, const std::string&
   return ref;
 }
 
-bool starts_with(std::string_view s, std::string_view p) noexcept { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) noexcept {
+  return s.substr(0, p.size()) == p;
+}
 bool ends_with(std::string_view s, std::string_view p) noexcept {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -226,7 +232,8 @@ void check_webhook_url(const doc_node* n, webhook_source& wh, error_list& errors
   const std::string path = "spec.webhook.url";
   const auto url = string_field(n, path, "T9", errors);
   if (!url) {
-    if (n == nullptr || n->is_null()) errors.push_back(required("T9", path, "an absolute https:// URL"));
+    if (n == nullptr || n->is_null())
+      errors.push_back(required("T9", path, "an absolute https:// URL"));
     return;
   }
   wh.url = std::string(*url);
@@ -242,7 +249,8 @@ void check_webhook_url(const doc_node* n, webhook_source& wh, error_list& errors
     return;
   }
   if (parsed->scheme.empty()) {
-    errors.push_back(invalid("T9", path, shown_url, "must be an absolute URL with the https scheme"));
+    errors.push_back(
+        invalid("T9", path, shown_url, "must be an absolute URL with the https scheme"));
   } else if (lower_ascii(parsed->scheme) != "https") {
     errors.push_back(invalid("T9", path, shown_url,
                              "scheme must be https (the snapshot is fetched only over TLS)"));
@@ -298,7 +306,8 @@ void check_levels(const doc_node* n, topology_source& src, error_list& errors) {
       continue;
     }
     const std::string_view level = item.as_string();
-    for (auto& msg : check_qualified_name(level)) errors.push_back(invalid("T2", item_path, level, msg));
+    for (auto& msg : check_qualified_name(level))
+      errors.push_back(invalid("T2", item_path, level, msg));
     if (level == hostname_label) {
       errors.push_back(forbidden("T3", item_path,
                                  "kubernetes.io/hostname is always appended as the final level; "
@@ -318,7 +327,8 @@ void check_write_prefix(const doc_node* n, topology_source& src, const validatio
   const auto prefix = string_field(n, path, "T6", errors);
   if (!prefix) return;
   src.additional_write_prefix = std::string(*prefix);
-  constexpr std::string_view shape = "must be one DNS subdomain followed by exactly one '/', e.g. topology.example.com/";
+  constexpr std::string_view shape =
+      "must be one DNS subdomain followed by exactly one '/', e.g. topology.example.com/";
   if (prefix->empty() || prefix->back() != '/') {
     errors.push_back(invalid("T6", path, *prefix, std::string(shape)));
     return;
@@ -350,68 +360,74 @@ void check_config_map(const doc_node& cm, topology_source& src, const validation
   const std::string path = "spec.configMap";
   warn_unknown_fields(cm, path, {"configMapRef", "key", "maxStaleness"}, warnings);
   configmap_source out;
-  out.config_map_ref = object_reference(cm.find("configMapRef"), child(path, "configMapRef"), true, opts,
-                                        errors, warnings);
+  out.config_map_ref = object_reference(cm.find("configMapRef"), child(path, "configMapRef"), true,
+                                        opts, errors, warnings);
   const std::string key_path = child(path, "key");
   const auto key = string_field(cm.find("key"), key_path, "T8", errors);
   if (key) out.key = std::string(*key);
-  if ((key && is_blank(*key)) || (!key && (cm.find("key") == nullptr || cm.find("key")->is_null()))) {
+  if ((key && is_blank(*key)) ||
+      (!key && (cm.find("key") == nullptr || cm.find("key")->is_null()))) {
     errors.push_back(required("T8", key_path, "the ConfigMap data key holding the snapshot"));
   } else if (key) {
     // ConfigMap data keys are [-._a-zA-Z0-9]+ (at most 253): any other key can never exist.
-    const bool well_formed =
-        key->size() <= 253 && *key != "." && *key != ".." && !starts_with(*key, "..") &&
-        std::all_of(key->begin(), key->end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                 c == '.' || c == '_';
-        });
-    if (!well_formed) add_warning(warnings, "spec.configMap.key is not a valid ConfigMap key; no ConfigMap can hold it");
+    const bool well_formed = key->size() <= 253 && *key != "." && *key != ".." &&
+                             !starts_with(*key, "..") &&
+                             std::all_of(key->begin(), key->end(), [](char c) {
+                               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                      (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+                             });
+    if (!well_formed)
+      add_warning(warnings,
+                  "spec.configMap.key is not a valid ConfigMap key; no ConfigMap can hold it");
   }
-  positive_duration(cm.find("maxStaleness"), child(path, "maxStaleness"), "T8", errors, out.max_staleness);
+  positive_duration(cm.find("maxStaleness"), child(path, "maxStaleness"), "T8", errors,
+                    out.max_staleness);
   src.config_map = std::move(out);
 }
 
 void check_webhook(const doc_node& wh_node, topology_source& src, const validation_options& opts,
                    error_list& errors, std::vector<std::string>& warnings) {
   const std::string path = "spec.webhook";
-  warn_unknown_fields(wh_node,
-                      path, {"url", "pollInterval", "timeout", "maxStaleness", "caBundleConfigMapRef",
-                             "bearerTokenSecretRef", "tlsClientCertificateSecretRef"},
+  warn_unknown_fields(wh_node, path,
+                      {"url", "pollInterval", "timeout", "maxStaleness", "caBundleConfigMapRef",
+                       "bearerTokenSecretRef", "tlsClientCertificateSecretRef"},
                       warnings);
   webhook_source wh;
   check_webhook_url(wh_node.find("url"), wh, errors, warnings);
-  const auto poll = positive_duration(wh_node.find("pollInterval"), child(path, "pollInterval"), "T10",
-                                      errors, wh.poll_interval);
+  const auto poll = positive_duration(wh_node.find("pollInterval"), child(path, "pollInterval"),
+                                      "T10", errors, wh.poll_interval);
   const auto timeout =
       positive_duration(wh_node.find("timeout"), child(path, "timeout"), "T10", errors, wh.timeout);
-  const auto stale = positive_duration(wh_node.find("maxStaleness"), child(path, "maxStaleness"), "T10",
-                                       errors, wh.max_staleness);
+  const auto stale = positive_duration(wh_node.find("maxStaleness"), child(path, "maxStaleness"),
+                                       "T10", errors, wh.max_staleness);
   // A poll that may outlast its interval would overlap the next one.
   if (poll && timeout && *timeout > *poll) {
-    errors.push_back(invalid("T11", child(path, "timeout"), wh.timeout,
-                             "must not exceed spec.webhook.pollInterval (" + format_go_duration(*poll) + ")"));
+    errors.push_back(
+        invalid("T11", child(path, "timeout"), wh.timeout,
+                "must not exceed spec.webhook.pollInterval (" + format_go_duration(*poll) + ")"));
   }
   if (poll && stale && *stale < *poll) {
     add_warning(warnings, "spec.webhook.maxStaleness (" + format_go_duration(*stale) +
                               ") is shorter than pollInterval (" + format_go_duration(*poll) +
                               "): labels expire between polls");
   }
-  wh.ca_bundle_config_map_ref = object_reference(wh_node.find("caBundleConfigMapRef"),
-                                                 child(path, "caBundleConfigMapRef"), false, opts, errors, warnings);
+  wh.ca_bundle_config_map_ref =
+      object_reference(wh_node.find("caBundleConfigMapRef"), child(path, "caBundleConfigMapRef"),
+                       false, opts, errors, warnings);
   const doc_node* bearer = wh_node.find("bearerTokenSecretRef");
   const doc_node* mtls = wh_node.find("tlsClientCertificateSecretRef");
   const bool has_bearer = bearer != nullptr && !bearer->is_null();
   const bool has_mtls = mtls != nullptr && !mtls->is_null();
   if (!has_bearer && !has_mtls) {
-    errors.push_back(required("T12", path,
-                              "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
+    errors.push_back(required(
+        "T12", path, "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
   } else if (has_bearer && has_mtls) {
     errors.push_back(forbidden("T12", child(path, "tlsClientCertificateSecretRef"),
                                "may not be set together with bearerTokenSecretRef: use exactly one "
                                "authentication method"));
   }
-  wh.bearer_token_secret_ref = object_reference(bearer, child(path, "bearerTokenSecretRef"), false, opts,
-                                                errors, warnings);
+  wh.bearer_token_secret_ref =
+      object_reference(bearer, child(path, "bearerTokenSecretRef"), false, opts, errors, warnings);
   wh.tls_client_certificate_secret_ref = object_reference(
       mtls, child(path, "tlsClientCertificateSecretRef"), false, opts, errors, warnings);
   src.webhook = std::move(wh);
@@ -432,8 +448,8 @@ bool label_selector::matches(const std::vector<std::pair<std::string, std::strin
   }
   for (const auto& req : match_expressions) {
     const std::string* have = lookup(req.key);
-    const bool in_values =
-        have != nullptr && std::find(req.values.begin(), req.values.end(), *have) != req.values.end();
+    const bool in_values = have != nullptr && std::find(req.values.begin(), req.values.end(),
+                                                        *have) != req.values.end();
     if (req.op == "In") {
       if (!in_values) return false;
     } else if (req.op == "NotIn") {
@@ -463,7 +479,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
   const std::string labels_path = child(base, "matchLabels");
   if (const doc_node* ml = object_field(selector.find("matchLabels"), labels_path, rule, errors)) {
     for (const auto& [k, v] : ml->map) {
-      for (auto& msg : check_qualified_name(k)) errors.push_back(invalid(rule_s, labels_path, k, msg));
+      for (auto& msg : check_qualified_name(k))
+        errors.push_back(invalid(rule_s, labels_path, k, msg));
       const std::string value_path = key(labels_path, k);
       std::string value;
       if (v.is_null()) {
@@ -474,7 +491,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
       } else {
         value = std::string(v.as_string());
       }
-      for (auto& msg : check_label_value(value)) errors.push_back(invalid(rule_s, value_path, value, msg));
+      for (auto& msg : check_label_value(value))
+        errors.push_back(invalid(rule_s, value_path, value, msg));
       sel.match_labels.emplace_back(k, std::move(value));
     }
   }
@@ -495,7 +513,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
         const std::string key_path = child(item_path, "key");
         if (const auto k = string_field(item->find("key"), key_path, rule, errors)) {
           req.key = std::string(*k);
-          for (auto& msg : check_qualified_name(*k)) errors.push_back(invalid(rule_s, key_path, *k, msg));
+          for (auto& msg : check_qualified_name(*k))
+            errors.push_back(invalid(rule_s, key_path, *k, msg));
         } else if (item->find("key") == nullptr || item->find("key")->is_null()) {
           errors.push_back(required(rule_s, key_path));
         }
@@ -510,7 +529,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
             for (std::size_t j = 0; j < vs->items.size(); ++j) {
               const std::string value_path = index(values_path, j);
               if (const auto v = string_field(&vs->items[j], value_path, rule, errors)) {
-                for (auto& msg : check_label_value(*v)) errors.push_back(invalid(rule_s, value_path, *v, msg));
+                for (auto& msg : check_label_value(*v))
+                  errors.push_back(invalid(rule_s, value_path, *v, msg));
                 req.values.emplace_back(*v);
               } else if (vs->items[j].is_null()) {
                 req.values.emplace_back();
@@ -524,15 +544,18 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
           req.op = std::string(*op);
           if (*op == "In" || *op == "NotIn") {
             if (!has_values) {
-              errors.push_back(required(rule_s, values_path, "must be specified when `operator` is 'In' or 'NotIn'"));
+              errors.push_back(required(rule_s, values_path,
+                                        "must be specified when `operator` is 'In' or 'NotIn'"));
             }
           } else if (*op == "Exists" || *op == "DoesNotExist") {
             if (has_values) {
-              errors.push_back(forbidden(rule_s, values_path,
-                                         "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+              errors.push_back(
+                  forbidden(rule_s, values_path,
+                            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
             }
           } else {
-            errors.push_back(not_supported(rule_s, op_path, *op, {"In", "NotIn", "Exists", "DoesNotExist"}));
+            errors.push_back(
+                not_supported(rule_s, op_path, *op, {"In", "NotIn", "Exists", "DoesNotExist"}));
           }
         } else if (op_node == nullptr || op_node->is_null()) {
           errors.push_back(required(rule_s, op_path));
@@ -556,13 +579,16 @@ source_result validate_topology_source(const doc_node& object, const validation_
   if (const auto av = string_field(object.find("apiVersion"), "apiVersion", "", errors)) {
     src.api_version = std::string(*av);
     if (*av != group_v1alpha1 && *av != group_v1) {
-      errors.push_back(not_supported("", "apiVersion", *av, {std::string(group_v1alpha1), std::string(group_v1)}));
+      errors.push_back(not_supported("", "apiVersion", *av,
+                                     {std::string(group_v1alpha1), std::string(group_v1)}));
     }
   } else if (object.find("apiVersion") == nullptr || object.find("apiVersion")->is_null()) {
-    errors.push_back(required("", "apiVersion", "worker.gpustack.ai/v1 or worker.gpustack.ai/v1alpha1"));
+    errors.push_back(
+        required("", "apiVersion", "worker.gpustack.ai/v1 or worker.gpustack.ai/v1alpha1"));
   }
   if (const auto kind = string_field(object.find("kind"), "kind", "", errors)) {
-    if (*kind != "TopologySource") errors.push_back(not_supported("", "kind", *kind, {"TopologySource"}));
+    if (*kind != "TopologySource")
+      errors.push_back(not_supported("", "kind", *kind, {"TopologySource"}));
   } else if (object.find("kind") == nullptr || object.find("kind")->is_null()) {
     errors.push_back(required("", "kind", "TopologySource"));
   }
@@ -570,7 +596,8 @@ source_result validate_topology_source(const doc_node& object, const validation_
     const auto name = string_field(meta->find("name"), "metadata.name", "", errors);
     if (name && !name->empty()) {
       src.name = std::string(*name);
-      for (auto& msg : check_dns1123_subdomain(*name)) errors.push_back(invalid("", "metadata.name", *name, msg));
+      for (auto& msg : check_dns1123_subdomain(*name))
+        errors.push_back(invalid("", "metadata.name", *name, msg));
     } else if (meta->find("generateName") == nullptr &&
                (meta->find("name") == nullptr || meta->find("name")->is_null() || name)) {
       errors.push_back(required("", "metadata.name"));
@@ -586,9 +613,10 @@ source_result validate_topology_source(const doc_node& object, const validation_
     if (object.find("spec") != nullptr && !object.find("spec")->is_null()) return r;  // wrong type
     spec = &empty_spec;
   }
-  warn_unknown_fields(*spec, "spec",
-                      {"levels", "nodeSelector", "additionalWritePrefix", "nodeLabels", "configMap", "webhook"},
-                      r.warnings);
+  warn_unknown_fields(
+      *spec, "spec",
+      {"levels", "nodeSelector", "additionalWritePrefix", "nodeLabels", "configMap", "webhook"},
+      r.warnings);
 
   check_levels(spec->find("levels"), src, errors);
 
@@ -630,7 +658,6 @@ source_result validate_topology_source(const doc_node& object, const validation_
     check_webhook(*wh, src, opts, errors, r.warnings);
   }
 
-
   // A writing source whose levels it may not write publishes nothing of its own.
   const bool writing = (src.config_map.has_value() || src.webhook.has_value()) && set.size() == 1;
   if (writing && !src.levels.empty() &&
@@ -661,7 +688,8 @@ bool is_read_only_parent(std::string_view key) noexcept {
 bool is_publishable_key(std::string_view key, const topology_source& src) noexcept {
   if (starts_with(key, gpustack_topology_prefix) && key != profile_label) return true;
   if (src.additional_write_prefix && !src.additional_write_prefix->empty() &&
-      src.additional_write_prefix->back() == '/' && starts_with(key, *src.additional_write_prefix)) {
+      src.additional_write_prefix->back() == '/' &&
+      starts_with(key, *src.additional_write_prefix)) {
     return true;
   }
   return is_read_only_parent(key);

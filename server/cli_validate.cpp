@@ -31,7 +31,8 @@ constexpr std::size_t max_input_bytes = 64u << 20;
 constexpr std::string_view usage_text =
     "usage:\n"
     "  topogate validate topologysource FILE [options]\n"
-    "  topogate validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_FILE] [options]\n"
+    "  topogate validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_FILE] "
+    "[options]\n"
     "  topogate validate modeldeployment FILE [options]\n"
     "\n"
     "FILE may be - for standard input. NODES_FILE is `kubectl get nodes -o json` output.\n"
@@ -44,8 +45,8 @@ constexpr std::string_view usage_text =
     "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n";
 
 int usage_error(std::string_view message) {
-  std::fprintf(stderr, "topogate validate: %.*s\n\n%.*s", static_cast<int>(message.size()), message.data(),
-               static_cast<int>(usage_text.size()), usage_text.data());
+  std::fprintf(stderr, "topogate validate: %.*s\n\n%.*s", static_cast<int>(message.size()),
+               message.data(), static_cast<int>(usage_text.size()), usage_text.data());
   return exit_usage;
 }
 
@@ -116,12 +117,14 @@ std::optional<int> parse_args(args a, options& o) {
   if (positional.empty()) return usage_error("missing what to validate");
   o.kind = std::string(positional[0]);
   if (o.kind != "topologysource" && o.kind != "snapshot" && o.kind != "modeldeployment") {
-    return usage_error("unknown kind \"" + o.kind + "\" (topologysource, snapshot or modeldeployment)");
+    return usage_error("unknown kind \"" + o.kind +
+                       "\" (topologysource, snapshot or modeldeployment)");
   }
   if (positional.size() < 2) return usage_error("missing FILE");
   if (positional.size() > 2) return usage_error("one FILE at a time");
   o.file = std::string(positional[1]);
-  if (o.kind == "snapshot" && !saw_source) return usage_error("snapshot needs --source TOPOLOGYSOURCE_FILE");
+  if (o.kind == "snapshot" && !saw_source)
+    return usage_error("snapshot needs --source TOPOLOGYSOURCE_FILE");
   const int stdin_uses = (o.file == "-") + (o.source_file == "-") + (o.nodes_file == "-");
   if (stdin_uses > 1) return usage_error("standard input (-) can be read only once");
   if (o.kind != "snapshot" && (saw_source || saw_nodes)) {
@@ -150,8 +153,8 @@ bool larger_than_cap(const std::string& path, std::size_t& size) {
 
 // `input` names the file the errors belong to when it is not FILE itself (a snapshot is
 // judged only against a valid source and a decodable Node list).
-int report(const options& o, const core::error_list& errors, const std::vector<std::string>& warnings,
-           std::string_view input = {}) {
+int report(const options& o, const core::error_list& errors,
+           const std::vector<std::string>& warnings, std::string_view input = {}) {
   const bool valid = errors.empty();
   if (o.json) {
     std::string out = "{\"valid\":";
@@ -180,8 +183,8 @@ int report(const options& o, const core::error_list& errors, const std::vector<s
                    o.file.c_str(), static_cast<int>(input.size()), input.data(), errors.size(),
                    errors.size() == 1 ? "" : "s");
     } else {
-      std::fprintf(stderr, "%s: invalid %s (%zu error%s)\n", o.file.c_str(), o.kind.c_str(), errors.size(),
-                   errors.size() == 1 ? "" : "s");
+      std::fprintf(stderr, "%s: invalid %s (%zu error%s)\n", o.file.c_str(), o.kind.c_str(),
+                   errors.size(), errors.size() == 1 ? "" : "s");
     }
   }
   std::fflush(stdout);

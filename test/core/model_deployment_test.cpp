@@ -9,7 +9,8 @@
 namespace topogate::core {
 namespace {
 
-bool has_error(const error_list& errors, std::string_view rule, error_type type, std::string_view path) {
+bool has_error(const error_list& errors, std::string_view rule, error_type type,
+               std::string_view path) {
   return std::any_of(errors.begin(), errors.end(), [&](const field_error& e) {
     return e.rule == rule && e.type == type && e.path == path;
   });
@@ -67,22 +68,26 @@ TEST_P(RequiredLevel, IsAPrefixedLabelKey) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, RequiredLevel,
-    ::testing::Values(
-        level_case{"topology.kubernetes.io/zone", true, ""}, level_case{"topology.kubernetes.io/region", true, ""},
-        level_case{"topology.gpustack.ai/rack", true, ""}, level_case{"fabric.topograph.run/tier-1", true, ""},
-        level_case{"topology.example.com/" + std::string(63, 'x'), true, ""},
-        level_case{"topology.example.com/" + std::string(64, 'x'), false, "M1"},
-        level_case{"zone", false, "M1"}, level_case{"region", false, "M1"}, level_case{"rack", false, "M1"},
-        level_case{"us-east-1a", false, "M1"}, level_case{"\"\"", false, "M1"},
-        level_case{"/zone", false, "M1"}, level_case{"topology.kubernetes.io/", false, "M1"},
-        level_case{"a/b/c", false, "M1"}, level_case{"us east 1a", false, "M1"},
-        level_case{"Topology.kubernetes.io/zone", false, "M1"}, level_case{"12", false, "M1"},
-        level_case{"[topology.kubernetes.io/zone]", false, "M1"},
-        level_case{"kubernetes.io/hostname", false, "M2", error_type::forbidden}));
+    ::testing::Values(level_case{"topology.kubernetes.io/zone", true, ""},
+                      level_case{"topology.kubernetes.io/region", true, ""},
+                      level_case{"topology.gpustack.ai/rack", true, ""},
+                      level_case{"fabric.topograph.run/tier-1", true, ""},
+                      level_case{"topology.example.com/" + std::string(63, 'x'), true, ""},
+                      level_case{"topology.example.com/" + std::string(64, 'x'), false, "M1"},
+                      level_case{"zone", false, "M1"}, level_case{"region", false, "M1"},
+                      level_case{"rack", false, "M1"}, level_case{"us-east-1a", false, "M1"},
+                      level_case{"\"\"", false, "M1"}, level_case{"/zone", false, "M1"},
+                      level_case{"topology.kubernetes.io/", false, "M1"},
+                      level_case{"a/b/c", false, "M1"}, level_case{"us east 1a", false, "M1"},
+                      level_case{"Topology.kubernetes.io/zone", false, "M1"},
+                      level_case{"12", false, "M1"},
+                      level_case{"[topology.kubernetes.io/zone]", false, "M1"},
+                      level_case{"kubernetes.io/hostname", false, "M2", error_type::forbidden}));
 
 TEST(RequiredLevel, OmittedOrNullIsUnconstrained) {
   EXPECT_TRUE(validate_model_deployment_text(two_roles("~")).ok());
-  EXPECT_TRUE(validate_model_deployment_text("spec:\n  roles:\n    - name: a\n      topology: {}\n").ok());
+  EXPECT_TRUE(
+      validate_model_deployment_text("spec:\n  roles:\n    - name: a\n      topology: {}\n").ok());
   EXPECT_TRUE(validate_model_deployment_text("spec: {}\n").ok());
   EXPECT_TRUE(validate_model_deployment_text("spec:\n  roles: []\n").ok());
 }
@@ -92,18 +97,21 @@ TEST(RequiredLevel, EveryRoleReported) {
     {"name":"a","topology":{"requiredLevel":"zone"}},
     {"name":"b","topology":{"requiredLevel":"topology.kubernetes.io/zone"}},
     {"name":"c","topology":{"requiredLevel":"kubernetes.io/hostname"}}]}})");
-  EXPECT_TRUE(has_error(r.errors, "M1", error_type::invalid, "spec.roles[0].topology.requiredLevel"));
-  EXPECT_TRUE(has_error(r.errors, "M2", error_type::forbidden, "spec.roles[2].topology.requiredLevel"));
+  EXPECT_TRUE(
+      has_error(r.errors, "M1", error_type::invalid, "spec.roles[0].topology.requiredLevel"));
+  EXPECT_TRUE(
+      has_error(r.errors, "M2", error_type::forbidden, "spec.roles[2].topology.requiredLevel"));
   EXPECT_EQ(r.errors.size(), 2u) << render_text(r.errors);
 }
 
 TEST(Shapes, WrongTypesAreErrorsNotCrashes) {
   EXPECT_TRUE(has_error(validate_model_deployment_text("spec: {roles: {a: b}}\n").errors, "M1",
                         error_type::invalid, "spec.roles"));
-  EXPECT_TRUE(has_error(validate_model_deployment_text("spec: {roles: [x]}\n").errors, "M1", error_type::invalid,
-                        "spec.roles[0]"));
-  EXPECT_TRUE(has_error(validate_model_deployment_text("spec: {roles: [{topology: zone}]}\n").errors, "M1",
-                        error_type::invalid, "spec.roles[0].topology"));
+  EXPECT_TRUE(has_error(validate_model_deployment_text("spec: {roles: [x]}\n").errors, "M1",
+                        error_type::invalid, "spec.roles[0]"));
+  EXPECT_TRUE(
+      has_error(validate_model_deployment_text("spec: {roles: [{topology: zone}]}\n").errors, "M1",
+                error_type::invalid, "spec.roles[0].topology"));
   EXPECT_FALSE(validate_model_deployment_text("spec: [1]\n").ok());
   EXPECT_FALSE(validate_model_deployment_text("[1]\n").ok());
   EXPECT_FALSE(validate_model_deployment_text("kind: TopologySource\nspec: {}\n").ok());

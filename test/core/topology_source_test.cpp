@@ -16,7 +16,8 @@ std::set<std::string> rules_of(const error_list& errors) {
   return out;
 }
 
-bool has_error(const error_list& errors, std::string_view rule, error_type type, std::string_view path) {
+bool has_error(const error_list& errors, std::string_view rule, error_type type,
+               std::string_view path) {
   return std::any_of(errors.begin(), errors.end(), [&](const field_error& e) {
     return e.rule == rule && e.type == type && e.path == path;
   });
@@ -40,7 +41,8 @@ std::string with_spec(std::string_view spec_body) {
 }
 
 std::string node_labels_source(std::string_view levels_yaml, std::string_view extra = "") {
-  return with_spec("  levels: " + std::string(levels_yaml) + "\n  nodeLabels: {}\n" + std::string(extra));
+  return with_spec("  levels: " + std::string(levels_yaml) + "\n  nodeLabels: {}\n" +
+                   std::string(extra));
 }
 
 struct webhook_fields {
@@ -48,15 +50,16 @@ struct webhook_fields {
   std::string poll = "1m";
   std::string timeout = "10s";
   std::string stale = "5m";
-  std::string auth = "    bearerTokenSecretRef: {namespace: gpustack-system, name: topology-inventory-token}\n";
+  std::string auth =
+      "    bearerTokenSecretRef: {namespace: gpustack-system, name: topology-inventory-token}\n";
   std::string levels = "[topology.gpustack.ai/rack]";
   std::string extra;
 };
 
 std::string webhook_source_text(const webhook_fields& f) {
-  return with_spec("  levels: " + f.levels + "\n  webhook:\n    url: \"" + f.url + "\"\n    pollInterval: \"" +
-                   f.poll + "\"\n    timeout: \"" + f.timeout + "\"\n    maxStaleness: \"" + f.stale + "\"\n" +
-                   f.auth + f.extra);
+  return with_spec("  levels: " + f.levels + "\n  webhook:\n    url: \"" + f.url +
+                   "\"\n    pollInterval: \"" + f.poll + "\"\n    timeout: \"" + f.timeout +
+                   "\"\n    maxStaleness: \"" + f.stale + "\"\n" + f.auth + f.extra);
 }
 
 std::string levels_list(std::size_t n) {
@@ -151,7 +154,9 @@ spec:
 
 TEST(RunbookExamples, MutualTlsVariantValid) {
   webhook_fields f;
-  f.auth = "    tlsClientCertificateSecretRef: {namespace: gpustack-system, name: topology-inventory-client}\n";
+  f.auth =
+      "    tlsClientCertificateSecretRef: {namespace: gpustack-system, name: "
+      "topology-inventory-client}\n";
   const auto r = validate_topology_source_text(webhook_source_text(f));
   EXPECT_TRUE(r.ok()) << dump(r);
 }
@@ -164,7 +169,8 @@ TEST(ApiVersion, BothVersionsAcceptedOthersNot) {
     EXPECT_TRUE(r.ok()) << dump(r);
   }
   const auto r = validate_topology_source_text(
-      "apiVersion: worker.gpustack.ai/v2\nkind: Other\nmetadata: {name: x}\nspec: {levels: [a.b/c], nodeLabels: {}}\n");
+      "apiVersion: worker.gpustack.ai/v2\nkind: Other\nmetadata: {name: x}\nspec: {levels: "
+      "[a.b/c], nodeLabels: {}}\n");
   EXPECT_TRUE(has_error(r.errors, "", error_type::not_supported, "apiVersion")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "", error_type::not_supported, "kind")) << dump(r);
 }
@@ -177,15 +183,18 @@ TEST(T1, LevelCountBoundaries) {
   const auto sixteen = validate_topology_source_text(node_labels_source(levels_list(16)));
   EXPECT_TRUE(sixteen.ok()) << dump(sixteen);
   const auto seventeen = validate_topology_source_text(node_labels_source(levels_list(17)));
-  EXPECT_TRUE(has_error(seventeen.errors, "T1", error_type::too_many, "spec.levels")) << dump(seventeen);
+  EXPECT_TRUE(has_error(seventeen.errors, "T1", error_type::too_many, "spec.levels"))
+      << dump(seventeen);
   EXPECT_EQ(rules_of(seventeen.errors), std::set<std::string>{"T1"});
 
   const auto empty = validate_topology_source_text(node_labels_source("[]"));
   EXPECT_TRUE(has_error(empty.errors, "T1", error_type::required, "spec.levels"));
   const auto missing = validate_topology_source_text(with_spec("  nodeLabels: {}\n"));
   EXPECT_TRUE(has_error(missing.errors, "T1", error_type::required, "spec.levels"));
-  const auto not_list = validate_topology_source_text(node_labels_source("topology.gpustack.ai/rack"));
-  EXPECT_TRUE(has_error(not_list.errors, "T1", error_type::invalid, "spec.levels")) << dump(not_list);
+  const auto not_list =
+      validate_topology_source_text(node_labels_source("topology.gpustack.ai/rack"));
+  EXPECT_TRUE(has_error(not_list.errors, "T1", error_type::invalid, "spec.levels"))
+      << dump(not_list);
   const auto map = validate_topology_source_text(node_labels_source("{a: b}"));
   EXPECT_TRUE(has_error(map.errors, "T1", error_type::invalid, "spec.levels"));
 }
@@ -199,11 +208,13 @@ class T2 : public ::testing::TestWithParam<level_case> {};
 
 TEST_P(T2, LevelIsALabelKey) {
   const auto& c = GetParam();
-  const auto r = validate_topology_source_text(node_labels_source("[topology.gpustack.ai/zone, \"" + c.level + "\"]"));
+  const auto r = validate_topology_source_text(
+      node_labels_source("[topology.gpustack.ai/zone, \"" + c.level + "\"]"));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.level << "\n" << dump(r);
   } else {
-    EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[1]")) << c.level << "\n" << dump(r);
+    EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[1]")) << c.level << "\n"
+                                                                                  << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T2"});
   }
 }
@@ -213,18 +224,20 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(level_case{"topology.gpustack.ai/rack", true}, level_case{"rack", true},
                       level_case{"topology.gpustack.ai/" + std::string(63, 'r'), true},
                       level_case{"topology.gpustack.ai/" + std::string(64, 'r'), false},
-                      level_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
-                                     "." + std::string(61, 'd') + "/x",
+                      level_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                     std::string(63, 'c') + "." + std::string(61, 'd') + "/x",
                                  true},  // prefix of 253
-                      level_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
-                                     "." + std::string(62, 'd') + "/x",
+                      level_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                     std::string(63, 'c') + "." + std::string(62, 'd') + "/x",
                                  false},  // prefix of 254
                       level_case{"", false}, level_case{"/rack", false}, level_case{"a/b/c", false},
-                      level_case{"Topology.example.com/rack", false}, level_case{"topology.gpustack.ai/-rack", false},
+                      level_case{"Topology.example.com/rack", false},
+                      level_case{"topology.gpustack.ai/-rack", false},
                       level_case{"topology gpustack", false}));
 
 TEST(T2, NonStringLevelIsAnErrorNotACrash) {
-  const auto r = validate_topology_source_text(node_labels_source("[topology.gpustack.ai/zone, {a: b}, [x], 12, ~]"));
+  const auto r = validate_topology_source_text(
+      node_labels_source("[topology.gpustack.ai/zone, {a: b}, [x], 12, ~]"));
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[1]")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[2]")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[3]")) << dump(r);
@@ -232,7 +245,8 @@ TEST(T2, NonStringLevelIsAnErrorNotACrash) {
 }
 
 TEST(T3, HostnameIsForbidden) {
-  const auto r = validate_topology_source_text(node_labels_source("[topology.kubernetes.io/zone, kubernetes.io/hostname]"));
+  const auto r = validate_topology_source_text(
+      node_labels_source("[topology.kubernetes.io/zone, kubernetes.io/hostname]"));
   EXPECT_TRUE(has_error(r.errors, "T3", error_type::forbidden, "spec.levels[1]")) << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T3"});
   // Look-alikes are ordinary keys.
@@ -273,16 +287,22 @@ TEST(T5, ExactlyOneSource) {
   EXPECT_TRUE(has_error(two.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(two);
   EXPECT_EQ(rules_of(two.errors), std::set<std::string>{"T5"});
 
-  f.extra = "  nodeLabels: {}\n  configMap: {configMapRef: {namespace: gpustack-system, name: c}, key: k, maxStaleness: 1m}\n";
+  f.extra =
+      "  nodeLabels: {}\n  configMap: {configMapRef: {namespace: gpustack-system, name: c}, key: "
+      "k, maxStaleness: 1m}\n";
   const auto three = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.configMap")) << dump(three);
+  EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.configMap"))
+      << dump(three);
   EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(three);
 
   // null counts as unset, as a nil pointer in Go.
-  const auto null_extra = validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: {}\n  webhook: ~\n"));
+  const auto null_extra =
+      validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: {}\n  webhook: ~\n"));
   EXPECT_TRUE(null_extra.ok()) << dump(null_extra);
-  const auto wrong_type = validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
-  EXPECT_TRUE(has_error(wrong_type.errors, "T5", error_type::invalid, "spec.nodeLabels")) << dump(wrong_type);
+  const auto wrong_type =
+      validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
+  EXPECT_TRUE(has_error(wrong_type.errors, "T5", error_type::invalid, "spec.nodeLabels"))
+      << dump(wrong_type);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -303,8 +323,9 @@ TEST_P(T6, WritePrefix) {
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.prefix << "\n" << dump(r);
   } else {
-    EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix")) << c.prefix << "\n"
-                                                                                              << dump(r);
+    EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
+        << c.prefix << "\n"
+        << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T6"}) << dump(r);
   }
 }
@@ -312,26 +333,29 @@ TEST_P(T6, WritePrefix) {
 INSTANTIATE_TEST_SUITE_P(
     Table, T6,
     ::testing::Values(
-        prefix_case{"topology.example.com/", true}, prefix_case{"example.com/", true}, prefix_case{"dc1/", true},
-        prefix_case{"notkubernetes.io/", true}, prefix_case{"kubernetes.io.example.com/", true},
-        prefix_case{"k8s.io.example.com/", true}, prefix_case{"xk8s.io/", true},
-        prefix_case{"gpustack.ai/", true}, prefix_case{"feature.gpustack.ai.example/", true},
-        prefix_case{"topograph.run/", true},  // only the listed subdomains of topograph.run are reserved
-        prefix_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
-                        std::string(61, 'd') + "/",
+        prefix_case{"topology.example.com/", true}, prefix_case{"example.com/", true},
+        prefix_case{"dc1/", true}, prefix_case{"notkubernetes.io/", true},
+        prefix_case{"kubernetes.io.example.com/", true}, prefix_case{"k8s.io.example.com/", true},
+        prefix_case{"xk8s.io/", true}, prefix_case{"gpustack.ai/", true},
+        prefix_case{"feature.gpustack.ai.example/", true},
+        prefix_case{"topograph.run/",
+                    true},  // only the listed subdomains of topograph.run are reserved
+        prefix_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
+                        "." + std::string(61, 'd') + "/",
                     true},
-        prefix_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
-                        std::string(62, 'd') + "/",
+        prefix_case{std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
+                        "." + std::string(62, 'd') + "/",
                     false},
         prefix_case{"topology.example.com", false}, prefix_case{"topology.example.com//", false},
         prefix_case{"a/b/", false}, prefix_case{"/", false}, prefix_case{"", false},
         prefix_case{"Topology.Example.com/", false}, prefix_case{"-example.com/", false},
         prefix_case{"example..com/", false}, prefix_case{"kubernetes.io/", false},
         prefix_case{"sub.kubernetes.io/", false}, prefix_case{"node.kubernetes.io/", false},
-        prefix_case{"k8s.io/", false}, prefix_case{"a.b.k8s.io/", false}, prefix_case{"topology.gpustack.ai/", false},
-        prefix_case{"x.topology.gpustack.ai/", false}, prefix_case{"feature.gpustack.ai/", false},
-        prefix_case{"x.feature.gpustack.ai/", false}, prefix_case{"fabric.topograph.run/", false},
-        prefix_case{"x.fabric.topograph.run/", false}, prefix_case{"accelerator.topograph.run/", false},
+        prefix_case{"k8s.io/", false}, prefix_case{"a.b.k8s.io/", false},
+        prefix_case{"topology.gpustack.ai/", false}, prefix_case{"x.topology.gpustack.ai/", false},
+        prefix_case{"feature.gpustack.ai/", false}, prefix_case{"x.feature.gpustack.ai/", false},
+        prefix_case{"fabric.topograph.run/", false}, prefix_case{"x.fabric.topograph.run/", false},
+        prefix_case{"accelerator.topograph.run/", false},
         prefix_case{"x.accelerator.topograph.run/", false}));
 
 TEST(T6, ReservedListIsConfigurable) {
@@ -341,45 +365,57 @@ TEST(T6, ReservedListIsConfigurable) {
   EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f), opts).ok());
   opts.reserved_prefixes.push_back("corp.example/");  // a trailing slash in the list is tolerated
   const auto r = validate_topology_source_text(webhook_source_text(f), opts);
-  EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix")) << dump(r);
+  EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
+      << dump(r);
 }
 
 TEST(T6, NonStringPrefix) {
   webhook_fields f;
   f.extra = "  additionalWritePrefix: [a/]\n";
   const auto r = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix")) << dump(r);
+  EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
+      << dump(r);
 }
 
 TEST(T7, WritePrefixWithNodeLabelsForbidden) {
-  const auto r = validate_topology_source_text(
-      node_labels_source("[topology.kubernetes.io/zone]", "  additionalWritePrefix: topology.example.com/\n"));
-  EXPECT_TRUE(has_error(r.errors, "T7", error_type::forbidden, "spec.additionalWritePrefix")) << dump(r);
+  const auto r = validate_topology_source_text(node_labels_source(
+      "[topology.kubernetes.io/zone]", "  additionalWritePrefix: topology.example.com/\n"));
+  EXPECT_TRUE(has_error(r.errors, "T7", error_type::forbidden, "spec.additionalWritePrefix"))
+      << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T7"});
 }
 
 // ---------------------------------------------------------------------------------------
 // T8: configMap
 
-std::string config_map_source(std::string_view key_line, std::string_view stale_line,
-                              std::string_view ref = "    configMapRef: {namespace: gpustack-system, name: inv}\n") {
+std::string config_map_source(
+    std::string_view key_line, std::string_view stale_line,
+    std::string_view ref = "    configMapRef: {namespace: gpustack-system, name: inv}\n") {
   return with_spec("  levels: [topology.gpustack.ai/rack]\n  configMap:\n" + std::string(ref) +
                    std::string(key_line) + std::string(stale_line));
 }
 
 TEST(T8, KeyMustBeNonBlank) {
-  EXPECT_TRUE(validate_topology_source_text(config_map_source("    key: snapshot.yaml\n", "    maxStaleness: 10m\n")).ok());
-  for (std::string_view line : {"", "    key: \"\"\n", "    key: \"  \"\n", "    key: \"\\u00a0\\u2003\"\n", "    key: ~\n"}) {
-    const auto r = validate_topology_source_text(config_map_source(line, "    maxStaleness: 10m\n"));
-    EXPECT_TRUE(has_error(r.errors, "T8", error_type::required, "spec.configMap.key")) << line << dump(r);
+  EXPECT_TRUE(validate_topology_source_text(
+                  config_map_source("    key: snapshot.yaml\n", "    maxStaleness: 10m\n"))
+                  .ok());
+  for (std::string_view line : {"", "    key: \"\"\n", "    key: \"  \"\n",
+                                "    key: \"\\u00a0\\u2003\"\n", "    key: ~\n"}) {
+    const auto r =
+        validate_topology_source_text(config_map_source(line, "    maxStaleness: 10m\n"));
+    EXPECT_TRUE(has_error(r.errors, "T8", error_type::required, "spec.configMap.key"))
+        << line << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T8"}) << dump(r);
   }
-  const auto number = validate_topology_source_text(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
-  EXPECT_TRUE(has_error(number.errors, "T8", error_type::invalid, "spec.configMap.key")) << dump(number);
+  const auto number =
+      validate_topology_source_text(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
+  EXPECT_TRUE(has_error(number.errors, "T8", error_type::invalid, "spec.configMap.key"))
+      << dump(number);
 }
 
 TEST(T8, KeyThatNoConfigMapCanHoldWarns) {
-  const auto r = validate_topology_source_text(config_map_source("    key: snap shot.yaml\n", "    maxStaleness: 10m\n"));
+  const auto r = validate_topology_source_text(
+      config_map_source("    key: snap shot.yaml\n", "    maxStaleness: 10m\n"));
   EXPECT_TRUE(r.ok()) << dump(r);
   EXPECT_EQ(r.warnings.size(), 1u);
 }
@@ -399,7 +435,8 @@ TEST_P(T8Staleness, PositiveDuration) {
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.line << dump(r);
   } else {
-    EXPECT_TRUE(has_error(r.errors, "T8", c.type, "spec.configMap.maxStaleness")) << c.line << dump(r);
+    EXPECT_TRUE(has_error(r.errors, "T8", c.type, "spec.configMap.maxStaleness"))
+        << c.line << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T8"});
   }
 }
@@ -407,7 +444,8 @@ TEST_P(T8Staleness, PositiveDuration) {
 INSTANTIATE_TEST_SUITE_P(
     Table, T8Staleness,
     ::testing::Values(duration_field_case{"10m", true}, duration_field_case{"1ns", true},
-                      duration_field_case{"\"1h2m3.5s\"", true}, duration_field_case{"", false, error_type::required},
+                      duration_field_case{"\"1h2m3.5s\"", true},
+                      duration_field_case{"", false, error_type::required},
                       duration_field_case{"~", false, error_type::required},
                       duration_field_case{"\"0\"", false}, duration_field_case{"0s", false},
                       duration_field_case{"-1m", false}, duration_field_case{"\"10\"", false},
@@ -416,8 +454,10 @@ INSTANTIATE_TEST_SUITE_P(
                       duration_field_case{"2562048h", false}, duration_field_case{"[1m]", false}));
 
 TEST(T13, ConfigMapRefRequired) {
-  const auto r = validate_topology_source_text(config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
-  EXPECT_TRUE(has_error(r.errors, "T13", error_type::required, "spec.configMap.configMapRef")) << dump(r);
+  const auto r = validate_topology_source_text(
+      config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
+  EXPECT_TRUE(has_error(r.errors, "T13", error_type::required, "spec.configMap.configMapRef"))
+      << dump(r);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -448,18 +488,20 @@ TEST_P(T9, AbsoluteHttpsUrl) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, T9,
-    ::testing::Values(url_case{"https://inventory.example.com/snapshot", true}, url_case{"HTTPS://x", true},
-                      url_case{"HtTpS://x/", true}, url_case{"https://x#", true},
-                      url_case{"https://x:8443/a?b=c", true}, url_case{"https://[::1]:8443/", true},
-                      url_case{"https://10.0.0.1/", true}, url_case{"https://@x", false},
-                      url_case{"https://user@x/", false}, url_case{"https://user:pw@x/", false},
-                      url_case{"https://x#f", false}, url_case{"https://:443/x", false},
-                      url_case{"http://x/", false}, url_case{"http://", false}, url_case{"https://", false},
-                      url_case{"https:///x", false}, url_case{"https:x", false}, url_case{"/snapshot", false},
-                      url_case{"x.example.com/snapshot", false}, url_case{"", false},
-                      url_case{"https://x y/", false}, url_case{"https://x%zz/", false},
-                      url_case{"https://x\\t/", false}, url_case{"https://[::1/", false},
-                      url_case{"ftp://x/", false}, url_case{"https://x:port/", false}));
+    ::testing::Values(url_case{"https://inventory.example.com/snapshot", true},
+                      url_case{"HTTPS://x", true}, url_case{"HtTpS://x/", true},
+                      url_case{"https://x#", true}, url_case{"https://x:8443/a?b=c", true},
+                      url_case{"https://[::1]:8443/", true}, url_case{"https://10.0.0.1/", true},
+                      url_case{"https://@x", false}, url_case{"https://user@x/", false},
+                      url_case{"https://user:pw@x/", false}, url_case{"https://x#f", false},
+                      url_case{"https://:443/x", false}, url_case{"http://x/", false},
+                      url_case{"http://", false}, url_case{"https://", false},
+                      url_case{"https:///x", false}, url_case{"https:x", false},
+                      url_case{"/snapshot", false}, url_case{"x.example.com/snapshot", false},
+                      url_case{"", false}, url_case{"https://x y/", false},
+                      url_case{"https://x%zz/", false}, url_case{"https://x\\t/", false},
+                      url_case{"https://[::1/", false}, url_case{"ftp://x/", false},
+                      url_case{"https://x:port/", false}));
 
 TEST(T9, UserInfoIsNeverEchoed) {
   webhook_fields f;
@@ -475,14 +517,19 @@ TEST(T9, UserInfoIsNeverEchoed) {
 TEST(T9, MissingOrNonStringUrl) {
   webhook_fields f;
   const auto text = webhook_source_text(f);
-  const auto missing = validate_topology_source_text(with_spec(
-      "  levels: [topology.gpustack.ai/rack]\n  webhook:\n    pollInterval: 1m\n    timeout: 10s\n    maxStaleness: 5m\n" +
-      f.auth));
-  EXPECT_TRUE(has_error(missing.errors, "T9", error_type::required, "spec.webhook.url")) << dump(missing);
-  const auto number = validate_topology_source_text(with_spec(
-      "  levels: [topology.gpustack.ai/rack]\n  webhook:\n    url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
-      "    maxStaleness: 5m\n" + f.auth));
-  EXPECT_TRUE(has_error(number.errors, "T9", error_type::invalid, "spec.webhook.url")) << dump(number);
+  const auto missing = validate_topology_source_text(
+      with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    pollInterval: 1m\n    "
+                "timeout: 10s\n    maxStaleness: 5m\n" +
+                f.auth));
+  EXPECT_TRUE(has_error(missing.errors, "T9", error_type::required, "spec.webhook.url"))
+      << dump(missing);
+  const auto number =
+      validate_topology_source_text(with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n "
+                                              "   url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
+                                              "    maxStaleness: 5m\n" +
+                                              f.auth));
+  EXPECT_TRUE(has_error(number.errors, "T9", error_type::invalid, "spec.webhook.url"))
+      << dump(number);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -492,7 +539,9 @@ TEST(T10, EachDurationRequiredAndPositive) {
   for (const std::string field : {"pollInterval", "timeout", "maxStaleness"}) {
     for (const std::string bad : {"0s", "0", "-10s", "10", "1d", ""}) {
       webhook_fields f;
-      std::string* target = field == "pollInterval" ? &f.poll : field == "timeout" ? &f.timeout : &f.stale;
+      std::string* target = field == "pollInterval" ? &f.poll
+                            : field == "timeout"    ? &f.timeout
+                                                    : &f.stale;
       *target = bad;
       if (field == "pollInterval") f.timeout = "1ns";  // keep T11 out of the way
       const auto r = validate_topology_source_text(webhook_source_text(f));
@@ -500,23 +549,26 @@ TEST(T10, EachDurationRequiredAndPositive) {
                   has_error(r.errors, "T10", error_type::required, "spec.webhook." + field))
           << field << "=" << bad << "\n"
           << dump(r);
-      EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T10"}) << field << "=" << bad << "\n" << dump(r);
+      EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T10"}) << field << "=" << bad << "\n"
+                                                                  << dump(r);
     }
   }
-  const auto missing = validate_topology_source_text(with_spec(
-      "  levels: [topology.gpustack.ai/rack]\n  webhook:\n    url: https://x/\n"
-      "    bearerTokenSecretRef: {namespace: gpustack-system, name: t}\n"));
+  const auto missing = validate_topology_source_text(
+      with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    url: https://x/\n"
+                "    bearerTokenSecretRef: {namespace: gpustack-system, name: t}\n"));
   EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.pollInterval"));
   EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.timeout"));
   EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.maxStaleness"));
 }
 
 TEST(T10, JsonNumberIsNotADuration) {
-  const std::string json = R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"j"},
+  const std::string json =
+      R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"j"},
   "spec":{"levels":["topology.gpustack.ai/rack"],"webhook":{"url":"https://x/","pollInterval":60,"timeout":"10s",
   "maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"gpustack-system","name":"t"}}}})";
   const auto r = validate_topology_source_text(json);
-  EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook.pollInterval")) << dump(r);
+  EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook.pollInterval"))
+      << dump(r);
   EXPECT_EQ(r.errors.size(), 1u) << dump(r);
 }
 
@@ -542,14 +594,15 @@ TEST_P(T11, TimeoutNotAbovePollInterval) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, T11,
-                         ::testing::Values(order_case{"1m", "1m", true}, order_case{"1m", "60s", true},
-                                           order_case{"1m", "60000000000ns", true},
-                                           order_case{"1m", "60000000001ns", false},
-                                           order_case{"1m", "1m0.000000001s", false},
-                                           order_case{"1m", "59.999999999s", true},
-                                           order_case{"30s", "1m", false}, order_case{"1h", "59m", true},
-                                           order_case{"1.5h", "90m", true}, order_case{"10s", "10001ms", false}));
+INSTANTIATE_TEST_SUITE_P(
+    Table, T11,
+    ::testing::Values(order_case{"1m", "1m", true}, order_case{"1m", "60s", true},
+                      order_case{"1m", "60000000000ns", true},
+                      order_case{"1m", "60000000001ns", false},
+                      order_case{"1m", "1m0.000000001s", false},
+                      order_case{"1m", "59.999999999s", true}, order_case{"30s", "1m", false},
+                      order_case{"1h", "59m", true}, order_case{"1.5h", "90m", true},
+                      order_case{"10s", "10001ms", false}));
 
 TEST(Warnings, MaxStalenessShorterThanPollInterval) {
   webhook_fields f;
@@ -570,14 +623,16 @@ TEST(T12, ExactlyOneAuthentication) {
   webhook_fields f;
   f.auth = "";
   const auto neither = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(neither.errors, "T12", error_type::required, "spec.webhook")) << dump(neither);
+  EXPECT_TRUE(has_error(neither.errors, "T12", error_type::required, "spec.webhook"))
+      << dump(neither);
   EXPECT_EQ(rules_of(neither.errors), std::set<std::string>{"T12"});
 
   f.auth =
       "    bearerTokenSecretRef: {namespace: gpustack-system, name: a}\n"
       "    tlsClientCertificateSecretRef: {namespace: gpustack-system, name: b}\n";
   const auto both = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(both.errors, "T12", error_type::forbidden, "spec.webhook.tlsClientCertificateSecretRef"))
+  EXPECT_TRUE(has_error(both.errors, "T12", error_type::forbidden,
+                        "spec.webhook.tlsClientCertificateSecretRef"))
       << dump(both);
   EXPECT_EQ(rules_of(both.errors), std::set<std::string>{"T12"});
 }
@@ -588,9 +643,11 @@ TEST(T13, ReferencesStayInTheWorkerNamespace) {
   f.extra = "    caBundleConfigMapRef: {namespace: default, name: ca}\n";
   // extra lands after auth inside webhook, as it is indented under it
   const auto r = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(r.errors, "T13", error_type::forbidden, "spec.webhook.bearerTokenSecretRef.namespace"))
+  EXPECT_TRUE(has_error(r.errors, "T13", error_type::forbidden,
+                        "spec.webhook.bearerTokenSecretRef.namespace"))
       << dump(r);
-  EXPECT_TRUE(has_error(r.errors, "T13", error_type::forbidden, "spec.webhook.caBundleConfigMapRef.namespace"))
+  EXPECT_TRUE(has_error(r.errors, "T13", error_type::forbidden,
+                        "spec.webhook.caBundleConfigMapRef.namespace"))
       << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T13"});
 
@@ -603,22 +660,28 @@ TEST(T13, ReferencesStayInTheWorkerNamespace) {
 
   f.auth = "    bearerTokenSecretRef: {namespace: gpustack-system, name: Bad_Name}\n";
   const auto bad_name = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(bad_name.errors, "T13", error_type::invalid, "spec.webhook.bearerTokenSecretRef.name"))
+  EXPECT_TRUE(has_error(bad_name.errors, "T13", error_type::invalid,
+                        "spec.webhook.bearerTokenSecretRef.name"))
       << dump(bad_name);
 
   f.auth = "    bearerTokenSecretRef: {namespace: gpustack-system}\n";
   const auto no_name = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(no_name.errors, "T13", error_type::required, "spec.webhook.bearerTokenSecretRef.name"))
+  EXPECT_TRUE(has_error(no_name.errors, "T13", error_type::required,
+                        "spec.webhook.bearerTokenSecretRef.name"))
       << dump(no_name);
 
   f.auth = "    bearerTokenSecretRef: gpustack-system/t\n";
   const auto scalar = validate_topology_source_text(webhook_source_text(f));
-  EXPECT_TRUE(has_error(scalar.errors, "T13", error_type::invalid, "spec.webhook.bearerTokenSecretRef"))
+  EXPECT_TRUE(
+      has_error(scalar.errors, "T13", error_type::invalid, "spec.webhook.bearerTokenSecretRef"))
       << dump(scalar);
 
   const auto cm = validate_topology_source_text(
-      config_map_source("    key: k\n", "    maxStaleness: 1m\n", "    configMapRef: {namespace: other, name: inv}\n"));
-  EXPECT_TRUE(has_error(cm.errors, "T13", error_type::forbidden, "spec.configMap.configMapRef.namespace")) << dump(cm);
+      config_map_source("    key: k\n", "    maxStaleness: 1m\n",
+                        "    configMapRef: {namespace: other, name: inv}\n"));
+  EXPECT_TRUE(
+      has_error(cm.errors, "T13", error_type::forbidden, "spec.configMap.configMapRef.namespace"))
+      << dump(cm);
 }
 
 TEST(T13, WorkerNamespaceIsConfigurable) {
@@ -635,19 +698,26 @@ TEST(T13, WorkerNamespaceIsConfigurable) {
 
 TEST(T14, SelectorRequirements) {
   auto check = [](std::string_view selector) {
-    return validate_topology_source_text(
-        node_labels_source("[topology.kubernetes.io/zone]", "  nodeSelector: " + std::string(selector) + "\n"));
+    return validate_topology_source_text(node_labels_source(
+        "[topology.kubernetes.io/zone]", "  nodeSelector: " + std::string(selector) + "\n"));
   };
   EXPECT_TRUE(check("{}").ok());
   EXPECT_TRUE(check("{matchLabels: {node-role.kubernetes.io/worker: \"\"}}").ok());
-  EXPECT_TRUE(check("{matchExpressions: [{key: a/b, operator: In, values: [x]}, {key: c, operator: Exists}]}").ok());
+  EXPECT_TRUE(
+      check(
+          "{matchExpressions: [{key: a/b, operator: In, values: [x]}, {key: c, operator: Exists}]}")
+          .ok());
   EXPECT_TRUE(check("{matchExpressions: [{key: a/b, operator: DoesNotExist, values: []}]}").ok());
 
   auto in_empty = check("{matchExpressions: [{key: a/b, operator: In}]}");
-  EXPECT_TRUE(has_error(in_empty.errors, "T14", error_type::required, "spec.nodeSelector.matchExpressions[0].values"))
+  EXPECT_TRUE(has_error(in_empty.errors, "T14", error_type::required,
+                        "spec.nodeSelector.matchExpressions[0].values"))
       << dump(in_empty);
-  auto notin_empty = check("{matchExpressions: [{key: a, operator: In, values: [x]}, {key: a/b, operator: NotIn, values: []}]}");
-  EXPECT_TRUE(has_error(notin_empty.errors, "T14", error_type::required, "spec.nodeSelector.matchExpressions[1].values"))
+  auto notin_empty = check(
+      "{matchExpressions: [{key: a, operator: In, values: [x]}, {key: a/b, operator: NotIn, "
+      "values: []}]}");
+  EXPECT_TRUE(has_error(notin_empty.errors, "T14", error_type::required,
+                        "spec.nodeSelector.matchExpressions[1].values"))
       << dump(notin_empty);
   auto exists_values = check("{matchExpressions: [{key: a/b, operator: Exists, values: [x]}]}");
   EXPECT_TRUE(has_error(exists_values.errors, "T14", error_type::forbidden,
@@ -658,29 +728,37 @@ TEST(T14, SelectorRequirements) {
                         "spec.nodeSelector.matchExpressions[0].operator"))
       << dump(unknown_op);
   auto bad_key = check("{matchExpressions: [{key: -bad, operator: Exists}]}");
-  EXPECT_TRUE(has_error(bad_key.errors, "T14", error_type::invalid, "spec.nodeSelector.matchExpressions[0].key"))
+  EXPECT_TRUE(has_error(bad_key.errors, "T14", error_type::invalid,
+                        "spec.nodeSelector.matchExpressions[0].key"))
       << dump(bad_key);
   auto bad_value = check("{matchExpressions: [{key: a, operator: In, values: [\"a b\"]}]}");
-  EXPECT_TRUE(has_error(bad_value.errors, "T14", error_type::invalid, "spec.nodeSelector.matchExpressions[0].values[0]"))
+  EXPECT_TRUE(has_error(bad_value.errors, "T14", error_type::invalid,
+                        "spec.nodeSelector.matchExpressions[0].values[0]"))
       << dump(bad_value);
   auto bad_label_key = check("{matchLabels: {\"a/b/c\": x}}");
-  EXPECT_TRUE(has_error(bad_label_key.errors, "T14", error_type::invalid, "spec.nodeSelector.matchLabels"))
+  EXPECT_TRUE(
+      has_error(bad_label_key.errors, "T14", error_type::invalid, "spec.nodeSelector.matchLabels"))
       << dump(bad_label_key);
   auto bad_label_value = check("{matchLabels: {a: \"-x\"}}");
-  EXPECT_TRUE(has_error(bad_label_value.errors, "T14", error_type::invalid, "spec.nodeSelector.matchLabels[a]"))
+  EXPECT_TRUE(has_error(bad_label_value.errors, "T14", error_type::invalid,
+                        "spec.nodeSelector.matchLabels[a]"))
       << dump(bad_label_value);
   auto not_object = check("[a]");
-  EXPECT_TRUE(has_error(not_object.errors, "T14", error_type::invalid, "spec.nodeSelector")) << dump(not_object);
+  EXPECT_TRUE(has_error(not_object.errors, "T14", error_type::invalid, "spec.nodeSelector"))
+      << dump(not_object);
   auto expr_not_list = check("{matchExpressions: {key: a}}");
-  EXPECT_TRUE(has_error(expr_not_list.errors, "T14", error_type::invalid, "spec.nodeSelector.matchExpressions"));
-  for (const auto* r : {&in_empty, &exists_values, &unknown_op, &bad_key, &bad_value, &bad_label_key, &not_object}) {
+  EXPECT_TRUE(has_error(expr_not_list.errors, "T14", error_type::invalid,
+                        "spec.nodeSelector.matchExpressions"));
+  for (const auto* r : {&in_empty, &exists_values, &unknown_op, &bad_key, &bad_value,
+                        &bad_label_key, &not_object}) {
     EXPECT_EQ(rules_of(r->errors), std::set<std::string>{"T14"}) << dump(*r);
   }
 }
 
 TEST(LabelSelector, Matches) {
   label_selector sel;
-  const std::vector<std::pair<std::string, std::string>> labels = {{"role", "worker"}, {"zone", "a"}};
+  const std::vector<std::pair<std::string, std::string>> labels = {{"role", "worker"},
+                                                                   {"zone", "a"}};
   EXPECT_TRUE(sel.matches(labels));
   EXPECT_TRUE(sel.matches({}));
   sel.match_labels = {{"role", "worker"}};
@@ -703,8 +781,10 @@ TEST(LabelSelector, Matches) {
 }
 
 TEST(LabelSelector, ParsedIntoSource) {
-  const auto r = validate_topology_source_text(node_labels_source(
-      "[a/b]", "  nodeSelector: {matchLabels: {role: worker}, matchExpressions: [{key: zone, operator: In, values: [a]}]}\n"));
+  const auto r = validate_topology_source_text(
+      node_labels_source("[a/b]",
+                         "  nodeSelector: {matchLabels: {role: worker}, matchExpressions: [{key: "
+                         "zone, operator: In, values: [a]}]}\n"));
   ASSERT_TRUE(r.ok()) << dump(r);
   ASSERT_TRUE(r.source.node_selector.has_value());
   EXPECT_EQ(r.source.node_selector->match_labels.size(), 1u);
@@ -718,8 +798,9 @@ TEST(LabelSelector, ParsedIntoSource) {
 // Warnings and publishability
 
 TEST(Warnings, CredentialLookingQuery) {
-  for (std::string_view q : {"token=x", "access_token=x", "PASSWORD=x", "passwd=x", "secret=x", "key=x", "api_key=x",
-                             "ApiKey=x", "auth=x", "signature=x", "sig=x", "a=1&token=x"}) {
+  for (std::string_view q :
+       {"token=x", "access_token=x", "PASSWORD=x", "passwd=x", "secret=x", "key=x", "api_key=x",
+        "ApiKey=x", "auth=x", "signature=x", "sig=x", "a=1&token=x"}) {
     webhook_fields f;
     f.url = "https://x/s?" + std::string(q);
     const auto r = validate_topology_source_text(webhook_source_text(f));
@@ -748,7 +829,8 @@ TEST(Warnings, WritingSourceWithNothingToPublish) {
   f.levels = "[topology.kubernetes.io/zone, topology.gpustack.ai/rack]";
   EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f)).warnings.empty());
   // A read-only source publishes nothing by design: no warning.
-  EXPECT_TRUE(validate_topology_source_text(node_labels_source("[topology.kubernetes.io/zone]")).warnings.empty());
+  EXPECT_TRUE(validate_topology_source_text(node_labels_source("[topology.kubernetes.io/zone]"))
+                  .warnings.empty());
 }
 
 TEST(Warnings, BoundedAndPrintable) {
@@ -801,33 +883,41 @@ TEST(Publishable, KeysPerS5) {
 
 TEST(Robustness, WrongShapes) {
   for (std::string_view text :
-       {"[]", "42", "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: []\n",
-        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {webhook: x, levels: [a]}\n",
-        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {configMap: [], levels: [a]}\n",
-        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: [x]\nspec: {nodeLabels: {}, levels: [a]}\n",
-        "apiVersion: [1]\nkind: {a: b}\nmetadata: {name: BAD}\nspec: {nodeLabels: {}, levels: [a]}\n",
+       {"[]", "42",
+        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: []\n",
+        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: "
+        "{webhook: x, levels: [a]}\n",
+        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: "
+        "{configMap: [], levels: [a]}\n",
+        "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: [x]\nspec: "
+        "{nodeLabels: {}, levels: [a]}\n",
+        "apiVersion: [1]\nkind: {a: b}\nmetadata: {name: BAD}\nspec: {nodeLabels: {}, levels: "
+        "[a]}\n",
         "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\n"
         "spec: {levels: [a], webhook: {url: [x], pollInterval: {}, timeout: [], maxStaleness: true,"
         " bearerTokenSecretRef: [], caBundleConfigMapRef: 1}}\n",
         "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\n"
-        "spec: {levels: [a], nodeLabels: {}, nodeSelector: {matchLabels: [a], matchExpressions: [1, ~, {values: x}]}}\n"}) {
+        "spec: {levels: [a], nodeLabels: {}, nodeSelector: {matchLabels: [a], matchExpressions: "
+        "[1, ~, {values: x}]}}\n"}) {
     const auto r = validate_topology_source_text(text);
     EXPECT_FALSE(r.ok()) << text;
   }
 }
 
 TEST(Robustness, MissingMetadataNameIsAnError) {
-  const auto r = validate_topology_source_text("apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\n"
-                                               "spec: {levels: [a/b], nodeLabels: {}}\n");
+  const auto r = validate_topology_source_text(
+      "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\n"
+      "spec: {levels: [a/b], nodeLabels: {}}\n");
   EXPECT_TRUE(has_error(r.errors, "", error_type::required, "metadata.name")) << dump(r);
 }
 
 TEST(AllErrors, ReportedTogether) {
-  const auto r = validate_topology_source_text(with_spec(
-      "  levels: [kubernetes.io/hostname, a/b, a/b]\n"
-      "  additionalWritePrefix: kubernetes.io/\n"
-      "  webhook:\n    url: http://x/#f\n    pollInterval: 1m\n    timeout: 2m\n    maxStaleness: 0s\n"
-      "    caBundleConfigMapRef: {namespace: default, name: ca}\n"));
+  const auto r = validate_topology_source_text(
+      with_spec("  levels: [kubernetes.io/hostname, a/b, a/b]\n"
+                "  additionalWritePrefix: kubernetes.io/\n"
+                "  webhook:\n    url: http://x/#f\n    pollInterval: 1m\n    timeout: 2m\n    "
+                "maxStaleness: 0s\n"
+                "    caBundleConfigMapRef: {namespace: default, name: ca}\n"));
   EXPECT_EQ(rules_of(r.errors),
             (std::set<std::string>{"T3", "T4", "T6", "T9", "T10", "T11", "T12", "T13"}))
       << dump(r);

@@ -24,7 +24,8 @@ class CliValidate : public ::testing::Test {
            ("topogate-cli-validate-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(std::filesystem::exists(TOPOGATE_BINARY)) << "build the topogate target first: " << TOPOGATE_BINARY;
+    ASSERT_TRUE(std::filesystem::exists(TOPOGATE_BINARY))
+        << "build the topogate target first: " << TOPOGATE_BINARY;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -109,19 +110,22 @@ TEST_F(CliValidate, ValidTopologySourceExitsZero) {
 TEST_F(CliValidate, InvalidTopologySourcePrintsOneLinePerError) {
   const auto r = run({"validate", "topologysource", file("ts.yaml", duplicate_level_source)});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("[T4] spec.levels[2]: Duplicate value: \"topology.kubernetes.io/zone\"\n"), std::string::npos)
+  EXPECT_NE(r.out.find("[T4] spec.levels[2]: Duplicate value: \"topology.kubernetes.io/zone\"\n"),
+            std::string::npos)
       << r.out;
 }
 
 TEST_F(CliValidate, JsonOutput) {
-  const auto bad = run({"validate", "topologysource", file("ts.yaml", duplicate_level_source), "--output", "json"});
+  const auto bad = run(
+      {"validate", "topologysource", file("ts.yaml", duplicate_level_source), "--output", "json"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.out.rfind("{\"valid\":false,", 0), 0u) << bad.out;
   EXPECT_NE(bad.out.find("\"rule\":\"T4\""), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("\"field\":\"spec.levels[2]\""), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("\"warnings\":[]"), std::string::npos) << bad.out;
 
-  const auto good = run({"validate", "topologysource", file("ok.yaml", valid_source), "--output=json"});
+  const auto good =
+      run({"validate", "topologysource", file("ok.yaml", valid_source), "--output=json"});
   EXPECT_EQ(good.exit_code, 0);
   EXPECT_EQ(good.out, "{\"valid\":true,\"errors\":[],\"warnings\":[]}\n");
 }
@@ -165,7 +169,8 @@ TEST_F(CliValidate, UsageAndIoErrorsExitTwo) {
   EXPECT_EQ(run({"validate", "topologysource", ts, "--source", ts}).exit_code, 2);
   EXPECT_EQ(run({"validate", "topologysource", (dir_ / "missing.yaml").string()}).exit_code, 2);
   EXPECT_EQ(run({"validate", "topologysource", dir_.string()}).exit_code, 2);  // a directory
-  EXPECT_EQ(run({"validate", "snapshot", file("s.yaml", valid_snapshot)}).exit_code, 2);  // no --source
+  EXPECT_EQ(run({"validate", "snapshot", file("s.yaml", valid_snapshot)}).exit_code,
+            2);  // no --source
   EXPECT_EQ(run({"validate", "snapshot", file("s.yaml", valid_snapshot), "--source",
                  (dir_ / "missing.yaml").string()})
                 .exit_code,
@@ -187,8 +192,11 @@ TEST_F(CliValidate, WorkerNamespaceOption) {
   const std::string path = file("ts.yaml", src);
   const auto strict = run({"validate", "topologysource", path});
   EXPECT_EQ(strict.exit_code, 1);
-  EXPECT_NE(strict.out.find("[T13] spec.configMap.configMapRef.namespace: Forbidden"), std::string::npos) << strict.out;
-  EXPECT_EQ(run({"validate", "topologysource", path, "--worker-namespace", "inventory"}).exit_code, 0);
+  EXPECT_NE(strict.out.find("[T13] spec.configMap.configMapRef.namespace: Forbidden"),
+            std::string::npos)
+      << strict.out;
+  EXPECT_EQ(run({"validate", "topologysource", path, "--worker-namespace", "inventory"}).exit_code,
+            0);
 }
 
 TEST_F(CliValidate, ReservedPrefixOption) {
@@ -223,7 +231,8 @@ TEST_F(CliValidate, SnapshotAgainstNodes) {
 
   const std::string one_node = file("one.json", R"({"apiVersion":"v1","kind":"List","items":[
     {"apiVersion":"v1","kind":"Node","metadata":{"name":"worker-a","labels":{}}}]})");
-  const auto r = run({"validate", "snapshot", snap, "--source", ts, "--nodes", one_node, "--output", "json"});
+  const auto r =
+      run({"validate", "snapshot", snap, "--source", ts, "--nodes", one_node, "--output", "json"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("\"rule\":\"S3\""), std::string::npos) << r.out;
 }
@@ -241,7 +250,8 @@ TEST_F(CliValidate, SnapshotReceivedSizeCountsForS10) {
   std::string big = valid_snapshot;
   big += "# " + std::string((1u << 20) - big.size(), 'x') + "\n";
   ASSERT_GT(big.size(), 1u << 20);
-  const auto r = run({"validate", "snapshot", file("big.yaml", big), "--source", file("ts.yaml", valid_source)});
+  const auto r = run(
+      {"validate", "snapshot", file("big.yaml", big), "--source", file("ts.yaml", valid_source)});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("[S10]"), std::string::npos) << r.out;
 }
@@ -264,11 +274,13 @@ TEST_F(CliValidate, ModelDeployment) {
         requiredLevel: zone
 )")});
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.out.find("[M1] spec.roles[1].topology.requiredLevel: Invalid value: \"zone\""), std::string::npos)
+  EXPECT_NE(bad.out.find("[M1] spec.roles[1].topology.requiredLevel: Invalid value: \"zone\""),
+            std::string::npos)
       << bad.out;
-  const auto host = run({"validate", "modeldeployment", file("host.yaml",
-                                                              "spec: {roles: [{name: a, topology: {requiredLevel: "
-                                                              "kubernetes.io/hostname}}]}\n"),
+  const auto host = run({"validate", "modeldeployment",
+                         file("host.yaml",
+                              "spec: {roles: [{name: a, topology: {requiredLevel: "
+                              "kubernetes.io/hostname}}]}\n"),
                          "--output", "json"});
   EXPECT_EQ(host.exit_code, 1);
   EXPECT_NE(host.out.find("\"rule\":\"M2\""), std::string::npos) << host.out;
