@@ -92,7 +92,7 @@ bool matches_dns1123_subdomain(std::string_view s) noexcept {
   }
 }
 
-void prefix_each(std::vector<std::string>& out, std::vector<std::string> msgs,
+void prefix_each(std::vector<std::string>& out, const std::vector<std::string>& msgs,
                  std::string_view prefix) {
   for (auto& m : msgs) out.push_back(std::string(prefix) + m);
 }
