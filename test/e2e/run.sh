@@ -506,6 +506,7 @@ if want nodes; then
   sed -e 's/name: data-center/name: pool-gpu/' \
     -e 's/nodeSelector: {}/nodeSelector: {matchLabels: {topogate-e2e\/pool: gpu}}/' \
     "$fx/runbook/data-center.yaml" >"$work/pool-source.yaml"
+  sed 's/worker-b/worker-c/' "$work/snapshot.yaml" >"$work/snapshot-late.yaml"
   kube_cfg nodes file "  - name: nodes-reject
     source: $work/pool-source.yaml
     snapshot: $work/snapshot.yaml
@@ -519,32 +520,45 @@ if want nodes; then
     nodesFromAPI: true
     unknownNodes: prune
     allowEmptyStart: true
+    readers: {bearerTokenFiles: [$work/reader.token]}
+  - name: nodes-late
+    source: $work/pool-source.yaml
+    snapshot: $work/snapshot-late.yaml
+    nodesFromAPI: true
+    unknownNodes: reject
+    allowEmptyStart: true
     readers: {bearerTokenFiles: [$work/reader.token]}"
-  k delete node worker-a worker-b --ignore-not-found >/dev/null
+  k delete node worker-a worker-b worker-c --ignore-not-found >/dev/null
+  { node_yaml worker-a gpu; echo ---; node_yaml worker-b gpu; } | k apply -f - >/dev/null
   status_of() { echo "$(http_code nodes GET "/snapshots/$1" "$work/reader.token") $(head -c 300 "$work/body")"; }
   if inst_start nodes "$work/nodes.yaml"; then
-    poll 30 get_is nodes nodes-reject 503 && pass "no Nodes yet: the snapshot naming worker-a/b is not served (503)" ||
-      fail "no Nodes: $(status_of nodes-reject)"
-    { node_yaml worker-a gpu; echo ---; node_yaml worker-b gpu; } | k apply -f - >/dev/null
-    poll 30 get_is nodes nodes-reject 200 inventory-42 && pass "Nodes created with kubectl: inventory-42 served" ||
-      fail "after creating Nodes: $(status_of nodes-reject)"
+    poll 30 get_is nodes nodes-reject 200 inventory-42 && pass "Nodes listed at start: inventory-42 served" ||
+      fail "Nodes listed at start: $(status_of nodes-reject)"
+    poll 30 get_is nodes nodes-late 503 && pass "snapshot naming the absent worker-c is not served (503)" ||
+      fail "absent worker-c: $(status_of nodes-late)"
     k label node worker-b topogate-e2e/pool=cpu --overwrite >/dev/null
-    poll 30 get_is nodes nodes-reject 503 && pass "worker-b relabelled out of the nodeSelector: reject stops serving (503)" ||
+    poll 30 get_is nodes nodes-reject 503 && pass "worker-b relabelled out of the nodeSelector (kubectl label): reject stops serving (503)" ||
       fail "after relabel: $(status_of nodes-reject)"
     k label node worker-b topogate-e2e/pool=gpu --overwrite >/dev/null
     poll 30 get_is nodes nodes-reject 200 inventory-42 && pass "worker-b relabelled back: served again" ||
       fail "after relabel back: $(status_of nodes-reject)"
     k delete node worker-b >/dev/null
-    poll 30 get_is nodes nodes-reject 503 && pass "worker-b deleted: reject stops serving (503)" ||
+    poll 30 get_is nodes nodes-reject 503 && pass "worker-b deleted (kubectl delete): reject stops serving (503)" ||
       fail "after delete (reject): $(status_of nodes-reject)"
     pruned() { get_is nodes nodes-prune 200 && grep -q worker-a "$work/body" && ! grep -q worker-b "$work/body"; }
     poll 30 pruned && pass "worker-b deleted: prune serves worker-a only ($(grep -o '"revision":"[^"]*"' "$work/body"))" ||
       fail "after delete (prune): $(status_of nodes-prune)"
+    node_yaml worker-b gpu | k apply -f - >/dev/null
+    poll 30 get_is nodes nodes-reject 200 inventory-42 && pass "worker-b created again: served again" ||
+      fail "after re-create: $(status_of nodes-reject)"
+    node_yaml worker-c gpu | k apply -f - >/dev/null
+    poll 30 get_is nodes nodes-late 200 && pass "worker-c created (kubectl apply): the waiting snapshot is served" ||
+      fail "after creating worker-c: $(status_of nodes-late)"
     inst_stop nodes && pass "Node-watching topogate exited cleanly" || fail "Node-watching topogate exit status"
   else
     fail "topogate with nodesFromAPI did not start: $(tail -n 3 "$work/nodes.log")"
   fi
-  k delete node worker-a worker-b --ignore-not-found >/dev/null
+  k delete node worker-a worker-b worker-c --ignore-not-found >/dev/null
 fi
 
 # ---------------------------------------------------------------- store
