@@ -823,6 +823,11 @@ func runSnapshot(e *environment, c *testCase) error {
 		return err
 	}
 	if !want {
+		// A push body over 1 MiB is refused by the route's body limit with 413
+		// before it is parsed (SPEC H2 / S10); that is the expected S10 answer.
+		if status == 413 && len(c.input) > consumer.MaxBody && reflect.DeepEqual(c.file.Expect.Rules, []string{"S10"}) {
+			return nil
+		}
 		if status != 422 {
 			return fmt.Errorf("PUT answered %d, want 422: %s", status, tail(body, 400))
 		}
