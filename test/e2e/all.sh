@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Every Kubernetes-facing and conformance test, in order, with durations:
+# the tool build (cached), certs/ scripts, the consumer client's Go tests, the
+# chart against the real apiserver, the webhook end to end, the conformance
+# corpus over HTTPS. Runs all of them and fails if any failed.
+# Env: TOPOGATE_BINARY (default build/{dev,debug,release}/server/topogate).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+if [[ -z ${TOPOGATE_BINARY:-} ]]; then
+  for p in dev debug release; do
+    [[ -x $repo/build/$p/server/topogate ]] && { export TOPOGATE_BINARY=$repo/build/$p/server/topogate; break; }
+  done
+fi
+results=() failed=0
+step() { # NAME COMMAND...
+  local name=$1 t0=$SECONDS rc=0; shift
+  echo "=== $name"
+  "$@" || rc=$?
+  results+=("$(printf '%-22s %-4s %4d s' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" $((SECONDS - t0)))")
+  ((rc == 0)) || failed=1
+}
+step build-kube-bins "$here/build-kube-bins.sh"
+step certs-test "$here/certs-test.sh"
+step consumer-go-test bash -c "cd '$repo/conformance' && GOTOOLCHAIN=local go test ./..."
+step chart-test "$here/chart-test.sh"
+step e2e "$here/run.sh"
+step conformance "$here/conformance.sh"
+echo "=== summary"
+printf '%s\n' "${results[@]}"
+exit $failed
