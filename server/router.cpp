@@ -357,7 +357,8 @@ response handle(const request& req, const peer_certificate& peer, const router_c
         if (ctx.m) ctx.m->admission_decision("other", "errored");
         info.detail = "errored";
       } else {
-        auto out = admission::review(which, req.body(), meta, ctx.admission);
+        static const admission::options defaults;
+        auto out = admission::review(which, req.body(), meta, ctx.admission ? *ctx.admission : defaults);
         if (ctx.m) ctx.m->admission_decision(out.kind, admission::to_string(out.result));
         info.detail = std::string(admission::to_string(out.result));
         res = make(static_cast<http::status>(out.http_status), json_type, std::move(out.body));

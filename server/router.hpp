@@ -43,7 +43,7 @@ struct router_context {
   std::shared_ptr<const auth_state> auth;
   metrics* m = nullptr;  // optional
   const health_state* health = nullptr;
-  admission::options admission;
+  const admission::options* admission = nullptr;  // null: the defaults
   std::size_t push_body_bytes = 1u << 20;
   listener_kind listener = listener_kind::tls;
 };

@@ -74,6 +74,9 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     // The registry logs each decision itself; this only counts them.
     m.reconcile_attempt(inv, a.accepted);
   };
+  obs.on_log = [](std::string_view level, std::string_view inv, std::string_view message) {
+    log(level_of(level), message, {{"component", "inventory"}, {"inventory", inv}});
+  };
   std::unique_ptr<inventory::registry> reg;
   try {
     reg = std::make_unique<inventory::registry>(cfg.registry, inventory::system_clock(), std::move(obs));

@@ -160,7 +160,7 @@ struct server::impl {
     ctx.auth = creds.auth();
     ctx.m = &m;
     ctx.health = &health;
-    ctx.admission = cfg.admission;
+    ctx.admission = &cfg.admission;
     ctx.push_body_bytes = cfg.limits.push_body_bytes;
     ctx.listener = kind;
     return ctx;
