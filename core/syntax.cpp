@@ -53,43 +53,63 @@ std::string max_len_error(std::size_t n) {
   return "must be no more than " + std::to_string(n) + " characters";
 }
 
-constexpr bool is_alnum(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+// One table lookup per byte: these run for every label key and value of every snapshot.
+enum char_class : std::uint8_t {
+  cls_alnum = 1,        // [A-Za-z0-9]
+  cls_lower_alnum = 2,  // [a-z0-9]
+  cls_name_extra = 4,   // [-_.]
+};
+
+constexpr std::array<std::uint8_t, 256> char_classes = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = cls_alnum | cls_lower_alnum;
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = cls_alnum | cls_lower_alnum;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = cls_alnum;
+  for (char c : {'-', '_', '.'}) t[static_cast<std::size_t>(c)] = cls_name_extra;
+  return t;
+}();
+
+constexpr bool has_class(char c, std::uint8_t cls) noexcept {
+  return (char_classes[static_cast<unsigned char>(c)] & cls) != 0;
 }
-constexpr bool is_lower_alnum(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
+constexpr bool is_alnum(char c) noexcept { return has_class(c, cls_alnum); }
 
 // ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] — non-empty.
 bool matches_qualified_name_part(std::string_view s) noexcept {
   if (s.empty() || !is_alnum(s.front()) || !is_alnum(s.back())) return false;
   for (char c : s) {
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.') return false;
+    if (!has_class(c, cls_alnum | cls_name_extra)) return false;
   }
   return true;
 }
 
 // [a-z0-9]([-a-z0-9]*[a-z0-9])? — non-empty; no length limit (the caller checks that).
 bool matches_dns1123_label(std::string_view s) noexcept {
-  if (s.empty() || !is_lower_alnum(s.front()) || !is_lower_alnum(s.back())) return false;
+  if (s.empty() || !has_class(s.front(), cls_lower_alnum) ||
+      !has_class(s.back(), cls_lower_alnum)) {
+    return false;
+  }
   for (char c : s) {
-    if (!is_lower_alnum(c) && c != '-') return false;
+    if (!has_class(c, cls_lower_alnum) && c != '-') return false;
   }
   return true;
 }
 
-// Labels of the above joined by single dots; the total length is the caller's concern.
+// Labels of the above joined by single dots, in one pass; the total length is the
+// caller's concern.
 bool matches_dns1123_subdomain(std::string_view s) noexcept {
-  if (s.empty()) return false;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = s.find('.', start);
-    const std::string_view label =
-        s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (!matches_dns1123_label(label)) return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
+  char prev = '.';  // as if a label had just ended
+  for (char c : s) {
+    if (c == '.') {
+      if (prev == '.' || prev == '-') return false;  // empty label, or one ending in '-'
+    } else if (c == '-') {
+      if (prev == '.') return false;  // a label starting with '-'
+    } else if (!has_class(c, cls_lower_alnum)) {
+      return false;
+    }
+    prev = c;
   }
+  return prev != '.' && prev != '-';  // also rejects the empty string
 }
 
 void prefix_each(std::vector<std::string>& out, const std::vector<std::string>& msgs,
