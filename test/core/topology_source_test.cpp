@@ -514,6 +514,40 @@ TEST(T9, UserInfoIsNeverEchoed) {
   for (const auto& w : r.warnings) EXPECT_EQ(w.find("s3cr3t"), std::string::npos);
 }
 
+TEST(T9, CredentialsRedactedEvenWhenTheUrlDoesNotParse) {
+  for (const std::string url :
+       {"https://admin:hunter2@x y/", "http://admin:hunter2@[::1/?password=hunter2",
+        "https://admin:hunter2@x/%zz", "https://x/?sig=hunter2#frag"}) {
+    webhook_fields f;
+    f.url = url;
+    const auto r = validate_topology_source_text(webhook_source_text(f));
+    ASSERT_FALSE(r.ok()) << url;
+    EXPECT_TRUE(has_error(r.errors, "T9", error_type::invalid, "spec.webhook.url")) << url;
+    const std::string all = render_text(r.errors) + render_json(r.errors);
+    EXPECT_EQ(all.find("hunter2"), std::string::npos) << all;
+    for (const auto& w : r.warnings) EXPECT_EQ(w.find("hunter2"), std::string::npos) << w;
+  }
+}
+
+TEST(Json, SameVerdictAsYaml) {
+  const auto yaml =
+      validate_topology_source_text(node_labels_source("[a/b, a/b, kubernetes.io/hostname]"));
+  const auto json = validate_topology_source_text(
+      R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"test"},)"
+      R"("spec":{"levels":["a/b","a/b","kubernetes.io/hostname"],"nodeLabels":{}}})");
+  ASSERT_EQ(yaml.errors.size(), json.errors.size()) << dump(yaml) << dump(json);
+  for (std::size_t i = 0; i < yaml.errors.size(); ++i) {
+    EXPECT_EQ(yaml.errors[i].rule, json.errors[i].rule);
+    EXPECT_EQ(yaml.errors[i].path, json.errors[i].path);
+    EXPECT_EQ(yaml.errors[i].type, json.errors[i].type);
+  }
+  const auto levels_number = validate_topology_source_text(
+      R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"test"},)"
+      R"("spec":{"levels":["a/b",42],"nodeLabels":{}}})");
+  EXPECT_TRUE(has_error(levels_number.errors, "T2", error_type::invalid, "spec.levels[1]"))
+      << dump(levels_number);
+}
+
 TEST(T9, MissingOrNonStringUrl) {
   webhook_fields f;
   const auto text = webhook_source_text(f);
