@@ -184,7 +184,7 @@ std::map<std::string, std::set<std::string>> watch_points(const std::string& pat
       const auto n = ::readlink(next.c_str(), buf.data(), buf.size() - 1);
       if (n <= 0) break;
       const std::string target(buf.data(), static_cast<std::size_t>(n));
-      if (target.front() == '/') cur = "/";
+      if (target.front() == '/') cur.assign(1, '/');
       auto parts = split_path(target);
       queue.insert(queue.begin(), parts.begin(), parts.end());
       continue;

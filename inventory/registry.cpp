@@ -390,13 +390,12 @@ struct registry::impl {
 
   void run_loop() {
     auto points = std::move(armed);
+    constexpr auto never = steady::time_point::max();
     auto next_resync = steady::now() + cfg.resync_interval;
-    std::optional<steady::time_point> dirty_at;
-    std::optional<steady::time_point> settle_at;
+    auto dirty_at = never;   // a burst of events is being debounced
+    auto settle_at = never;  // an invalid read waits to be confirmed
     while (!stopping.load()) {
-      auto deadline = next_resync;
-      if (dirty_at) deadline = std::min(deadline, *dirty_at);
-      if (settle_at) deadline = std::min(deadline, *settle_at);
+      const auto deadline = std::min({next_resync, dirty_at, settle_at});
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
       pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
       const int timeout = static_cast<int>(std::clamp<long long>(wait + 1, 0, 60'000));
@@ -407,7 +406,7 @@ struct registry::impl {
         std::uint64_t v = 0;
         [[maybe_unused]] const auto n = ::read(wake_fd, &v, sizeof v);
       }
-      if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && !dirty_at) dirty_at = now + debounce;
+      if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never) dirty_at = now + debounce;
 
       bool full = resync_requested.exchange(false);
       if (now >= next_resync) {
@@ -415,17 +414,17 @@ struct registry::impl {
         next_resync = now + cfg.resync_interval;
       }
       bool again = false;
-      if (full || (dirty_at && now >= *dirty_at)) {
-        dirty_at.reset();
+      if (full || now >= dirty_at) {
+        dirty_at = never;
         const bool pending = check_all(false);
-        if (pending && !settle_at) settle_at = steady::now() + settle;
+        if (pending && settle_at == never) settle_at = steady::now() + settle;
         rearm(points, again);
-      } else if (settle_at && now >= *settle_at) {
-        settle_at.reset();
+      } else if (now >= settle_at) {
+        settle_at = never;
         check_all(true);
         rearm(points, again);
       }
-      if (again && !dirty_at) dirty_at = steady::now();
+      if (again && dirty_at == never) dirty_at = steady::now();
     }
   }
 
