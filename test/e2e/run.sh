@@ -395,6 +395,8 @@ if want rotation; then
   fp1=$(openssl x509 -in "$pki/serving1.crt" -noout -fingerprint -sha256)
   fp2=$(openssl x509 -in "$pki/serving2.crt" -noout -fingerprint -sha256)
   [[ $(served_fp) == "$fp1" ]] && pass "serving certificate 1 (CA 1)" || fail "not serving certificate 1"
+  admission_calls() { grep -c '"msg":"request".*topologysources' "$work/topogate.log" || true; }
+  calls_before=$(admission_calls)
   rm -f "$work/loop.stop"
   apply_loop &
   loop_pid=$!
@@ -419,10 +421,11 @@ if want rotation; then
   loop_pid=
   total=$(loop_calls)
   failed=$(grep -c '^FAIL' "$work/loop.log" || true)
-  if ((failed == 0 && total >= 4 * per_phase)); then
-    pass "rotation: $total kubectl apply calls during the rotation, 0 failed"
+  reviewed=$(($(admission_calls) - calls_before))
+  if ((failed == 0 && total >= 4 * per_phase && reviewed >= total)); then
+    pass "rotation: $total kubectl apply calls during the rotation, 0 failed, $reviewed admission reviews served by topogate"
   else
-    fail "rotation: $failed of $total kubectl apply calls failed"
+    fail "rotation: $failed of $total kubectl apply calls failed ($reviewed admission reviews logged by topogate)"
     grep '^FAIL' "$work/loop.log" | head -n 5
   fi
   # The apiserver now trusts only CA 2, and topogate still validates.
