@@ -182,6 +182,7 @@ struct registry::impl {
     std::optional<core::node_list> nodes;
     // Store bookkeeping (write_mu).
     std::string store_version;
+    std::optional<detail::stored_revision> pending_store;  // rejected at load; retried on Node changes
   };
 
   registry_config cfg;
@@ -270,12 +271,24 @@ struct registry::impl {
   // --- Node lists -------------------------------------------------------------------------
 
   void apply_nodes(entry& e, std::optional<core::node_list> list) {
-    std::lock_guard lk(e.write_mu);
-    if (e.nodes.has_value() == list.has_value() && (!list || same_nodes(*e.nodes, *list))) return;
-    e.nodes = list;
-    const auto before = e.inv->attempts_recorded();
-    e.inv->set_nodes(std::move(list));
-    report(e, before);
+    std::optional<detail::stored_revision> retry;
+    {
+      std::lock_guard lk(e.write_mu);
+      if (e.nodes.has_value() == list.has_value() && (!list || same_nodes(*e.nodes, *list))) return;
+      e.nodes = list;
+      const auto before = e.inv->attempts_recorded();
+      e.inv->set_nodes(std::move(list));
+      report(e, before);
+      retry = e.pending_store;
+      if (!e.spec.snapshot_path.empty() && !e.snap_ok) {
+        // The file was rejected against the old Node list (say, it names a Node that did
+        // not exist yet): read it again against the new one.
+        resync_requested = true;
+        wake();
+      }
+    }
+    // Likewise a stored revision that did not validate when it was loaded.
+    if (retry) offer_from_store(e, *retry, true);
   }
 
   void check_nodes_file(entry& e) {
@@ -457,8 +470,10 @@ struct registry::impl {
     auto p = e.inv->prepare(rev.json, opts);
     if (p.candidate) {
       e.inv->commit(p);
+      e.pending_store.reset();
     } else {
       e.inv->record_rejection(p, opts);
+      e.pending_store = rev;
     }
     e.store_version = rev.version;
     report(e, before);
@@ -625,6 +640,7 @@ http_answer registry::push(std::string_view name, std::string_view body, std::op
   }
   inv.commit(p);
   e->store_version = new_version;
+  e->pending_store.reset();
   m.report(*e, before);
 
   const auto served = inv.current();

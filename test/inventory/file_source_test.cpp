@@ -285,6 +285,25 @@ TEST(FileSource, NodeListFileChangesRevalidateTheServedRevision) {
   reg.stop();
 }
 
+TEST(FileSource, SnapshotWaitingForANodeIsServedOnceTheNodeExists) {
+  testing::temp_dir dir;
+  const auto path = dir / "snapshot.json";
+  const auto nodes = dir / "nodes.json";
+  testing::write_file(nodes, testing::nodes_json(3));
+  testing::write_file(path, testing::snapshot_json("late-1", 4));  // names worker-3
+  registry reg(file_config(path, nodes));
+  reg.start();
+  auto* inv = reg.find("dc");
+  EXPECT_EQ(inv->current(), nullptr);
+  const auto last = inv->last_attempt();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_TRUE(std::any_of(last->errors.begin(), last->errors.end(), [](const auto& e) { return e.rule == "S3"; }));
+  // Only the Node list changes; the snapshot file is not touched.
+  testing::write_atomic(nodes, testing::nodes_json(4));
+  EXPECT_TRUE(eventually([&] { return served_revision(inv) == "late-1"; }));
+  reg.stop();
+}
+
 TEST(FileSource, PeriodicResyncCatchesWhatInotifyCannotSee) {
   testing::temp_dir dir;
   const auto path = dir / "snapshot.json";

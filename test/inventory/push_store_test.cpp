@@ -223,6 +223,27 @@ TEST(Push, PruneAcceptsAndReportsVanishedNodes) {
   again.stop();
 }
 
+TEST(Push, StoredRevisionInvalidForTheNodesAtStartIsServedWhenTheyReturn) {
+  testing::temp_dir dir;
+  {
+    registry reg(push_config(dir / "store"));
+    reg.start();
+    ASSERT_EQ(reg.push("dc", testing::snapshot_json("s-1"), std::nullopt, "w").status, 201);
+    reg.stop();
+  }
+  // The replica restarts while worker-1 is missing from the cluster (reject policy).
+  testing::write_file(dir / "nodes.json", testing::nodes_json(4, 1));
+  auto cfg = push_config(dir / "store");
+  cfg.inventories[0].nodes_path = dir / "nodes.json";
+  registry reg(std::move(cfg));
+  reg.start();
+  auto* inv = reg.find("dc");
+  EXPECT_EQ(inv->serve().rev, nullptr);
+  testing::write_atomic(dir / "nodes.json", testing::nodes_json(4));
+  EXPECT_TRUE(testing::eventually([&] { return served_revision(inv) == "s-1"; }));
+  reg.stop();
+}
+
 TEST(Push, ObserverSeesEveryAttempt) {
   testing::temp_dir dir;
   std::mutex mu;
