@@ -103,7 +103,9 @@ func main() {
 		fatal(err.Error())
 	}
 	if !*keep {
-		defer os.RemoveAll(work)
+		// os.Exit skips deferred calls, so every exit path runs this.
+		cleanupWork = func() { _ = os.RemoveAll(work) }
+		defer cleanupWork()
 	} else {
 		fmt.Println("work folder:", work)
 	}
@@ -153,12 +155,16 @@ func main() {
 		} else {
 			fmt.Println("rerun with --keep to inspect the generated configuration and topogate's log")
 		}
+		cleanupWork()
 		os.Exit(1)
 	}
 }
 
+var cleanupWork = func() {}
+
 func fatal(msg string) {
 	fmt.Fprintln(os.Stderr, "runner:", msg)
+	cleanupWork()
 	os.Exit(2)
 }
 
