@@ -310,7 +310,9 @@ kube_client::response kube_client::stream_lines(const std::string& target,
           parser.get().body().data = chunk.data();
           parser.get().body().size = chunk.size();
           beast::get_lowest_layer(stream).expires_after(idle);
-          auto [ec, n] = co_await http::async_read(stream, buf, parser, as_tuple);
+          // read_some: a watch event must be handed on as soon as its chunk arrives, not once
+          // 64 KiB have accumulated.
+          auto [ec, n] = co_await http::async_read_some(stream, buf, parser, as_tuple);
           if (ec == http::error::need_buffer) ec = {};
           const auto got = chunk.size() - parser.get().body().size;
           if (out.status != 200) {

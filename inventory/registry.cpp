@@ -619,9 +619,10 @@ http_answer registry::push(std::string_view name, std::string_view body, std::op
   stored.actor = actor;
   std::string new_version;
   auto st = m.store->save(inv.name(), stored, e->store_version, new_version);
-  for (int retry = 0; st.value == detail::store_status::code::conflict && !if_match && retry < 3; ++retry) {
+  for (int retry = 0; st.value == detail::store_status::code::conflict && !if_match && retry < 8; ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
-    // and write over it.
+    // and write over it. Replicas racing the same way back off a little, differently.
+    if (retry > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
     std::optional<detail::stored_revision> latest;
     if (!m.store->load(inv.name(), latest).ok()) break;
     st = m.store->save(inv.name(), stored, latest ? latest->version : std::string(), new_version);

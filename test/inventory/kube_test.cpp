@@ -1,0 +1,291 @@
+// The kubernetes store and the Node watch against a real kube-apiserver (test/e2e/
+// control-plane.sh start; eval "$(test/e2e/control-plane.sh env)"). Skipped when
+// TOPOGATE_CP_URL, TOPOGATE_CP_CA and TOPOGATE_CP_ADMIN_TOKEN_FILE are not set.
+// Two registries in one process stand for two replicas: they share nothing but the API.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "inventory/kube_client.hpp"
+#include "inventory/registry.hpp"
+#include "test_util.hpp"
+
+namespace topogate::inventory {
+namespace {
+
+using testing::eventually;
+using testing::served_revision;
+
+struct control_plane {
+  std::string url, ca, token_file;
+  [[nodiscard]] bool ok() const { return !url.empty() && !ca.empty() && !token_file.empty(); }
+};
+
+control_plane cp() {
+  auto env = [](const char* n) {
+    const char* v = std::getenv(n);
+    return v != nullptr ? std::string(v) : std::string();
+  };
+  return {env("TOPOGATE_CP_URL"), env("TOPOGATE_CP_CA"), env("TOPOGATE_CP_ADMIN_TOKEN_FILE")};
+}
+
+store_config kube_store_config(const control_plane& c, const std::string& ns) {
+  store_config s;
+  s.type = store_config::kind::kubernetes;
+  s.kube_namespace = ns;
+  s.kube_api_server = c.url;
+  s.kube_token_file = c.token_file;
+  s.kube_ca_file = c.ca;
+  return s;
+}
+
+detail::kube_client admin(const control_plane& c) {
+  detail::kube_endpoint ep;
+  std::string err;
+  detail::resolve_endpoint(kube_store_config(c, "default"), ep, err);
+  return detail::kube_client(ep);
+}
+
+registry_observer quiet() {
+  registry_observer o;
+  o.on_log = [](std::string_view level, std::string_view inv, std::string_view msg) {
+    if (std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr) {
+      std::fprintf(stderr, "%.*s %.*s %.*s\n", static_cast<int>(level.size()), level.data(),
+                   static_cast<int>(inv.size()), inv.data(), static_cast<int>(msg.size()), msg.data());
+    }
+  };
+  return o;
+}
+
+class KubeStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_ = cp();
+    if (!c_.ok()) GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
+    std::random_device rd;
+    ns_ = "topogate-inv-" + std::to_string(rd() % 1000000);
+    auto client = admin(c_);
+    const auto r = client.request("POST", "/api/v1/namespaces",
+                                  R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns_ + R"("}})");
+    ASSERT_EQ(r.status, 201) << r.error << r.body;
+  }
+  void TearDown() override {
+    if (!c_.ok()) return;
+    auto client = admin(c_);
+    client.request("DELETE", "/api/v1/namespaces/" + ns_);
+  }
+  registry_config replica() const {
+    registry_config cfg;
+    inventory_spec spec;
+    spec.config = testing::config("pushed");
+    spec.config.allow_empty_start = true;
+    cfg.inventories.push_back(std::move(spec));
+    cfg.store = kube_store_config(c_, ns_);
+    return cfg;
+  }
+  static std::string etag(const http_answer& a) {
+    for (const auto& [k, v] : a.headers) {
+      if (k == "ETag") return v;
+    }
+    return {};
+  }
+  control_plane c_;
+  std::string ns_;
+};
+
+TEST_F(KubeStore, PushToOneReplicaIsServedByTheOther) {
+  registry a(replica(), system_clock(), quiet());
+  registry b(replica(), system_clock(), quiet());
+  a.start();
+  b.start();
+  const auto r = a.push("pushed", testing::snapshot_json("k-1"), std::nullopt, "writer");
+  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "k-1"; }));
+  EXPECT_EQ(b.find("pushed")->current()->etag, etag(r));
+  EXPECT_EQ(b.find("pushed")->current()->actor, "writer");
+
+  // A snapshot close to 1 MiB goes through binaryData (gzip) and arrives identical.
+  auto big = testing::snapshot_json("k-big", 7200);
+  ASSERT_LT(big.size(), core::max_snapshot_bytes);
+  ASSERT_GT(big.size(), 900u << 10);
+  const auto rb = a.push("pushed", big, std::nullopt, "writer");
+  ASSERT_EQ(rb.status, 200) << rb.body;
+  ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "k-big"; }));
+  EXPECT_EQ(b.find("pushed")->current()->etag, etag(rb));
+  a.stop();
+  b.stop();
+
+  // A restarted replica serves the stored revision at once, before any watch event.
+  registry c(replica(), system_clock(), quiet());
+  c.start();
+  EXPECT_EQ(served_revision(c.find("pushed")), "k-big");
+  EXPECT_EQ(c.find("pushed")->current()->etag, etag(rb));
+  c.stop();
+}
+
+TEST_F(KubeStore, ConcurrentConditionalPushesOneWinsTheOtherGets412) {
+  registry a(replica(), system_clock(), quiet());
+  registry b(replica(), system_clock(), quiet());
+  a.start();
+  b.start();
+  const auto first = a.push("pushed", testing::snapshot_json("base"), std::nullopt, "w");
+  ASSERT_EQ(first.status, 201);
+  const auto e1 = etag(first);
+  ASSERT_TRUE(eventually([&] { return b.find("pushed")->current() && b.find("pushed")->current()->etag == e1; }));
+  for (int round = 0; round < 5; ++round) {
+    const auto base = a.find("pushed")->current()->etag;
+    ASSERT_TRUE(eventually([&] { return b.find("pushed")->current()->etag == base; }));
+    http_answer ra;
+    http_answer rb;
+    std::thread ta([&] { ra = a.push("pushed", testing::snapshot_json("a-" + std::to_string(round)), base, "a"); });
+    std::thread tb([&] { rb = b.push("pushed", testing::snapshot_json("b-" + std::to_string(round)), base, "b"); });
+    ta.join();
+    tb.join();
+    const bool a_won = ra.status == 200 && rb.status == 412;
+    const bool b_won = rb.status == 200 && ra.status == 412;
+    ASSERT_TRUE(a_won || b_won) << "round " << round << ": A " << ra.status << " " << ra.body << " B " << rb.status
+                                << " " << rb.body;
+    const auto winner = (a_won ? "a-" : "b-") + std::to_string(round);
+    // Nothing is lost: both replicas converge on the acknowledged winner.
+    EXPECT_TRUE(eventually([&] { return served_revision(a.find("pushed")) == winner; })) << winner;
+    EXPECT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == winner; })) << winner;
+  }
+  a.stop();
+  b.stop();
+}
+
+TEST_F(KubeStore, UnconditionalPushesFromBothReplicasAllSucceed) {
+  registry a(replica(), system_clock(), quiet());
+  registry b(replica(), system_clock(), quiet());
+  a.start();
+  b.start();
+  std::atomic<int> ok{0};
+  std::thread ta([&] {
+    for (int i = 0; i < 5; ++i) ok += a.push("pushed", testing::snapshot_json("ua-" + std::to_string(i)), std::nullopt, "a").status < 300;
+  });
+  std::thread tb([&] {
+    for (int i = 0; i < 5; ++i) ok += b.push("pushed", testing::snapshot_json("ub-" + std::to_string(i)), std::nullopt, "b").status < 300;
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(ok.load(), 10) << "without If-Match the last writer wins; no push fails on a conflict";
+  // Both converge on the same revision.
+  EXPECT_TRUE(eventually([&] {
+    const auto x = a.find("pushed")->current();
+    const auto y = b.find("pushed")->current();
+    return x && y && x->etag == y->etag;
+  }));
+  a.stop();
+  b.stop();
+}
+
+TEST_F(KubeStore, UnreachableApiIs503AndTheServedRevisionStays) {
+  registry a(replica(), system_clock(), quiet());
+  a.start();
+  ASSERT_EQ(a.push("pushed", testing::snapshot_json("s-1"), std::nullopt, "w").status, 201);
+  a.stop();
+  auto cfg = replica();
+  cfg.store.kube_api_server = "https://127.0.0.1:1";  // nothing listens there
+  registry down(std::move(cfg), system_clock(), quiet());
+  down.start();
+  const auto r = down.push("pushed", testing::snapshot_json("s-2"), std::nullopt, "w");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(down.find("pushed")->current(), nullptr);
+  down.stop();
+}
+
+class KubeNodes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_ = cp();
+    if (!c_.ok()) GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
+    for (int i = 0; i < 3; ++i) delete_node(i);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(create_node(i, "gpu"), 201);
+  }
+  void TearDown() override {
+    if (!c_.ok()) return;
+    for (int i = 0; i < 3; ++i) delete_node(i);
+  }
+  int create_node(int i, const std::string& pool) {
+    auto client = admin(c_);
+    const auto name = "worker-" + std::to_string(i);
+    return client
+        .request("POST", "/api/v1/nodes",
+                 R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
+                     R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","inv-test/pool":")" + pool + R"("}}})")
+        .status;
+  }
+  void delete_node(int i) {
+    auto client = admin(c_);
+    client.request("DELETE", "/api/v1/nodes/worker-" + std::to_string(i));
+  }
+  int label_node(int i, const std::string& pool) {
+    auto client = admin(c_);
+    const auto r = client.request("GET", "/api/v1/nodes/worker-" + std::to_string(i));
+    if (r.status != 200) return r.status;
+    auto body = r.body;
+    const auto pos = body.find("\"inv-test/pool\":\"");
+    if (pos == std::string::npos) return 0;
+    const auto start = pos + 17;
+    body.replace(start, body.find('"', start) - start, pool);
+    return client.request("PUT", "/api/v1/nodes/worker-" + std::to_string(i), body).status;
+  }
+  registry_config with_nodes(const std::string& snapshot_path, unknown_nodes_policy policy) const {
+    registry_config cfg;
+    inventory_spec spec;
+    spec.config = testing::config("dc");
+    spec.config.unknown_nodes = policy;
+    core::label_selector sel;
+    sel.match_labels = {{"inv-test/pool", "gpu"}};
+    spec.config.source.node_selector = sel;
+    spec.snapshot_path = snapshot_path;
+    spec.nodes_from_api = true;
+    cfg.inventories.push_back(std::move(spec));
+    cfg.store.kube_api_server = c_.url;
+    cfg.store.kube_token_file = c_.token_file;
+    cfg.store.kube_ca_file = c_.ca;
+    return cfg;
+  }
+  control_plane c_;
+};
+
+TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
+  testing::temp_dir dir;
+  const auto path = dir / "snapshot.json";
+  testing::write_file(path, testing::snapshot_json("n-1", 3));
+  registry reject(with_nodes(path, unknown_nodes_policy::reject), system_clock(), quiet());
+  registry prune(with_nodes(path, unknown_nodes_policy::prune), system_clock(), quiet());
+  reject.start();
+  prune.start();
+  auto* r = reject.find("dc");
+  auto* p = prune.find("dc");
+  EXPECT_EQ(served_revision(r), "n-1") << "Nodes are listed before the snapshot is validated";
+  EXPECT_EQ(r->selected_node_count(), std::optional<std::size_t>(3));
+
+  // Relabelled out of the nodeSelector: no longer a selected Node.
+  ASSERT_EQ(label_node(1, "cpu"), 200);
+  EXPECT_TRUE(eventually([&] { return r->serve().rev == nullptr; }));
+  EXPECT_TRUE(eventually([&] { return served_revision(p) == "n-1+pruned-1"; }));
+  ASSERT_EQ(label_node(1, "gpu"), 200);
+  EXPECT_TRUE(eventually([&] { return served_revision(r) == "n-1"; }));
+  EXPECT_TRUE(eventually([&] { return served_revision(p) == "n-1"; }));
+
+  delete_node(2);
+  EXPECT_TRUE(eventually([&] { return r->serve().rev == nullptr; }));
+  EXPECT_TRUE(eventually([&] {
+    const auto cur = p->current();
+    return cur && cur->revision_id == "n-1+pruned-1" && cur->json_body.find("worker-2") == std::string::npos;
+  }));
+  ASSERT_EQ(create_node(2, "gpu"), 201);
+  EXPECT_TRUE(eventually([&] { return served_revision(r) == "n-1"; }));
+  reject.stop();
+  prune.stop();
+}
+
+}  // namespace
+}  // namespace topogate::inventory
