@@ -8,7 +8,7 @@ packages=(
   libboost1.81-dev libssl-dev libsimdjson-dev libyaml-cpp-dev prometheus-cpp-dev
   libgtest-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
-  curl openssl python3 prometheus wrk nginx-light valgrind
+  curl openssl python3 python3-yaml prometheus wrk nginx-light valgrind
   zlib1g-dev
   python3-pytest
 )
