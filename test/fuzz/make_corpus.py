@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Builds the seed corpora for the libFuzzer targets from conformance/cases/.
+
+usage: make_corpus.py SOURCE_DIR OUT_DIR
+
+One directory per target under OUT_DIR. Seeds are the conformance inputs as they are
+(YAML and JSON), their JSON renderings (for the JSON/YAML differential target), the
+TopologySource and ModelDeployment inputs wrapped in AdmissionReviews, and raw HTTP
+requests for every route.
+"""
+import hashlib
+import json
+import pathlib
+import sys
+
+import yaml
+
+
+def main() -> int:
+    src = pathlib.Path(sys.argv[1])
+    out = pathlib.Path(sys.argv[2])
+    cases = src / "conformance" / "cases"
+    corpora = {t: out / t for t in ("fuzz_syntax", "fuzz_snapshot", "fuzz_snapshot_diff",
+                                    "fuzz_objects", "fuzz_admission", "fuzz_http")}
+    for d in corpora.values():
+        d.mkdir(parents=True, exist_ok=True)
+
+    def put(target: str, data: bytes) -> None:
+        name = hashlib.sha1(data).hexdigest()
+        (corpora[target] / name).write_bytes(data)
+
+    def inputs(kind: str):
+        for case_dir in sorted((cases / kind).iterdir()):
+            for f in sorted(case_dir.glob("input.*")):
+                yield f.read_bytes()
+
+    def expandable(data: bytes) -> bool:
+        # Alias-heavy inputs (the "billion laughs" case) expand exponentially in PyYAML.
+        return data.count(b"*") <= 16 and len(data) <= 256 * 1024
+
+    def as_json(data: bytes):
+        if not expandable(data):
+            return None
+        try:
+            obj = yaml.safe_load(data)
+            return json.dumps(obj, default=str).encode()
+        except Exception:  # the corpus also has deliberately undecodable inputs
+            return None
+
+    syntax_seeds = {b"topology.gpustack.ai/region", b"kubernetes.io/hostname", b"example.com/", b"a",
+                    b"1h30m", b"-1.5\xc2\xb5s", b"0", b"+.5h", b"9223372036854775807ns", b"1d",
+                    b"https://inventory.example:8443/snap?x=1#", b"https://@x", b"HTTPS://[::1]:443/a",
+                    b"rack-01", b"a" * 63, b"a" * 64, b"a." * 126 + b"a"}
+    for kind in ("snapshot", "topologysource", "modeldeployment"):
+        for data in inputs(kind):
+            if not expandable(data):
+                continue
+            try:
+                doc = yaml.safe_load(data)
+            except Exception:
+                continue
+
+            def walk(v):
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        syntax_seeds.add(str(k).encode())
+                        walk(x)
+                elif isinstance(v, list):
+                    for x in v:
+                        walk(x)
+                elif v is not None:
+                    syntax_seeds.add(str(v).encode())
+            walk(doc)
+    for s in syntax_seeds:
+        if len(s) <= 400:
+            put("fuzz_syntax", s)
+
+    for data in inputs("snapshot"):
+        put("fuzz_snapshot", data)
+        put("fuzz_objects", data)
+        j = as_json(data)
+        if j is not None:
+            put("fuzz_snapshot", j)
+            put("fuzz_snapshot_diff", j)
+            put("fuzz_snapshot_diff", json.dumps(json.loads(j), indent=2).encode())
+        if data.lstrip()[:1] in (b"{", b"["):
+            put("fuzz_snapshot_diff", data)
+
+    reviews = []
+    for kind, route_bit, k8s_kind in (("topologysource", 0, "TopologySource"),
+                                      ("modeldeployment", 1, "ModelDeployment")):
+        for data in inputs(kind):
+            put("fuzz_objects", data)
+            if not expandable(data):
+                continue
+            try:
+                obj = yaml.safe_load(data)
+            except Exception:
+                continue
+            if isinstance(obj, dict) and obj.get("kind") == "AdmissionReview":
+                review = obj
+            else:
+                review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                          "request": {"uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                                      "kind": {"group": "worker.gpustack.ai", "version": "v1", "kind": k8s_kind},
+                                      "operation": "CREATE", "object": obj}}
+            body = json.dumps(review, default=str).encode()
+            reviews.append((route_bit, body))
+            put("fuzz_admission", bytes([route_bit | 2]) + body)
+            put("fuzz_admission", bytes([route_bit]) + body)
+
+    snapshot = (cases / "snapshot" / "runbook-data-center" / "input.yaml").read_bytes()
+    small = (b"apiVersion: topology.gpustack.ai/v1alpha1\nrevision: r1\nnodes:\n"
+             b"  worker-a: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, "
+             b"topology.gpustack.ai/rack: rack-01}\n")
+    requests = [
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-old\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-ole\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-new\r\n"
+        b"Accept: application/yaml;q=0.9, application/json;q=0.1\r\nIf-None-Match: W/\"x\", *\r\n\r\n",
+        b"GET /snapshots/beta HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /snapshots/%2e%2e/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-old\r\n\r\n",
+        b"GET /snapshot HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
+        b"Content-Type: application/yaml\r\nContent-Length: " + str(len(small)).encode() + b"\r\n\r\n" + small,
+        b"PUT /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-writer\r\nIf-Match: \"x\"\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n" + format(len(snapshot), "x").encode() + b"\r\n" + snapshot +
+        b"\r\n0\r\n\r\n",
+    ]
+    for route_bit, body in reviews[:20]:
+        path = b"/validate/modeldeployments" if route_bit else b"/validate/topologysources"
+        requests.append(b"POST " + path + b"?timeout=10s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    for i, r in enumerate(requests):
+        for peer in (0, 1, 2):
+            put("fuzz_http", bytes([peer]) + r)
+    for d in corpora.values():
+        print(f"{d.name}: {sum(1 for _ in d.iterdir())} seeds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
