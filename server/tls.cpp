@@ -76,7 +76,6 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER, accept_any_certificate);
   static constexpr unsigned char sid_ctx[] = {'t', 'o', 'p', 'o', 'g', 'a', 't', 'e'};
   SSL_CTX_set_session_id_context(native, sid_ctx, sizeof sid_ctx);
-  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
 
   if (pairs.empty()) {
     if (error) *error = "no certificate configured";
