@@ -258,6 +258,7 @@ void inventory::commit(const prepared& p) {
     a.accepted = true;
     a.etag = rev->etag;
     a.revision_id = rev->revision_id;
+    a.pruned_nodes = rev->pruned_nodes.size();
     if (!rev->pruned_nodes.empty()) {
       a.note = "pruned " + std::to_string(rev->pruned_nodes.size()) +
                " Node(s) unknown to the cluster: " + join(rev->pruned_nodes);
@@ -349,6 +350,7 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
     a.accepted = true;
     a.etag = ev.rev->etag;
     a.revision_id = ev.rev->revision_id;
+    a.pruned_nodes = ev.rev->pruned_nodes.size();
     a.note = ev.rev->pruned_nodes.empty()
                  ? std::string("Node list changed: revision valid again")
                  : "Node list changed: pruned " + std::to_string(ev.rev->pruned_nodes.size()) +

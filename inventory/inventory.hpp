@@ -53,6 +53,7 @@ struct attempt {
   std::string etag;          // when accepted
   core::error_list errors;   // when rejected
   std::string note;          // why, when the errors do not say it (412, pruning, Node change)
+  std::size_t pruned_nodes = 0;  // Nodes left out of the served revision (unknownNodes: prune)
 };
 
 enum class unknown_nodes_policy { reject, prune };

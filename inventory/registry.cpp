@@ -130,6 +130,7 @@ void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) 
     out.push_back(',');
     add_str(out, "note", a.note);
   }
+  if (a.pruned_nodes != 0) out += ",\"prunedNodes\":" + std::to_string(a.pruned_nodes);
   out += ",\"errorCount\":" + std::to_string(a.errors.size());
   if (!a.errors.empty()) {
     std::set<std::string> rules;

@@ -245,6 +245,7 @@ TEST(Inventory, DeletedNodeUnderPruneServesADerivedRevisionDeterministically) {
   EXPECT_EQ(pruned->pruned_nodes, std::vector<std::string>{"worker-1"});
   EXPECT_TRUE(a.last_attempt()->accepted);
   EXPECT_EQ(a.last_attempt()->origin, "nodes");
+  EXPECT_EQ(a.last_attempt()->pruned_nodes, 1u);
 
   // A replica that starts after the Node was deleted serves the same revision and ETag.
   inventory b(cfg, clk);
