@@ -84,6 +84,10 @@ class LegitClient:
         self.failed = 0
         self.errors = []
         self.latencies = []
+        self.connects = 0
+        self.bad_status = 0   # answered, but not with 200
+        self.no_answer = 0    # sent on an open connection, which closed without an answer
+        self.not_connected = 0  # no connection could be made
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
@@ -91,15 +95,27 @@ class LegitClient:
     def _connect(self):
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=client_context(self.pki), timeout=10)
         conn.connect()
+        with self._lock:
+            self.connects += 1
         return conn
 
     def _run(self):
         conn = None
         while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                if conn is None:
+            if conn is None:
+                try:
                     conn = self._connect()
+                except OSError as e:
+                    with self._lock:
+                        self.failed += 1
+                        self.not_connected += 1
+                        if len(self.errors) < 5:
+                            self.errors.append(repr(e))
+                    conn = None
+                    self._stop.wait(self.interval)
+                    continue
+            try:
                 conn.request("GET", self.path, headers={"Authorization": f"Bearer {self.token}"})
                 r = conn.getresponse()
                 body = r.read()
@@ -120,6 +136,10 @@ class LegitClient:
                     self.latencies.append(elapsed)
                 else:
                     self.failed += 1
+                    if isinstance(r, http.client.HTTPResponse):
+                        self.bad_status += 1
+                    else:
+                        self.no_answer += 1
                     if len(self.errors) < 5:
                         self.errors.append(repr(getattr(r, "status", r)))
             self._stop.wait(self.interval)
@@ -179,6 +199,35 @@ class Results:
         for r in self.rows:
             lines.append(" | ".join(str(r.get(k, "")) for k in keys))
         return "\n".join(lines)
+
+
+def secret_dir(base: Path, version, files):
+    """Lays out files as a Kubernetes Secret volume does: ..<version>/ holds them, ..data
+    points at it and is swapped atomically (rename of a symlink), each name is a symlink
+    through ..data."""
+    import shutil
+    vdir = base / f"..{version}"
+    vdir.mkdir(parents=True)
+    for name, src in files.items():
+        if isinstance(src, (bytes, str)):
+            (vdir / name).write_bytes(src if isinstance(src, bytes) else src.encode())
+        else:
+            shutil.copy(src, vdir / name)
+    tmp = base / "..data_tmp"
+    os.symlink(vdir.name, tmp)
+    os.replace(tmp, base / "..data")
+    for name in files:
+        link = base / name
+        if not link.is_symlink():
+            os.symlink(f"..data/{name}", link)
+
+
+def peer_certificate_der(port, pki):
+    s = tls_socket(port, pki)
+    try:
+        return s.getpeercert(binary_form=True)
+    finally:
+        s.close()
 
 
 def write_inventory_files(d: Path, pki, revision="inventory-42"):
