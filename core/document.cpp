@@ -1,6 +1,7 @@
 #include "document.hpp"
 
 #include <emmintrin.h>
+#include <immintrin.h>
 #include <simdjson.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -575,6 +576,81 @@ std::string check_json_as_yaml(std::string_view text) {
   return {};
 }
 
+namespace {
+
+// The plain-byte test of copy_plain_json over 16-byte blocks from `i` (i >= 1); `prev` holds
+// the bytes one position earlier, for "`:` right after white space".
+bool sse_plain(const unsigned char* p, char* out, std::size_t n, std::size_t& i) {
+  const __m128i c7e = _mm_set1_epi8(0x7e), zero = _mm_setzero_si128(), bs = _mm_set1_epi8('\\'),
+                colon = _mm_set1_epi8(':'), space = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t'),
+                nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  __m128i bad = zero;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i prev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i - 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), v);
+    // Signed compares: bytes >= 0x80 are negative (below zero), only 0x7f is above 0x7e.
+    const __m128i high = _mm_or_si128(_mm_cmpgt_epi8(v, c7e), _mm_cmpgt_epi8(zero, v));
+    const __m128i prev_ws =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(prev, space), _mm_cmpeq_epi8(prev, tab)),
+                     _mm_or_si128(_mm_cmpeq_epi8(prev, nl), _mm_cmpeq_epi8(prev, cr)));
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_or_si128(high, _mm_cmpeq_epi8(v, bs)),
+                                         _mm_and_si128(_mm_cmpeq_epi8(v, colon), prev_ws)));
+  }
+  return _mm_movemask_epi8(bad) == 0;
+}
+
+// AVX2 where the CPU has it (chosen at run time; the rest of the build stays baseline x86-64).
+__attribute__((target("avx2"))) bool avx2_plain(const unsigned char* p, char* out, std::size_t n,
+                                                std::size_t& i) {
+  const __m256i c7e = _mm256_set1_epi8(0x7e), zero = _mm256_setzero_si256(),
+                bs = _mm256_set1_epi8('\\'), colon = _mm256_set1_epi8(':'),
+                space = _mm256_set1_epi8(' '), tab = _mm256_set1_epi8('\t'),
+                nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
+  __m256i bad = zero;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    const __m256i prev = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i - 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
+    const __m256i high = _mm256_or_si256(_mm256_cmpgt_epi8(v, c7e), _mm256_cmpgt_epi8(zero, v));
+    const __m256i prev_ws = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(prev, space), _mm256_cmpeq_epi8(prev, tab)),
+        _mm256_or_si256(_mm256_cmpeq_epi8(prev, nl), _mm256_cmpeq_epi8(prev, cr)));
+    bad = _mm256_or_si256(bad,
+                          _mm256_or_si256(_mm256_or_si256(high, _mm256_cmpeq_epi8(v, bs)),
+                                          _mm256_and_si256(_mm256_cmpeq_epi8(v, colon), prev_ws)));
+  }
+  return _mm256_movemask_epi8(bad) == 0;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+}  // namespace
+
+bool copy_plain_json(std::string_view text, char* out) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  if (n == 0) return false;
+  out[0] = text[0];
+  // Byte 0 is the caller's '{' (after spaces or newlines); control characters inside
+  // strings are refused by simdjson itself.
+  if (p[0] >= 0x7f || p[0] == '\\') return false;
+  std::size_t i = 1;
+  if (cpu_has_avx2() && !avx2_plain(p, out, n, i)) return false;
+  if (!sse_plain(p, out, n, i)) return false;
+  for (; i < n; ++i) {
+    const unsigned char c = p[i];
+    out[i] = static_cast<char>(c);
+    if (c >= 0x7f || c == '\\') return false;
+    if (c == ':' && (p[i - 1] == ' ' || p[i - 1] == '\t' || p[i - 1] == '\n' || p[i - 1] == '\r'))
+      return false;
+  }
+  return true;
+}
+
 json_scan scan_json_for_yaml(std::string_view text) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
@@ -667,9 +743,10 @@ json_scan scan_json_for_yaml(std::string_view text) noexcept {
   };
   const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), nl = _mm_set1_epi8('\n'),
                 cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t'), bs = _mm_set1_epi8('\\'),
-                colon = _mm_set1_epi8(':');
+                colon = _mm_set1_epi8(':'), space = _mm_set1_epi8(' ');
   std::size_t i = 0;
   bool refuse = false;
+  unsigned prev_ws_carry = 0;
   while (i < n) {
     if (i + 16 <= n) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
@@ -677,9 +754,17 @@ json_scan scan_json_for_yaml(std::string_view text) noexcept {
       const __m128i ok_ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)),
                                          _mm_cmpeq_epi8(v, tab));
       const __m128i odd = _mm_or_si128(_mm_andnot_si128(ok_ws, low), _mm_cmpeq_epi8(v, c7f));
-      const __m128i marks = _mm_or_si128(_mm_cmpeq_epi8(v, bs), _mm_cmpeq_epi8(v, colon));
+      // A `:` matters only after white space (the key may then be on an earlier line or
+      // too far away); the bit for "previous byte is white space" crosses blocks.
+      const __m128i ws = _mm_or_si128(ok_ws, _mm_cmpeq_epi8(v, space));
+      const unsigned ws_bits = static_cast<unsigned>(_mm_movemask_epi8(ws));
+      const unsigned prev_ws = ((ws_bits << 1) | prev_ws_carry) & 0xffffu;
+      prev_ws_carry = (ws_bits >> 15) & 1u;
+      const unsigned colon_bits =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)));
       const unsigned odd_bits = static_cast<unsigned>(_mm_movemask_epi8(odd));
-      unsigned mark_bits = static_cast<unsigned>(_mm_movemask_epi8(marks));
+      unsigned mark_bits =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs))) | (colon_bits & prev_ws);
       if (odd_bits == 0) {
         while (mark_bits) {
           const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mark_bits));
@@ -708,6 +793,8 @@ json_scan scan_json_for_yaml(std::string_view text) noexcept {
         if (refuse) return json_scan::refuse;
       }
       skip_until = i;
+      prev_ws_carry =
+          (p[i - 1] == ' ' || p[i - 1] == '\t' || p[i - 1] == '\n' || p[i - 1] == '\r') ? 1u : 0u;
       continue;
     }
     if (i < skip_until) {

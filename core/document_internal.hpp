@@ -65,11 +65,50 @@ std::string check_json_as_yaml(std::string_view text);
 enum class json_scan : std::uint8_t { ok, exact, refuse };
 [[nodiscard]] json_scan scan_json_for_yaml(std::string_view text) noexcept;
 
+// Copies `text` to `out` (text.size() bytes) and reports whether every byte is plain: below
+// 0x7f, no backslash, no `:` right after white space. Plain JSON that simdjson accepts is read
+// by yaml.v3 the same way; anything else needs scan_json_for_yaml. `out` may be partly
+// written when this returns false.
+[[nodiscard]] bool copy_plain_json(std::string_view text, char* out) noexcept;
+
 // Literal text of a JSON number token, checked against the JSON grammar (RFC 8259 §6).
 [[nodiscard]] bool is_json_number(std::string_view token) noexcept;
 
 // yaml.v3 resolve("", text) for a plain scalar: the tag it would get (null included).
 [[nodiscard]] doc_node::scalar_tag resolve_plain(std::string_view text, bool* is_null) noexcept;
+
+// Byte equality for short strings without a library call (label keys, values, names).
+[[nodiscard]] inline __attribute__((always_inline)) bool same_bytes(const char* a, const char* b,
+                                                                    std::size_t n) noexcept {
+  std::uint64_t x, y;
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    if (i == n) return true;
+    // The last, overlapping word covers the tail.
+    std::memcpy(&x, a + n - 8, 8);
+    std::memcpy(&y, b + n - 8, 8);
+    return x == y;
+  }
+  if (n >= 4) {
+    std::uint32_t u, v, w, z;
+    std::memcpy(&u, a, 4);
+    std::memcpy(&v, b, 4);
+    std::memcpy(&w, a + n - 4, 4);
+    std::memcpy(&z, b + n - 4, 4);
+    return u == v && w == z;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+[[nodiscard]] inline bool same(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && same_bytes(a.data(), b.data(), a.size());
+}
 
 // Open-addressing index from string views to 32-bit values. The caller keeps the viewed
 // bytes alive. Used for duplicate detection and interning on hot paths, where a node-based
@@ -80,7 +119,7 @@ class string_index {
   // Inserts key -> value unless present; returns the stored value and whether it was inserted.
   std::pair<std::uint32_t, bool> insert(std::string_view key, std::uint32_t value);
   [[nodiscard]] const std::uint32_t* find(std::string_view key) const noexcept;
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
   [[nodiscard]] static std::uint64_t hash(std::string_view s) noexcept {
     // 8 bytes at a time, multiply-xorshift mixing: keys are short (label keys, node names).
@@ -107,68 +146,72 @@ class string_index {
   }
 
  private:
-  struct slot {
-    const char* data = nullptr;
-    std::uint32_t len = 0;
-    std::uint32_t value = 0;
-    std::uint64_t hash = 0;
+  struct entry {
+    const char* data;
+    std::uint32_t len;
+    std::uint32_t value;
   };
-  std::vector<slot> slots_;
+  // A slot is (upper 32 hash bits << 32) | (entry index + 1); 0 is empty. Eight bytes per
+  // slot keep probing within cache for thousands of keys.
+  std::vector<std::uint64_t> slots_;
+  std::vector<entry> entries_;
   std::size_t mask_ = 0;
-  std::size_t size_ = 0;
   void grow();
+  void place(std::uint64_t h, std::uint32_t entry_index);
 };
 
 inline void string_index::reset(std::size_t expected) {
   std::size_t cap = 16;
   while (cap < expected * 2) cap <<= 1;
-  slots_.assign(cap, slot{});
+  slots_.assign(cap, 0);
+  entries_.clear();
+  entries_.reserve(expected);
   mask_ = cap - 1;
-  size_ = 0;
+}
+
+inline void string_index::place(std::uint64_t h, std::uint32_t entry_index) {
+  std::size_t i = h & mask_;
+  while (slots_[i]) i = (i + 1) & mask_;
+  slots_[i] = (h & 0xffffffff00000000ULL) | (static_cast<std::uint64_t>(entry_index) + 1);
 }
 
 inline void string_index::grow() {
-  std::vector<slot> old;
-  old.swap(slots_);
-  const std::size_t cap = old.empty() ? 16 : old.size() * 2;
-  slots_.assign(cap, slot{});
+  const std::size_t cap = slots_.empty() ? 16 : slots_.size() * 2;
+  slots_.assign(cap, 0);
   mask_ = cap - 1;
-  for (const slot& s : old) {
-    if (!s.data) continue;
-    std::size_t i = s.hash & mask_;
-    while (slots_[i].data) i = (i + 1) & mask_;
-    slots_[i] = s;
-  }
+  for (std::uint32_t i = 0; i < entries_.size(); ++i)
+    place(hash(std::string_view(entries_[i].data, entries_[i].len)), i);
 }
 
 inline std::pair<std::uint32_t, bool> string_index::insert(std::string_view key,
                                                            std::uint32_t value) {
-  if (slots_.empty() || (size_ + 1) * 2 > slots_.size()) grow();
+  if ((entries_.size() + 1) * 2 > slots_.size()) grow();
   const std::uint64_t h = hash(key);
+  const std::uint64_t tag = h & 0xffffffff00000000ULL;
   std::size_t i = h & mask_;
-  // A non-null pointer marks a used slot, even for an empty key.
-  const char* data = key.data() ? key.data() : "";
-  while (slots_[i].data) {
-    const slot& s = slots_[i];
-    if (s.hash == h && s.len == key.size() &&
-        (key.empty() || std::memcmp(s.data, data, key.size()) == 0))
-      return {s.value, false};
+  while (const std::uint64_t slot = slots_[i]) {
+    if ((slot & 0xffffffff00000000ULL) == tag) {
+      const entry& e = entries_[(slot & 0xffffffffULL) - 1];
+      if (e.len == key.size() && same_bytes(e.data, key.data(), key.size()))
+        return {e.value, false};
+    }
     i = (i + 1) & mask_;
   }
-  slots_[i] = slot{data, static_cast<std::uint32_t>(key.size()), value, h};
-  ++size_;
+  entries_.push_back(entry{key.data(), static_cast<std::uint32_t>(key.size()), value});
+  slots_[i] = tag | entries_.size();
   return {value, true};
 }
 
 inline const std::uint32_t* string_index::find(std::string_view key) const noexcept {
   if (slots_.empty()) return nullptr;
   const std::uint64_t h = hash(key);
+  const std::uint64_t tag = h & 0xffffffff00000000ULL;
   std::size_t i = h & mask_;
-  while (slots_[i].data) {
-    const slot& s = slots_[i];
-    if (s.hash == h && s.len == key.size() &&
-        (key.empty() || std::memcmp(s.data, key.data(), key.size()) == 0))
-      return &s.value;
+  while (const std::uint64_t slot = slots_[i]) {
+    if ((slot & 0xffffffff00000000ULL) == tag) {
+      const entry& e = entries_[(slot & 0xffffffffULL) - 1];
+      if (e.len == key.size() && same_bytes(e.data, key.data(), key.size())) return &e.value;
+    }
     i = (i + 1) & mask_;
   }
   return nullptr;

@@ -3,7 +3,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <tuple>
 
 #include "document_internal.hpp"
 #include "syntax.hpp"
@@ -73,7 +75,7 @@ std::string label_path(std::string_view name, std::string_view k) {
 bool small_duplicate(const label_ref* labels, std::uint32_t count) {
   for (std::uint32_t i = 1; i < count; ++i)
     for (std::uint32_t j = 0; j < i; ++j)
-      if (labels[i].key == labels[j].key) return true;
+      if (detail::same(labels[i].key, labels[j].key)) return true;
   return false;
 }
 
@@ -97,7 +99,25 @@ dom_scratch& thread_dom_scratch() {
 // a short unescaped key cannot reach that even fully escaped.
 constexpr std::size_t fast_key_limit = 150;
 
+// a < b in byte order (std::string_view's order), without a library call for short names.
+bool bytes_less(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y);
+  }
+  for (; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (x != y) return x < y;
+  }
+  return a.size() < b.size();
+}
+
 bool scalar_text(simdjson::dom::element e, std::string_view& out) {
+  if (!e.get_string().get(out)) return true;  // the usual case first
   switch (e.type()) {
     case simdjson::dom::element_type::STRING:
       return !e.get_string().get(out);
@@ -118,11 +138,14 @@ bool scalar_text(simdjson::dom::element e, std::string_view& out) {
 bool decode_fast_json(std::string_view text, snapshot_ref& out) {
   const std::size_t first = text.find_first_not_of(" \r\n");
   if (first == std::string_view::npos || text[first] != '{') return false;
-  if (detail::scan_json_for_yaml(text) != detail::json_scan::ok) return false;
   dom_scratch& s = thread_dom_scratch();
   if (s.buffer.size() < text.size() + simdjson::SIMDJSON_PADDING)
     s.buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
-  std::memcpy(s.buffer.data(), text.data(), text.size());
+  // One pass copies the text into the padded buffer and rules out what needs a closer look.
+  if (!detail::copy_plain_json(text, s.buffer.data())) {
+    if (detail::scan_json_for_yaml(text) != detail::json_scan::ok) return false;
+    std::memcpy(s.buffer.data(), text.data(), text.size());
+  }
   std::memset(s.buffer.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
   simdjson::dom::element root;
   if (s.parser.parse(s.buffer.data(), text.size(), false).get(root)) return false;
@@ -145,11 +168,20 @@ bool decode_fast_json(std::string_view text, snapshot_ref& out) {
       const std::size_t n = nodes.size();
       out.nodes.reserve(n);
       out.labels.reserve(n * 4);
+      // Duplicate names: none while names ascend (exports and topogate's own rendering are
+      // sorted); from the first name out of order on, every name is checked by hash.
       detail::string_index names;
-      names.reset(n);
+      bool ascending = true;
+      std::string_view previous;
       for (auto [name, entry] : nodes) {
         if (name.size() > fast_key_limit) return false;
-        if (!names.insert(name, 0).second) return false;
+        if (ascending && !out.nodes.empty() && !bytes_less(previous, name)) {
+          ascending = false;
+          names.reset(n);
+          for (const node_ref& seen : out.nodes) names.insert(seen.name, 0);
+        }
+        if (!ascending && !names.insert(name, 0).second) return false;
+        previous = name;
         node_ref node;
         node.name = name;
         node.first = static_cast<std::uint32_t>(out.labels.size());
@@ -293,34 +325,27 @@ std::size_t json_string_size(std::string_view s) {
   return tmp.size();
 }
 
-std::size_t rendered_size(const snapshot_ref& s) {
-  // {"apiVersion":A,"revision":R,"nodes":{N:{K:V,...},...}}
-  std::size_t size = std::string_view(R"({"apiVersion":,"revision":,"nodes":{}})").size();
-  size += json_string_size(s.api_version) + json_string_size(s.revision);
-  if (!s.nodes.empty()) size += s.nodes.size() - 1;  // commas between nodes
-  for (const node_ref& n : s.nodes) {
-    size += json_string_size(n.name) + 3;  // :{}
-    if (n.count) size += n.count - 1;      // commas between labels
-    for (std::uint32_t i = 0; i < n.count; ++i) {
-      const label_ref& l = s.labels[n.first + i];
-      size += json_string_size(l.key) + 1 + json_string_size(l.value);
-    }
-  }
-  return size;
+// The value of `key` on node `n` (error messages only).
+std::string_view value_of(const snapshot_ref& s, const node_ref& n, std::string_view key) {
+  for (std::uint32_t i = 0; i < n.count; ++i)
+    if (s.labels[n.first + i].key == key) return s.labels[n.first + i].value;
+  return {};
 }
 
-std::string join_tuple(const std::vector<std::string>& levels, const std::string_view* values,
-                       std::size_t count) {
+std::string join_tuple(const std::vector<std::string>& levels, const snapshot_ref& s,
+                       const node_ref& n, std::size_t count) {
   std::string out = "{";
   for (std::size_t i = 0; i < count; ++i) {
     if (i) out += ", ";
     out += levels[i];
     out += '=';
-    out += values[i];
+    out += value_of(s, n, levels[i]);
   }
   out += '}';
   return out;
 }
+
+constexpr std::uint32_t none = UINT32_MAX;
 
 void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink& sink,
                   bool check_duplicates) {
@@ -337,19 +362,23 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
   const std::vector<std::string> no_levels;
   const std::vector<std::string>& levels = src ? src->levels : no_levels;
   const std::size_t L = levels.size();
+  const std::size_t N = s.nodes.size();
   detail::string_index level_index;
   level_index.reset(L + 1);
   for (std::size_t i = 0; i < L; ++i) level_index.insert(levels[i], static_cast<std::uint32_t>(i));
   std::vector<char> level_publishable(L, 1);
-  if (src)
-    for (std::size_t i = 0; i < L; ++i) level_publishable[i] = is_publishable_key(levels[i], *src);
+  std::vector<std::size_t> level_json_size(L);
+  for (std::size_t i = 0; i < L; ++i) {
+    if (src) level_publishable[i] = is_publishable_key(levels[i], *src);
+    level_json_size[i] = json_string_size(levels[i]);
+  }
 
   node_list selected;
   if (ctx.nodes && src) selected = select_nodes(*ctx.nodes, *src);
 
   if (check_duplicates) {
     detail::string_index names;
-    names.reset(s.nodes.size());
+    names.reset(N);
     for (const node_ref& n : s.nodes) {
       if (!names.insert(n.name, 0).second && sink.room("S1"))
         sink.add(duplicate("S1", node_path(n.name), n.name));
@@ -364,93 +393,104 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     }
   }
 
-  // Per level, each distinct value: its representative node (the smallest name carrying it,
-  // as the consumer visits nodes in name order) and whether the value is valid (S7).
+  // Each distinct value of a level is interned once: S7 is decided once per value, and S9
+  // compares ancestors by id. The JSON rendering size (S10) is summed on the way: strings
+  // known to be valid names or label values need no escaping.
   struct value_info {
-    std::uint32_t rep = 0;
-    std::int8_t valid = -1;
+    std::uint32_t first_node = 0;  // the first node carrying it (document order)
+    bool valid = false;
+    bool conflict = false;  // seen under two different ancestor tuples
   };
   std::vector<detail::string_index> value_index(L);
   std::vector<std::vector<value_info>> values(L);
-  for (std::size_t i = 0; i < L; ++i) value_index[i].reset(s.nodes.size() / 4 + 16);
-  // values_of[node * L + level]: the node's value at that level ("" when absent).
-  std::vector<std::string_view> values_of(s.nodes.size() * L);
-  std::vector<std::uint32_t> value_id(s.nodes.size() * L, 0);
-  std::vector<std::uint32_t> present_mask(s.nodes.size(), 0);  // levels beyond 32 are rare
-  std::vector<std::uint64_t> wide_mask;
-  const bool wide = L > 32;
+  for (std::size_t i = 0; i < L; ++i) {
+    value_index[i].reset(N / 8 + 16);
+    values[i].reserve(N / 8 + 16);
+  }
+  // Per node and level: the interned value id and the label carrying it (none when absent).
+  std::vector<std::uint32_t> value_id(N * L, none);
+  // Inventories list neighbouring Nodes together: a level's value often repeats the previous
+  // node's, which then needs no hashing.
+  std::vector<std::string_view> last_value(L);
+  std::vector<std::uint32_t> last_id(L, none);
+  std::array<std::uint32_t, 32> predicted;
+  predicted.fill(none);
+  std::size_t rendered = std::string_view(R"({"apiVersion":,"revision":,"nodes":{}})").size() +
+                         json_string_size(s.api_version) + json_string_size(s.revision) +
+                         (N ? N - 1 : 0);
 
-  for (std::uint32_t ni = 0; ni < s.nodes.size(); ++ni) {
+  // The levels a node carries without a gap from the first: S9 applies to those.
+  std::vector<std::uint8_t> chain_length(N);
+  auto chain = [&](std::uint32_t ni) -> std::size_t { return chain_length[ni]; };
+  bool any_conflict = false;
+
+  for (std::uint32_t ni = 0; ni < N; ++ni) {
     const node_ref& n = s.nodes[ni];
+    bool plain_name = false;
     // S3: a known, selected Node; without a node list, a DNS-1123 subdomain name.
     if (ctx.nodes && src) {
-      if (!selected.find(n.name)) {
-        if (sink.room("S3")) {
-          const bool exists = ctx.nodes->find(n.name) != nullptr;
-          sink.add(not_found("S3", node_path(n.name), n.name,
-                             exists ? "the Node is not selected by the source's nodeSelector"
-                                    : "no Node with this name exists in the cluster"));
-        }
+      if (!selected.find(n.name) && sink.room("S3")) {
+        const bool exists = ctx.nodes->find(n.name) != nullptr;
+        sink.add(not_found("S3", node_path(n.name), n.name,
+                           exists ? "the Node is not selected by the source's nodeSelector"
+                                  : "no Node with this name exists in the cluster"));
       }
-    } else if (!is_dns1123_subdomain(n.name)) {
-      if (sink.room("S3")) {
-        std::string detail = "a node name must be a DNS-1123 subdomain";
-        const auto problems = check_dns1123_subdomain(n.name);
-        if (!problems.empty()) detail = problems.front();
-        sink.add(invalid("S3", node_path(n.name), n.name, std::move(detail)));
-      }
+    } else if (is_dns1123_subdomain(n.name)) {
+      plain_name = true;
+    } else if (sink.room("S3")) {
+      std::string detail = "a node name must be a DNS-1123 subdomain";
+      const auto problems = check_dns1123_subdomain(n.name);
+      if (!problems.empty()) detail = problems.front();
+      sink.add(invalid("S3", node_path(n.name), n.name, std::move(detail)));
     }
-    std::uint32_t guess = 0;
+    rendered += (plain_name ? n.name.size() + 2 : json_string_size(n.name)) + 3;
+    if (n.count) rendered += n.count - 1;
     for (std::uint32_t li = 0; li < n.count; ++li) {
-      const label_ref& l = s.labels[n.first + li];
-      // Labels usually come in level order: try the next level before hashing.
-      std::uint32_t level = UINT32_MAX;
-      if (guess < L && levels[guess] == l.key) {
+      const std::uint32_t label_index = n.first + li;
+      const label_ref& l = s.labels[label_index];
+      // Nodes of one inventory list their labels in the same order: the level found at this
+      // position for the previous node is tried before hashing.
+      std::uint32_t level = none;
+      const std::uint32_t guess = li < predicted.size() ? predicted[li] : none;
+      if (guess != none && detail::same(levels[guess], l.key)) {
         level = guess;
       } else if (const std::uint32_t* found = level_index.find(l.key)) {
         level = *found;
+        if (li < predicted.size()) predicted[li] = level;
       }
-      if (level != UINT32_MAX) guess = level + 1;
       if (src) {
-        if (level == UINT32_MAX) {
-          if (sink.room("S4"))
-            sink.add(invalid("S4", label_path(n.name, l.key), l.key,
-                             "not a level of this TopologySource (spec.levels)"));
-          if (!is_publishable_key(l.key, *src) && sink.room("S5"))
-            sink.add(forbidden("S5", label_path(n.name, l.key),
-                               "this source may not publish this key (only topology.gpustack.ai/* "
-                               "except /profile, its additionalWritePrefix, and the read-only "
-                               "parents topology.kubernetes.io/region and /zone)"));
-        } else if (!level_publishable[level] && sink.room("S5")) {
+        const bool publishable =
+            level != none ? level_publishable[level] != 0 : is_publishable_key(l.key, *src);
+        if (level == none && sink.room("S4"))
+          sink.add(invalid("S4", label_path(n.name, l.key), l.key,
+                           "not a level of this TopologySource (spec.levels)"));
+        if (!publishable && sink.room("S5"))
           sink.add(forbidden("S5", label_path(n.name, l.key),
                              "this source may not publish this key (only topology.gpustack.ai/* "
                              "except /profile, its additionalWritePrefix, and the read-only "
                              "parents topology.kubernetes.io/region and /zone)"));
-        }
       }
-      // S7, once per distinct value of a level.
       bool valid_value;
-      if (level != UINT32_MAX) {
+      if (level != none) {
         const std::size_t slot = static_cast<std::size_t>(ni) * L + level;
-        values_of[slot] = l.value;
-        if (wide) {
-          if (wide_mask.empty()) wide_mask.assign(s.nodes.size(), 0);
-          wide_mask[ni] |= std::uint64_t{1} << level;
-        } else {
-          present_mask[ni] |= std::uint32_t{1} << level;
-        }
         auto& infos = values[level];
-        const auto [id, inserted] =
-            value_index[level].insert(l.value, static_cast<std::uint32_t>(infos.size()));
-        if (inserted) infos.push_back({ni, -1});
-        value_info& info = infos[id];
+        std::uint32_t id = last_id[level];
+        if (id == none || !detail::same(last_value[level], l.value)) {
+          bool inserted = false;
+          std::tie(id, inserted) =
+              value_index[level].insert(l.value, static_cast<std::uint32_t>(infos.size()));
+          if (inserted) infos.push_back({ni, !l.value.empty() && is_label_value(l.value), false});
+          last_value[level] = l.value;
+          last_id[level] = id;
+        }
         value_id[slot] = id;
-        if (info.valid < 0) info.valid = !l.value.empty() && is_label_value(l.value) ? 1 : 0;
-        valid_value = info.valid == 1;
-        if (s.nodes[info.rep].name > n.name) info.rep = ni;
+        valid_value = infos[id].valid;
+        rendered += level_json_size[level] + 1;
       } else {
         valid_value = !l.value.empty() && is_label_value(l.value);
+        rendered += json_string_size(l.key) + 1;
       }
+      rendered += valid_value ? l.value.size() + 2 : json_string_size(l.value);
       if (!valid_value && sink.room("S7")) {
         std::string detail = "a label value must be non-empty";
         if (!l.value.empty()) {
@@ -460,43 +500,72 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
         sink.add(invalid("S7", label_path(n.name, l.key), l.value, std::move(detail)));
       }
     }
-  }
-
-  // S8 and S9, per node, over the declared levels.
-  if (src && L) {
-    for (std::uint32_t ni = 0; ni < s.nodes.size(); ++ni) {
-      const node_ref& n = s.nodes[ni];
-      auto has = [&](std::size_t level) {
-        return wide ? (wide_mask.empty() ? false : ((wide_mask[ni] >> level) & 1) != 0)
-                    : ((present_mask[ni] >> level) & 1) != 0;
-      };
+    // S8 (parent chain) and the S9 screen, once this node's levels are known.
+    if (src && L) {
+      const std::uint32_t* mine = value_id.data() + static_cast<std::size_t>(ni) * L;
       std::size_t deepest = L;
       for (std::size_t i = L; i-- > 0;)
-        if (has(i)) {
+        if (mine[i] != none) {
           deepest = i;
           break;
         }
-      if (deepest == L) continue;
-      for (std::size_t i = 0; i < deepest; ++i) {
-        if (!has(i) && sink.room("S8")) {
-          sink.add(required("S8", label_path(n.name, levels[i]),
-                            "the node carries " + levels[deepest] + " but not its parent level " +
-                                levels[i] + " (a node may omit a fine suffix, never a parent)"));
+      std::size_t k = 0;
+      while (k < L && mine[k] != none) ++k;
+      chain_length[ni] = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
+      if (deepest != L) {
+        for (std::size_t i = 0; i < deepest; ++i) {
+          if (mine[i] == none && sink.room("S8")) {
+            sink.add(required("S8", label_path(n.name, levels[i]),
+                              "the node carries " + levels[deepest] + " but not its parent level " +
+                                  levels[i] + " (a node may omit a fine suffix, never a parent)"));
+          }
+        }
+        // Against the first node carrying the same value (earlier in the document, so its
+        // chain is known): a different ancestor tuple marks the value for the exact pass.
+        for (std::size_t i = 1; i < k; ++i) {
+          value_info& info = values[i][mine[i]];
+          if (info.first_node == ni || info.conflict) continue;
+          const std::uint32_t* theirs =
+              value_id.data() + static_cast<std::size_t>(info.first_node) * L;
+          bool same_parents = chain(info.first_node) > i;
+          for (std::size_t j = 0; j < i && same_parents; ++j) same_parents = mine[j] == theirs[j];
+          if (!same_parents) {
+            info.conflict = true;
+            any_conflict = true;
+          }
         }
       }
-      const std::string_view* mine = values_of.data() + static_cast<std::size_t>(ni) * L;
-      for (std::size_t i = 1; i <= deepest && has(i); ++i) {
-        if (!has(i - 1)) break;
-        const value_info& info = values[i][value_id[static_cast<std::size_t>(ni) * L + i]];
-        if (info.rep == ni) continue;
-        const std::string_view* theirs = values_of.data() + static_cast<std::size_t>(info.rep) * L;
-        bool same = true;
-        for (std::size_t j = 0; j < i && same; ++j) same = mine[j] == theirs[j];
-        if (!same && sink.room("S9")) {
-          sink.add(invalid("S9", label_path(n.name, levels[i]), mine[i],
-                           "this value is already under " + join_tuple(levels, theirs, i) +
-                               " on node " + std::string(s.nodes[info.rep].name) +
-                               "; here it is under " + join_tuple(levels, mine, i) +
+    }
+  }
+
+  // S9 for values seen under two ancestor tuples (rare: errors only).
+  if (src && L) {
+    if (any_conflict) {
+      // Like the consumer, which visits nodes in name order: the smallest name carrying a
+      // value (with its full ancestor chain) sets its parents; every other tuple is an error.
+      for (std::size_t i = 1; i < L; ++i) {
+        std::vector<std::uint32_t> rep(values[i].size(), none);
+        for (std::uint32_t ni = 0; ni < N; ++ni) {
+          const std::uint32_t id = value_id[static_cast<std::size_t>(ni) * L + i];
+          if (id == none || !values[i][id].conflict || chain(ni) <= i) continue;
+          if (rep[id] == none || s.nodes[ni].name < s.nodes[rep[id]].name) rep[id] = ni;
+        }
+        for (std::uint32_t ni = 0; ni < N; ++ni) {
+          const std::size_t base = static_cast<std::size_t>(ni) * L;
+          const std::uint32_t id = value_id[base + i];
+          if (id == none || !values[i][id].conflict || chain(ni) <= i || rep[id] == ni) continue;
+          const std::size_t rbase = static_cast<std::size_t>(rep[id]) * L;
+          if (std::equal(value_id.begin() + static_cast<std::ptrdiff_t>(base),
+                         value_id.begin() + static_cast<std::ptrdiff_t>(base + i),
+                         value_id.begin() + static_cast<std::ptrdiff_t>(rbase)))
+            continue;
+          if (!sink.room("S9")) continue;
+          const std::string_view value = value_of(s, s.nodes[ni], levels[i]);
+          sink.add(invalid("S9", label_path(s.nodes[ni].name, levels[i]), value,
+                           "this value is already under " +
+                               join_tuple(levels, s, s.nodes[rep[id]], i) + " on node " +
+                               std::string(s.nodes[rep[id]].name) + "; here it is under " +
+                               join_tuple(levels, s, s.nodes[ni], i) +
                                " (a child value belongs to exactly one parent)"));
         }
       }
@@ -523,9 +592,9 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     }
   }
   // S10: the served (canonical JSON) body is at most 1 MiB too.
-  if (const std::size_t size = rendered_size(s); size > max_snapshot_bytes) {
-    field_error e = too_long("S10", "", size, max_snapshot_bytes);
-    e.detail = "topogate's JSON rendering of this snapshot is " + std::to_string(size) +
+  if (rendered > max_snapshot_bytes) {
+    field_error e = too_long("S10", "", rendered, max_snapshot_bytes);
+    e.detail = "topogate's JSON rendering of this snapshot is " + std::to_string(rendered) +
                " bytes; the consumer's reader refuses more than 1048576";
     sink.add(std::move(e));
   }
