@@ -39,3 +39,7 @@ extern "C" __attribute__((no_sanitize_coverage)) void __sanitizer_cov_trace_pc()
   pc *= 0x9E3779B97F4A7C15ull;  // Fibonacci hashing: spread nearby call sites
   ++counters[pc >> (64 - 18)];
 }
+
+// GCC also traces floating-point comparisons; libFuzzer has no use for them.
+extern "C" __attribute__((no_sanitize_coverage)) void __sanitizer_cov_trace_cmpf(float, float) {}
+extern "C" __attribute__((no_sanitize_coverage)) void __sanitizer_cov_trace_cmpd(double, double) {}
