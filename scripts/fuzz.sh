@@ -5,7 +5,8 @@
 # Prints executions per second and total executions per target. Exits non-zero when a
 # target crashes, leaks, times out on one input or fails a differential property; the
 # input is saved under build/fuzz/artifacts/<target>/ (replay: build/fuzz/<target> FILE).
-# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs, default 2).
+# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs, default 2),
+# FUZZ_SKIP_BUILD=1 (run the targets already built), FUZZ_CXX (compiler, default g++).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,9 @@ jobs=${FUZZ_JOBS:-2}
 if [[ ! -f $build/build.ninja ]]; then
   CXX=${FUZZ_CXX:-${CXX:-g++}} cmake -S test/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
 fi
-nice -n 5 cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 2
+if [[ ${FUZZ_SKIP_BUILD:-0} != 1 ]]; then
+  nice -n 5 cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 2
+fi
 
 rm -rf "$build/seeds"
 python3 test/fuzz/make_corpus.py . "$build/seeds" >/dev/null || exit 2
