@@ -2,9 +2,9 @@
 // per-route body limits, then the router (routing, authentication, snapshots, pushes,
 // admission, health, metrics) — everything a connection does between the TLS layer and the
 // socket write.
-// Properties beyond "no crash": a snapshot or push route never answers 2xx/304 without a
-// valid credential; the router never answers a 3xx redirect (H1) or a 5xx other than 503
-// (no revision, no store) and 500-free; the response status is a valid HTTP status.
+// Properties beyond "no crash": a snapshot route never answers 2xx/304 without a valid
+// credential; the router never answers a 3xx redirect (H1) nor 500; every status is a
+// valid HTTP status.
 #include <openssl/pem.h>
 #include <unistd.h>
 
