@@ -346,7 +346,10 @@ void check_write_prefix(const doc_node* n, topology_source& src, const validatio
     if (reserved.empty()) continue;
     // The domain itself and every subdomain of it: "sub.kubernetes.io" is Kubernetes's,
     // "notkubernetes.io" is not.
-    if (domain == reserved || ends_with(domain, "." + std::string(reserved))) {
+    const bool subdomain = domain.size() > reserved.size() &&
+                           domain[domain.size() - reserved.size() - 1] == '.' &&
+                           ends_with(domain, reserved);
+    if (domain == reserved || subdomain) {
       errors.push_back(invalid("T6", path, *prefix,
                                "\"" + std::string(reserved) +
                                    "\" and its subdomains are reserved and cannot be delegated"));
