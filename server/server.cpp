@@ -191,13 +191,22 @@ class http_session : public drainable {
   void drain() override {
     net::post(derived().stream().get_executor(), [self = derived().shared_from_this()] {
       self->draining_ = true;
-      // An idle keep-alive connection is closed now; a busy one after its response.
-      if (self->idle_) beast::get_lowest_layer(self->stream()).cancel();
+      // An idle keep-alive connection is closed now; a busy one after its response. A
+      // request whose bytes have already arrived is in flight even if its header has not
+      // been parsed yet: it is answered, not cut off.
+      if (self->idle_ && !self->has_pending_input()) beast::get_lowest_layer(self->stream()).cancel();
     });
   }
 
  protected:
   Derived& derived() { return static_cast<Derived&>(*this); }
+
+  bool has_pending_input() {
+    if (buffer_.size() > 0) return true;
+    beast::error_code ec;
+    const std::size_t queued = beast::get_lowest_layer(derived().stream()).socket().available(ec);
+    return (!ec && queued > 0) || derived().tls_pending();
+  }
 
   void do_read() {
     if (draining_ || srv_.stopping.load()) {
@@ -409,6 +418,7 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
       : http_session(srv, listener_kind::tls, std::move(remote)), ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_) {}
 
   beast::ssl_stream<beast::tcp_stream>& stream() { return stream_; }
+  bool tls_pending() { return SSL_pending(stream_.native_handle()) > 0; }
 
   void run() {
     net::dispatch(stream_.get_executor(), beast::bind_front_handler(&tls_session::on_run, shared_from_this()));
@@ -460,6 +470,7 @@ class plain_session final : public http_session<plain_session>, public std::enab
       : http_session(srv, listener_kind::plain_health, std::move(remote)), stream_(std::move(socket)) {}
 
   beast::tcp_stream& stream() { return stream_; }
+  static bool tls_pending() { return false; }
 
   void run() {
     net::dispatch(stream_.get_executor(), beast::bind_front_handler(&plain_session::do_read, shared_from_this()));
