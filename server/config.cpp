@@ -209,9 +209,12 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
   }
 
   const auto invs = root["inventories"];
-  if (!invs || !invs.IsSequence() || invs.size() == 0) fail("inventories", "must list at least one inventory");
+  // No inventories is a webhook-only deployment (the chart's default): admission, health
+  // and metrics are served, and every snapshot route answers 404/401.
+  if (invs && !invs.IsNull() && !invs.IsSequence()) fail("inventories", "must be a list of inventories");
   std::set<std::string> names;
-  for (std::size_t i = 0; i < invs.size(); ++i) {
+  const std::size_t inventory_count = invs && invs.IsSequence() ? invs.size() : 0;
+  for (std::size_t i = 0; i < inventory_count; ++i) {
     const auto n = invs[i];
     std::string where = "inventories[" + std::to_string(i) + "]";
     check_keys(n, where,

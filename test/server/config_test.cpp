@@ -112,9 +112,19 @@ inventories:
   EXPECT_EQ(cfg->auth[0].readers.allowed_sans[0], "reader.example");
 }
 
+TEST_F(ConfigTest, WebhookOnlyWithoutInventories) {
+  for (const std::string yaml : {"tls: {certFile: a, keyFile: b}\n",
+                                 "tls: {certFile: a, keyFile: b}\ninventories: []\n"}) {
+    std::string err;
+    auto cfg = parse(yaml, &err);
+    ASSERT_TRUE(cfg) << yaml << err;
+    EXPECT_TRUE(cfg->registry.inventories.empty());
+  }
+}
+
 TEST_F(ConfigTest, Rejections) {
   const std::pair<std::string, std::string> cases[] = {
-      {"tls: {certFile: a, keyFile: b}\ninventories: []\n", "inventories"},
+      {"tls: {certFile: a, keyFile: b}\ninventories: {dc: {}}\n", "inventories"},
       {"inventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "tls"},
       {minimal + "bogus: 1\n", "bogus"},
       {minimal + "limits: {readTimeout: 30}\n", "readTimeout"},
