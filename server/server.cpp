@@ -209,7 +209,10 @@ class http_session : public drainable {
   }
 
   void do_read() {
-    if (draining_ || srv_.stopping.load()) {
+    // While draining, a connection whose next request has already arrived (for a new
+    // connection: sent right behind the handshake) is still answered; the response then
+    // closes it (keep_alive_ is false once stopping).
+    if ((draining_ || srv_.stopping.load()) && !has_pending_input()) {
       derived().do_close();
       return;
     }
