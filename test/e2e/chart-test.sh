@@ -115,12 +115,6 @@ EOF
   # The rendered config.yaml starts topogate: the chart's mount paths are
   # mapped into a temp folder holding the files the volumes would.
   for c in "${cases[@]}"; do
-    if [[ $c == defaults ]]; then
-      # topogate refuses a configuration without inventories; the defaults
-      # list none, so an install must set at least one.
-      echo "skip start with the rendered config.yaml (defaults): no inventory configured"
-      continue
-    fi
     root="$work/run-$c"
     python3 - "$work/$c.yaml" "$root" "$work/pki/ca.crt" "$here/fixtures/runbook/data-center.snapshot.yaml" <<'EOF'
 import os, socket, sys, yaml, shutil
@@ -145,7 +139,7 @@ cfg["tls"] = {"certFile": os.path.join(root, "tls.crt"), "keyFile": os.path.join
 if cfg.get("store", {}).get("type") == "file":
     cfg["store"]["directory"] = local(cfg["store"]["directory"])
     os.makedirs(cfg["store"]["directory"], exist_ok=True)
-for inv in cfg["inventories"]:
+for inv in cfg.get("inventories") or []:  # none: a webhook-only install
     inv["source"] = local(inv["source"])
     if "snapshot" in inv:
         inv["snapshot"] = local(inv["snapshot"])
