@@ -21,6 +21,13 @@
 
 namespace topogate::core {
 
+doc_node::doc_node() noexcept = default;
+doc_node::doc_node(const doc_node&) = default;
+doc_node::doc_node(doc_node&&) noexcept = default;
+doc_node& doc_node::operator=(const doc_node&) = default;
+doc_node& doc_node::operator=(doc_node&&) noexcept = default;
+doc_node::~doc_node() = default;
+
 const doc_node* doc_node::find(std::string_view key) const noexcept {
   if (k != kind::mapping) return nullptr;
   for (const auto& [name, value] : map)

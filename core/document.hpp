@@ -29,6 +29,15 @@ struct doc_node {
   std::vector<std::pair<std::string, doc_node>> map;   // mapping, in document order, keys unique
   std::size_t line = 0;                                // 1-based, 0 when unknown
 
+  // Defined out of line: `map` holds doc_node by value, so the members that destroy or copy
+  // it need the complete type (libc++ and clang's libstdc++ checks insist on it).
+  doc_node() noexcept;
+  doc_node(const doc_node&);
+  doc_node(doc_node&&) noexcept;
+  doc_node& operator=(const doc_node&);
+  doc_node& operator=(doc_node&&) noexcept;
+  ~doc_node();
+
   [[nodiscard]] bool is_null() const noexcept { return k == kind::null; }
   [[nodiscard]] bool is_scalar() const noexcept { return k == kind::scalar; }
   [[nodiscard]] bool is_mapping() const noexcept { return k == kind::mapping; }
