@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (test/fuzz, ASan+UBSan) in build/fuzz and runs each
-# for a bounded time, seeded from conformance/cases/.
+# Builds the libFuzzer targets (test/fuzz: clang's -fsanitize=fuzzer with ASan+UBSan) in
+# build/fuzz and runs each for a bounded time, seeded from conformance/cases/.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 # Prints executions per second and total executions per target. Exits non-zero when a
 # target crashes, leaks, times out on one input or fails a differential property; the
 # input is saved under build/fuzz/artifacts/<target>/ (replay: build/fuzz/<target> FILE).
-# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs, default 2),
-# FUZZ_SKIP_BUILD=1 (run the targets already built), FUZZ_CXX (compiler, default g++).
+# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs and targets run
+# at once, default 2), FUZZ_SKIP_BUILD=1 (run the targets already built), FUZZ_CXX
+# (default clang++).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +19,9 @@ targets=("$@")
 build=${FUZZ_BUILD_DIR:-build/fuzz}
 jobs=${FUZZ_JOBS:-2}
 
-# Compiler: the default (GCC, fed to libFuzzer through test/fuzz/gcc_coverage.cpp), or
-# FUZZ_CXX=clang++ for clang's -fsanitize=fuzzer once the sources compile with it.
 if [[ ! -f $build/build.ninja ]]; then
-  CXX=${FUZZ_CXX:-${CXX:-g++}} cmake -S test/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
+  cxx=${FUZZ_CXX:-clang++}
+  CXX=$cxx CC=${cxx/clang++/clang} cmake -S test/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
 fi
 if [[ ${FUZZ_SKIP_BUILD:-0} != 1 ]]; then
   nice -n 5 cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 2
@@ -34,13 +34,9 @@ python3 test/fuzz/make_corpus.py . "$build/seeds" >/dev/null || exit 2
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-status=0
-printf '%-20s %8s %14s %12s %8s\n' target seconds executions "exec/s" result > "$build/summary.txt"
-for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t artifacts=$build/artifacts/$t/
+run_target() { # TARGET: runs it, writes $build/<target>.result (the summary line)
+  local t=$1 corpus=$build/corpus/$1 artifacts=$build/artifacts/$1/ log=$build/$1.log rc runs rate result=ok
   mkdir -p "$corpus" "$artifacts"
-  log=$build/$t.log
-  echo "== $t: ${seconds}s"
   # -max_len: large enough for a multi-node snapshot, small enough to keep the execution
   # rate useful (the 1 MiB seeds are cut; the size limits have their own unit tests).
   # -timeout: one input slower than this is a finding (a parser that can be stalled).
@@ -49,15 +45,37 @@ for t in "${targets[@]}"; do
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  result=ok
   if ((rc != 0)); then
     result=FAILED
-    status=1
-    grep -E 'PROPERTY FAILED|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5
-    echo "   artifact: $(ls -t "$artifacts" | head -1) (log: $log)"
+    {
+      echo "== $t FAILED (log: $log)"
+      grep -E 'PROPERTY FAILED|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5
+      echo "   artifact: $(ls -t "$artifacts" | head -1)"
+    } >&2
   fi
-  printf '%-20s %8s %14s %12s %8s\n' "$t" "$seconds" "${runs:-?}" "${rate:-?}" "$result" | tee -a "$build/summary.txt"
+  printf '%-20s %8s %14s %12s %8s\n' "$t" "$seconds" "${runs:-?}" "${rate:-?}" "$result" >"$build/$t.result"
+}
+
+# Up to $jobs targets at once (one core each).
+echo "== fuzzing ${#targets[@]} targets, ${seconds}s each, $jobs at a time"
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$build/$t.result"
+  run_target "$t" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
 done
+wait
+
+status=0
+printf '%-20s %8s %14s %12s %8s\n' target seconds executions "exec/s" result >"$build/summary.txt"
+for t in "${targets[@]}"; do
+  if [[ -f $build/$t.result ]]; then cat "$build/$t.result"; else printf '%-20s %8s %14s %12s %8s\n' "$t" "$seconds" ? ? FAILED; fi
+done >>"$build/summary.txt"
+grep -q -E ' (FAILED)$' "$build/summary.txt" && status=1
 echo
 cat "$build/summary.txt"
 exit $status
