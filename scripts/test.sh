@@ -1,38 +1,98 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, builds, and runs every test.
 #   ./scripts/test.sh
-# Stages: unit + integration tests (CTest: GoogleTest and pytest against the real
-# binary), then the Kubernetes end-to-end and conformance suites (test/e2e/all.sh:
-# a real kube-apiserver, etcd, kubectl and helm built from pinned Go modules and
-# cached in ~/.cache/topogate).
+# Stages, in order (each is built and run even when an earlier one failed):
+#   dev         the dev preset: every CTest test (GoogleTest, and pytest against the real
+#               binary)
+#   asan-ubsan  the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan        ThreadSanitizer: the inventory, server and integration tests (the code
+#               with threads: the reconcile loops, the store, the Asio server)
+#   fuzz        every libFuzzer target for TOPOGATE_FUZZ_SECONDS with ASan+UBSan
+#               (scripts/fuzz.sh, two targets at a time)
+#   e2e         the Kubernetes end-to-end and conformance suites (test/e2e/all.sh: a real
+#               kube-apiserver, etcd, kubectl and helm built from pinned Go modules and
+#               cached in ~/.cache/topogate), against the dev binary
+# The closing `total:` line counts CTest tests of every preset, fuzz targets and
+# end-to-end suites; a stage that could not be built counts as one failure.
 # Environment:
-#   TOPOGATE_PRESETS   CMake presets to build and test (default: dev)
-#   TOPOGATE_SKIP_E2E  set to 1 to skip the Kubernetes stage
+#   TOPOGATE_PRESETS        presets run over the whole CTest suite (default: dev asan-ubsan)
+#   TOPOGATE_TSAN_LABELS    CTest labels run under tsan (default: inventory|server|integration;
+#                           empty skips the stage)
+#   TOPOGATE_FUZZ_SECONDS   seconds per fuzz target (default 60; 0 skips the stage)
+#   TOPOGATE_SKIP_E2E       set to 1 to skip the Kubernetes stage
+#   TOPOGATE_JOBS           build and test parallelism (default: nproc)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh || exit 2
 
-presets=${TOPOGATE_PRESETS:-dev}
+presets=${TOPOGATE_PRESETS:-dev asan-ubsan}
+tsan_labels=${TOPOGATE_TSAN_LABELS-inventory|server|integration}
+fuzz_seconds=${TOPOGATE_FUZZ_SECONDS:-60}
 jobs=${TOPOGATE_JOBS:-$(nproc)}
 passed=0 failed=0 status=0
-for preset in $presets; do
-  echo "== preset $preset: build"
-  cmake --preset "$preset" >/dev/null || exit 2
-  cmake --build --preset "$preset" -j "$jobs" || exit 2
-  echo "== preset $preset: ctest"
+stages=()
+
+stage_done() { # NAME RESULT T0 DETAIL
+  stages+=("$(printf '%-12s %-4s %5d s  %s' "$1" "$2" $((SECONDS - $3)) "$4")")
+}
+
+ctest_stage() { # NAME PRESET CTEST_ARGS... -- BUILD_TARGETS...
+  local name=$1 preset=$2 t0=$SECONDS args=() targets=() log rc f total
+  shift 2
+  while (($#)) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  (($#)) && shift
+  targets=("$@")
+  echo "== $name: build (preset $preset)"
+  if ! cmake --preset "$preset" >/dev/null ||
+     ! cmake --build --preset "$preset" -j "$jobs" ${targets[@]+--target "${targets[@]}"}; then
+    failed=$((failed + 1)) status=1
+    stage_done "$name" FAIL "$t0" "build failed"
+    return 1
+  fi
+  echo "== $name: ctest ${args[*]}"
   log=$(mktemp)
-  ctest --preset "$preset" -j "$jobs" --timeout 600 2>&1 | tee "$log"
+  ctest --preset "$preset" -j "$jobs" --timeout 900 "${args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   # "100% tests passed, 0 tests failed out of 573"
   read -r f total < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -1)
   rm -f "$log"
-  passed=$((passed + ${total:-0} - ${f:-0}))
-  failed=$((failed + ${f:-0}))
+  if [[ -z ${total:-} ]]; then f=1 total=1; fi  # ctest did not get as far as its summary
+  passed=$((passed + total - f))
+  failed=$((failed + f))
   ((rc == 0)) || status=1
+  stage_done "$name" "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" "$((total - f))/$total tests passed"
+}
+
+for preset in $presets; do
+  ctest_stage "$preset" "$preset"
 done
 
+# ThreadSanitizer is 5-15x slower than the plain build: only the tests that exercise
+# threads, and only the binaries they need.
+if [[ -n $tsan_labels ]]; then
+  ctest_stage tsan tsan -L "^($tsan_labels)\$" -- inventory_tests server_tests topogate
+fi
+
+if ((fuzz_seconds > 0)); then
+  t0=$SECONDS
+  echo "== fuzz: ${fuzz_seconds}s per target"
+  FUZZ_JOBS=$jobs bash scripts/fuzz.sh "$fuzz_seconds"
+  rc=$?
+  if [[ -f build/fuzz/summary.txt ]] && ((rc != 2)); then
+    ok=$(grep -c ' ok$' build/fuzz/summary.txt)
+    bad=$(grep -c ' FAILED$' build/fuzz/summary.txt)
+  else
+    ok=0 bad=1  # the targets could not be built
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  ((rc == 0)) || status=1
+  stage_done fuzz "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" "$ok/$((ok + bad)) targets clean"
+fi
+
 if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
+  t0=$SECONDS
   echo "== Kubernetes end-to-end and conformance"
   first=${presets%% *}
   log=$(mktemp)
@@ -41,11 +101,15 @@ if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
   ok=$(sed -n '/^=== summary/,$p' "$log" | grep -c ' ok ')
   bad=$(sed -n '/^=== summary/,$p' "$log" | grep -c ' FAIL ')
   rm -f "$log"
+  ((ok + bad)) || bad=1  # all.sh stopped before its summary
   passed=$((passed + ok))
   failed=$((failed + bad))
   ((rc == 0)) || status=1
+  stage_done e2e "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" "$ok/$((ok + bad)) suites passed"
 fi
 
-echo "== summary (CTest tests + end-to-end suites)"
+echo "== summary (stage, result, wall time; total: CTest tests of every preset + fuzz targets + end-to-end suites)"
+printf '%s\n' "${stages[@]}"
+printf '%-12s %-4s %5d s\n' all "$( ((status == 0)) && echo ok || echo FAIL)" "$SECONDS"
 echo "total: $passed passed, $failed failed"
 exit $status

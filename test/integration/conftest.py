@@ -214,6 +214,19 @@ inventories:
 """
 
 
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                     "runtime error:")
+
+
+def sanitizer_report(log: str) -> str:
+    """The first lines of a sanitizer report in a server log, or ''."""
+    for marker in SANITIZER_MARKERS:
+        at = log.find(marker)
+        if at >= 0:
+            return "\n".join(log[at:].splitlines()[:40])
+    return ""
+
+
 @pytest.fixture
 def make_server(binary, tmp_path):
     servers = []
@@ -226,8 +239,15 @@ def make_server(binary, tmp_path):
         return s.start()
 
     yield factory
+    reports = []
     for s in servers:
         s.stop()
+        report = sanitizer_report(s.log_path.read_text(errors="replace"))
+        if report:
+            reports.append(f"{s.log_path}:\n{report}")
+    # Under the asan-ubsan and tsan presets the server reports on stderr and may keep running
+    # (TSan) or exit at shutdown (LeakSanitizer): the test fails on any report.
+    assert not reports, "sanitizer report from topogate:\n" + "\n".join(reports)
 
 
 @pytest.fixture
