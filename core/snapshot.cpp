@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "document_internal.hpp"
+#include "hierarchy_internal.hpp"
 #include "syntax.hpp"
 
 namespace topogate::core {
@@ -69,7 +70,7 @@ class error_sink {
 
 std::string node_path(std::string_view name) { return key("nodes", name); }
 std::string label_path(std::string_view name, std::string_view k) {
-  return key(node_path(name), k);
+  return detail::node_label_path(name, k);
 }
 
 bool small_duplicate(const label_ref* labels, std::uint32_t count) {
@@ -335,12 +336,7 @@ std::string_view value_of(const snapshot_ref& s, const node_ref& n, std::string_
 std::string join_tuple(const std::vector<std::string>& levels, const snapshot_ref& s,
                        const node_ref& n, std::size_t count) {
   std::string out = "{";
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i) out += ", ";
-    out += levels[i];
-    out += '=';
-    out += value_of(s, n, levels[i]);
-  }
+  for (std::size_t i = 0; i < count; ++i) detail::append_tuple_entry(out, i == 0, levels[i], value_of(s, n, levels[i]));
   out += '}';
   return out;
 }
@@ -491,14 +487,8 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
         rendered += json_string_size(l.key) + 1;
       }
       rendered += valid_value ? l.value.size() + 2 : json_string_size(l.value);
-      if (!valid_value && sink.room("S7")) {
-        std::string detail = "a label value must be non-empty";
-        if (!l.value.empty()) {
-          const auto problems = check_label_value(l.value);
-          detail = problems.empty() ? "invalid label value" : problems.front();
-        }
-        sink.add(invalid("S7", label_path(n.name, l.key), l.value, std::move(detail)));
-      }
+      if (!valid_value && sink.room("S7"))
+        sink.add(detail::domain_value_error(label_path(n.name, l.key), l.value));
     }
     // S8 (parent chain) and the S9 screen, once this node's levels are known.
     if (src && L) {
@@ -514,11 +504,8 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
       chain_length[ni] = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
       if (deepest != L) {
         for (std::size_t i = 0; i < deepest; ++i) {
-          if (mine[i] == none && sink.room("S8")) {
-            sink.add(required("S8", label_path(n.name, levels[i]),
-                              "the node carries " + levels[deepest] + " but not its parent level " +
-                                  levels[i] + " (a node may omit a fine suffix, never a parent)"));
-          }
+          if (mine[i] == none && sink.room("S8"))
+            sink.add(detail::missing_parent_error(label_path(n.name, levels[i]), levels[deepest], levels[i]));
         }
         // Against the first node carrying the same value (earlier in the document, so its
         // chain is known): a different ancestor tuple marks the value for the exact pass.
@@ -561,12 +548,9 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
             continue;
           if (!sink.room("S9")) continue;
           const std::string_view value = value_of(s, s.nodes[ni], levels[i]);
-          sink.add(invalid("S9", label_path(s.nodes[ni].name, levels[i]), value,
-                           "this value is already under " +
-                               join_tuple(levels, s, s.nodes[rep[id]], i) + " on node " +
-                               std::string(s.nodes[rep[id]].name) + "; here it is under " +
-                               join_tuple(levels, s, s.nodes[ni], i) +
-                               " (a child value belongs to exactly one parent)"));
+          sink.add(detail::parent_conflict_error(label_path(s.nodes[ni].name, levels[i]), value,
+                                                 join_tuple(levels, s, s.nodes[rep[id]], i),
+                                                 s.nodes[rep[id]].name, join_tuple(levels, s, s.nodes[ni], i)));
         }
       }
     }
