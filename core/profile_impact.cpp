@@ -1,0 +1,322 @@
+#include "profile_impact.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "field_error.hpp"
+#include "profile.hpp"
+
+namespace topogate::core {
+
+namespace {
+
+const std::string* described_label(const snapshot_node& n, std::string_view key) noexcept {
+  for (const auto& l : n.labels) {
+    if (l.key == key) return &l.value;
+  }
+  return nullptr;
+}
+
+struct source_node {
+  std::string_view name;
+  const snapshot_node* described = nullptr;
+  const cluster_node* cluster = nullptr;
+};
+
+std::string join_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) {
+    if (!out.empty()) out += ", ";
+    out += id;
+  }
+  return out;
+}
+
+std::string levels_text(const std::vector<std::string>& levels) {
+  std::string out;
+  for (const auto& l : levels) {
+    if (!out.empty()) out += " > ";
+    out += l;
+  }
+  return out;
+}
+
+void append_changes(std::string& out, std::string_view key, std::size_t count,
+                    const std::vector<profile_change>& items, std::size_t max_items) {
+  append_json_string(out, key);
+  out += ":{\"count\":" + std::to_string(count) + ",\"items\":[";
+  const std::size_t shown = std::min(items.size(), max_items);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i != 0) out.push_back(',');
+    out += "{\"node\":";
+    append_json_string(out, items[i].node);
+    out += ",\"from\":";
+    append_json_string(out, items[i].from);
+    out += ",\"to\":";
+    append_json_string(out, items[i].to);
+    out.push_back('}');
+  }
+  out += "],\"truncated\":";
+  out += count > shown ? "true" : "false";
+  out.push_back('}');
+}
+
+void append_profiles(std::string& out, std::string_view key, const std::vector<assigned_profile>& profiles) {
+  append_json_string(out, key);
+  out += ":[";
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    out += "{\"id\":";
+    append_json_string(out, profiles[i].id);
+    out += ",\"levels\":[";
+    for (std::size_t j = 0; j < profiles[i].levels.size(); ++j) {
+      if (j != 0) out.push_back(',');
+      append_json_string(out, profiles[i].levels[j]);
+    }
+    out += "],\"nodes\":" + std::to_string(profiles[i].nodes) + "}";
+  }
+  out.push_back(']');
+}
+
+// The runbook's "Change a live hierarchy", restricted to the steps this impact triggers.
+std::vector<std::string> consequences_of(const profile_impact& im) {
+  std::vector<std::string> out;
+  const bool flavor_set_changes = !im.appeared.empty() || !im.disappeared.empty();
+  if (flavor_set_changes) {
+    out.emplace_back(
+        "Record the managed ClusterQueue's name, UID, stop policy, status.reservingWorkloads and flavor "
+        "references before and after the change.");
+  }
+  if (!im.appeared.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& p : im.appeared) ids.push_back(p.id);
+    out.push_back("New profile(s) " + join_ids(ids) +
+                  ": their ordered level keys produce a new profile and Topology; GPUStack creates the "
+                  "replacement ResourceFlavors first.");
+  }
+  if (im.profile_changes() != 0) {
+    out.push_back(std::to_string(im.profile_changes()) +
+                  " Node(s) change or lose topology.gpustack.ai/profile: each Node and its Devices ledger must "
+                  "converge on the same topology.gpustack.ai/profile before accelerator admission can use the "
+                  "replacement flavor.");
+  }
+  if (flavor_set_changes) {
+    out.emplace_back(
+        "GPUStack sets HoldAndDrain on the managed ClusterQueue, waits for zero reservations, switches the "
+        "flavor set on the same queue, then restores the previous stop policy.");
+    // Flavors whose Nodes or whose existence change: the Workloads admitted on them move.
+    std::set<std::string> affected;
+    for (const auto& p : im.disappeared) affected.insert(p.id);
+    for (const auto& c : im.changed) affected.insert(c.from);
+    for (const auto& c : im.removed) affected.insert(c.from);
+    std::string line = "Kueue evicts and later readmits affected Workloads";
+    if (!affected.empty()) {
+      line += " (those admitted on the flavors of ";
+      line += join_ids(std::vector<std::string>(affected.begin(), affected.end()));
+      line += ")";
+    }
+    line += ": plan for a service interruption.";
+    out.push_back(std::move(line));
+  }
+  if (!im.disappeared.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& p : im.disappeared) ids.push_back(p.id);
+    out.push_back("Profile(s) " + join_ids(ids) +
+                  " are no longer used: their old flavors and Topology disappear only after references clear.");
+  }
+  if (flavor_set_changes) {
+    out.emplace_back(
+        "If TopologyReady=False, read its reason and the queue's migration annotations before changing anything "
+        "else: a missing replacement flavor, immutable object drift, too many required flavors, or quota that "
+        "cannot be conserved leaves the last complete queue plan in place.");
+  }
+  return out;
+}
+
+}  // namespace
+
+const node_assignment* profile_assignment::find(std::string_view node) const noexcept {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node,
+                             [](const node_assignment& n, std::string_view name) { return n.node < name; });
+  return it != nodes.end() && it->node == node ? &*it : nullptr;
+}
+
+profile_assignment assign_profiles(const topology_source& src, const snapshot* snap, const node_list* selected) {
+  // A profile is the longest populated prefix of the normalised levels, so a source has at
+  // most levels+1 profiles and each is identified by its depth.
+  const auto levels = normalize_levels(src.levels);
+  std::vector<bool> from_snapshot_only(levels.size(), false);
+  if (snap != nullptr) {
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      from_snapshot_only[i] = is_publishable_key(levels[i], src) && !is_read_only_parent(levels[i]);
+    }
+  }
+
+  std::vector<source_node> all;
+  if (snap != nullptr) {
+    all.reserve(snap->nodes.size());
+    for (const auto& n : snap->nodes) all.push_back({n.name, &n, nullptr});
+    std::sort(all.begin(), all.end(), [](const source_node& a, const source_node& b) { return a.name < b.name; });
+  }
+  if (selected != nullptr) {
+    std::vector<source_node> merged;
+    merged.reserve(all.size() + selected->nodes.size());
+    std::size_t i = 0;
+    for (const auto& c : selected->nodes) {
+      while (i < all.size() && all[i].name < c.name) merged.push_back(all[i++]);
+      if (i < all.size() && all[i].name == c.name) {
+        merged.push_back({c.name, all[i++].described, &c});
+      } else {
+        merged.push_back({c.name, nullptr, &c});
+      }
+    }
+    while (i < all.size()) merged.push_back(all[i++]);
+    all = std::move(merged);
+  }
+  // A snapshot never names a Node twice (S1 rejects duplicate keys); keep the first anyway.
+  all.erase(std::unique(all.begin(), all.end(), [](const source_node& a, const source_node& b) { return a.name == b.name; }),
+            all.end());
+
+  profile_assignment out;
+  std::vector<std::size_t> depth_of;
+  std::vector<std::size_t> count_by_depth(levels.size() + 1, 0);
+  out.nodes.reserve(all.size());
+  for (const auto& n : all) {
+    node_assignment a;
+    a.node = std::string(n.name);
+    std::size_t depth = 0;
+    for (; depth < levels.size(); ++depth) {
+      const std::string* v = n.described != nullptr ? described_label(*n.described, levels[depth]) : nullptr;
+      if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr) v = n.cluster->label(levels[depth]);
+      if (v == nullptr || v->empty()) break;  // a Node may omit a fine suffix, never a parent
+      a.values.push_back(*v);
+    }
+    ++count_by_depth[depth];
+    depth_of.push_back(depth);
+    out.nodes.push_back(std::move(a));
+  }
+
+  // Deepest first, as `kubectl get resourceflavors` lists the most specific flavor first.
+  std::vector<std::uint32_t> index_of_depth(levels.size() + 1, 0);
+  for (std::size_t d = levels.size() + 1; d-- > 0;) {
+    if (count_by_depth[d] == 0) continue;
+    assigned_profile p;
+    p.levels.assign(levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(d));
+    p.levels.emplace_back(hostname_label);
+    p.id = profile_id(p.levels);
+    p.nodes = count_by_depth[d];
+    index_of_depth[d] = static_cast<std::uint32_t>(out.profiles.size());
+    out.profiles.push_back(std::move(p));
+  }
+  for (std::size_t i = 0; i < out.nodes.size(); ++i) out.nodes[i].profile = index_of_depth[depth_of[i]];
+  return out;
+}
+
+profile_impact compute_profile_impact(const profile_assignment& before, const profile_assignment& after,
+                                      std::size_t max_listed) {
+  profile_impact im;
+  im.nodes_before = before.nodes.size();
+  im.nodes_after = after.nodes.size();
+  im.profiles_before = before.profiles.size();
+  im.profiles_after = after.profiles.size();
+
+  auto note = [max_listed](std::vector<profile_change>& list, std::size_t& count, profile_change c) {
+    ++count;
+    if (list.size() < max_listed) list.push_back(std::move(c));
+  };
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < before.nodes.size() || j < after.nodes.size()) {
+    if (j == after.nodes.size() || (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
+      const auto& b = before.nodes[i++];
+      note(im.removed, im.removed_count, {b.node, before.profile_of(b).id, {}});
+    } else if (i == before.nodes.size() || after.nodes[j].node < before.nodes[i].node) {
+      const auto& a = after.nodes[j++];
+      note(im.added, im.added_count, {a.node, {}, after.profile_of(a).id});
+    } else {
+      const auto& b = before.nodes[i++];
+      const auto& a = after.nodes[j++];
+      const auto& from = before.profile_of(b).id;
+      const auto& to = after.profile_of(a).id;
+      if (from != to) note(im.changed, im.changed_count, {a.node, from, to});
+    }
+  }
+
+  auto ids = [](const profile_assignment& pa) {
+    std::set<std::string_view> s;
+    for (const auto& p : pa.profiles) s.insert(p.id);
+    return s;
+  };
+  const auto before_ids = ids(before);
+  const auto after_ids = ids(after);
+  for (const auto& p : after.profiles) {
+    if (!before_ids.contains(p.id)) im.appeared.push_back(p);
+  }
+  for (const auto& p : before.profiles) {
+    if (!after_ids.contains(p.id)) im.disappeared.push_back(p);
+  }
+  im.consequences = consequences_of(im);
+  return im;
+}
+
+std::string render_impact_json(const profile_impact& im, std::size_t max_items) {
+  std::string out = "{\"empty\":";
+  out += im.empty() ? "true" : "false";
+  out += ",\"nodesBefore\":" + std::to_string(im.nodes_before);
+  out += ",\"nodesAfter\":" + std::to_string(im.nodes_after);
+  out += ",\"profilesBefore\":" + std::to_string(im.profiles_before);
+  out += ",\"profilesAfter\":" + std::to_string(im.profiles_after);
+  out += ",\"profileChanges\":" + std::to_string(im.profile_changes());
+  out += ",\"flavorChanges\":" + std::to_string(im.flavor_changes());
+  out.push_back(',');
+  append_changes(out, "changedNodes", im.changed_count, im.changed, max_items);
+  out.push_back(',');
+  append_changes(out, "addedNodes", im.added_count, im.added, max_items);
+  out.push_back(',');
+  append_changes(out, "removedNodes", im.removed_count, im.removed, max_items);
+  out.push_back(',');
+  append_profiles(out, "appearedProfiles", im.appeared);
+  out.push_back(',');
+  append_profiles(out, "disappearedProfiles", im.disappeared);
+  out += ",\"consequences\":[";
+  for (std::size_t i = 0; i < im.consequences.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    append_json_string(out, im.consequences[i]);
+  }
+  out += "]}";
+  return out;
+}
+
+std::string summarize_impact(const profile_impact& im) {
+  if (im.empty()) return "no profile change";
+  return std::to_string(im.changed_count) + " Node(s) change profile, " + std::to_string(im.added_count) +
+         " added, " + std::to_string(im.removed_count) + " removed; profiles +" + std::to_string(im.appeared.size()) +
+         " -" + std::to_string(im.disappeared.size());
+}
+
+std::string render_impact_text(const profile_impact& im) {
+  std::string out = "Profile impact: " + summarize_impact(im) + "\n";
+  if (im.empty()) return out;
+  for (const auto& p : im.appeared) {
+    out += "  + profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) + " Node(s)\n";
+  }
+  for (const auto& p : im.disappeared) {
+    out += "  - profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) + " Node(s)\n";
+  }
+  auto list = [&out](std::string_view what, std::size_t count, const std::vector<profile_change>& items) {
+    if (count == 0) return;
+    out += "  " + std::string(what) + ": " + std::to_string(count) + "\n";
+    for (const auto& c : items) {
+      out += "    " + c.node + ": " + (c.from.empty() ? "-" : c.from) + " -> " + (c.to.empty() ? "-" : c.to) + "\n";
+    }
+    if (count > items.size()) out += "    ... " + std::to_string(count - items.size()) + " more\n";
+  };
+  list("Nodes changing profile", im.changed_count, im.changed);
+  list("Nodes added", im.added_count, im.added);
+  list("Nodes removed", im.removed_count, im.removed);
+  for (const auto& c : im.consequences) out += "  * " + c + "\n";
+  return out;
+}
+
+}  // namespace topogate::core
