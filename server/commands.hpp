@@ -13,5 +13,6 @@ int run_review(args a);    // topogate review FILE: AdmissionReview in, response
 int run_serve(args a);     // topogate serve --config FILE
 int run_demo(args a);      // topogate demo [--dir DIR] [--port PORT]
 int run_version(args a);   // topogate version
+int run_diagnose(args a);  // topogate diagnose {chain|pending WORKLOAD} [input]
 
 }  // namespace topogate::cli

@@ -16,6 +16,8 @@ constexpr std::string_view usage =
     "  validate topologysource FILE    check a TopologySource (YAML or JSON)\n"
     "  validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_JSON]\n"
     "  validate modeldeployment FILE   check a ModelDeployment's role topology\n"
+    "  diagnose chain [--from DIR | --kubeconfig FILE]   verify the scheduling chain\n"
+    "  diagnose pending WORKLOAD [--from DIR | ...]       why a Workload is Pending\n"
     "  review FILE                     answer an AdmissionReview request (stdout)\n"
     "  version                         print the version\n";
 
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   const std::string_view cmd = args[0];
   const topogate::cli::args rest(args.data() + 1, args.size() - 1);
   if (cmd == "validate") return topogate::cli::run_validate(rest);
+  if (cmd == "diagnose") return topogate::cli::run_diagnose(rest);
   if (cmd == "review") return topogate::cli::run_review(rest);
   if (cmd == "serve") return topogate::cli::run_serve(rest);
   if (cmd == "demo") return topogate::cli::run_demo(rest);

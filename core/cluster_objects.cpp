@@ -1,0 +1,509 @@
+#include "cluster_objects.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "quantity.hpp"
+
+namespace topogate::core {
+
+namespace {
+
+// `kubectl get pods -A -o json` on a large cluster runs to hundreds of MiB.
+constexpr std::size_t max_input_bytes = 512u << 20;
+
+std::string text_of(const doc_node* n) { return n && n->is_scalar() ? n->text : std::string(); }
+
+const doc_node* at(const doc_node& n, std::initializer_list<std::string_view> keys) noexcept {
+  const doc_node* cur = &n;
+  for (std::string_view k : keys) {
+    cur = cur->find(k);
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+std::optional<std::int64_t> int_of(const doc_node* n) {
+  if (!n || !n->is_scalar()) return std::nullopt;
+  std::int64_t v = 0;
+  const std::string& t = n->text;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || p != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+label_map labels_of(const doc_node* n) {
+  label_map out;
+  if (!n || !n->is_mapping()) return out;
+  for (const auto& [k, v] : n->map)
+    if (v.is_scalar() || v.is_null()) out.emplace_back(k, v.text);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<object_condition> conditions_of(const doc_node* status) {
+  std::vector<object_condition> out;
+  const doc_node* c = status ? status->find("conditions") : nullptr;
+  if (!c || !c->is_sequence()) return out;
+  for (const doc_node& item : c->items) {
+    if (!item.is_mapping()) continue;
+    out.push_back({text_of(item.find("type")), text_of(item.find("status")), text_of(item.find("reason")),
+                   text_of(item.find("message"))});
+  }
+  return out;
+}
+
+resource_amounts amounts_of(const doc_node* n, error_list& errors, const std::string& path) {
+  resource_amounts out;
+  if (!n || !n->is_mapping()) return out;
+  for (const auto& [k, v] : n->map) {
+    const auto q = v.is_scalar() ? parse_quantity(v.text) : std::nullopt;
+    if (!q) {
+      errors.push_back(invalid("", key(path, k), v.text, "not a Kubernetes quantity"));
+      continue;
+    }
+    out[k] = amount_of(k, *q);
+  }
+  return out;
+}
+
+void add_into(resource_amounts& into, const resource_amounts& r) {
+  for (const auto& [k, v] : r) into[k] += v;
+}
+void max_into(resource_amounts& into, const resource_amounts& r) {
+  for (const auto& [k, v] : r) into[k] = std::max(into[k], v);
+}
+
+std::vector<taint> taints_of(const doc_node* n) {
+  std::vector<taint> out;
+  if (!n || !n->is_sequence()) return out;
+  for (const doc_node& t : n->items)
+    out.push_back({text_of(t.find("key")), text_of(t.find("value")), text_of(t.find("effect"))});
+  return out;
+}
+
+std::vector<toleration> tolerations_of(const doc_node* n) {
+  std::vector<toleration> out;
+  if (!n || !n->is_sequence()) return out;
+  for (const doc_node& t : n->items)
+    out.push_back({text_of(t.find("key")), text_of(t.find("operator")), text_of(t.find("value")),
+                   text_of(t.find("effect"))});
+  return out;
+}
+
+std::string meta_name(const doc_node& o) { return text_of(at(o, {"metadata", "name"})); }
+std::string meta_namespace(const doc_node& o) { return text_of(at(o, {"metadata", "namespace"})); }
+
+void read_node(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+  k8s_node n;
+  n.name = meta_name(o);
+  n.labels = labels_of(at(o, {"metadata", "labels"}));
+  n.allocatable = amounts_of(at(o, {"status", "allocatable"}), errors, child(path, "status.allocatable"));
+  n.unschedulable = text_of(at(o, {"spec", "unschedulable"})) == "true";
+  n.taints = taints_of(at(o, {"spec", "taints"}));
+  const auto conds = conditions_of(o.find("status"));
+  if (const auto* r = find_condition(conds, "Ready")) n.ready = r->status == "True";
+  c.nodes.push_back(std::move(n));
+}
+
+void read_pod(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+  k8s_pod p;
+  p.namespace_ = meta_namespace(o);
+  p.name = meta_name(o);
+  p.node_name = text_of(at(o, {"spec", "nodeName"}));
+  p.phase = text_of(at(o, {"status", "phase"}));
+  p.workload = text_of(at(o, {"metadata", "annotations", "kueue.x-k8s.io/workload"}));
+  if (const doc_node* spec = o.find("spec")) p.requests = pod_requests(*spec, errors, child(path, "spec"));
+  c.pods.push_back(std::move(p));
+}
+
+void read_topology(cluster_objects& c, const doc_node& o) {
+  kueue_topology t;
+  t.name = meta_name(o);
+  if (const doc_node* levels = at(o, {"spec", "levels"}); levels && levels->is_sequence())
+    for (const doc_node& l : levels->items) t.levels.push_back(text_of(l.find("nodeLabel")));
+  c.topologies.push_back(std::move(t));
+}
+
+void read_flavor(cluster_objects& c, const doc_node& o) {
+  resource_flavor f;
+  f.name = meta_name(o);
+  f.node_labels = labels_of(at(o, {"spec", "nodeLabels"}));
+  f.topology_name = text_of(at(o, {"spec", "topologyName"}));
+  f.node_taints = taints_of(at(o, {"spec", "nodeTaints"}));
+  c.flavors.push_back(std::move(f));
+}
+
+void read_cluster_queue(cluster_objects& c, const doc_node& o) {
+  cluster_queue q;
+  q.name = meta_name(o);
+  q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
+  if (const doc_node* groups = at(o, {"spec", "resourceGroups"}); groups && groups->is_sequence()) {
+    for (std::size_t g = 0; g < groups->items.size(); ++g) {
+      const doc_node& group = groups->items[g];
+      std::vector<std::string> covered;
+      if (const doc_node* cr = group.find("coveredResources"); cr && cr->is_sequence())
+        for (const doc_node& r : cr->items) covered.push_back(r.text);
+      q.group_resources.push_back(covered);
+      if (const doc_node* fl = group.find("flavors"); fl && fl->is_sequence()) {
+        for (const doc_node& f : fl->items) {
+          queue_flavor qf;
+          qf.group = g;
+          qf.name = text_of(f.find("name"));
+          if (const doc_node* rs = f.find("resources"); rs && rs->is_sequence())
+            for (const doc_node& r : rs->items) qf.resources.push_back(text_of(r.find("name")));
+          q.flavors.push_back(std::move(qf));
+        }
+      }
+    }
+  }
+  const doc_node* status = o.find("status");
+  q.conditions = conditions_of(status);
+  if (status) {
+    q.reserving_workloads = int_of(status->find("reservingWorkloads"));
+    q.admitted_workloads = int_of(status->find("admittedWorkloads"));
+    q.pending_workloads = int_of(status->find("pendingWorkloads"));
+  }
+  c.cluster_queues.push_back(std::move(q));
+}
+
+void read_local_queue(cluster_objects& c, const doc_node& o) {
+  c.local_queues.push_back({meta_namespace(o), meta_name(o), text_of(at(o, {"spec", "clusterQueue"}))});
+}
+
+// v1beta1: levels + domains[{values, count}]. v1beta2: levels + slices, each a run of
+// domainCount domains whose values per level are either universal or prefix+root+suffix.
+void read_assignment(const doc_node& ta, podset_assignment& a) {
+  if (const doc_node* levels = ta.find("levels"); levels && levels->is_sequence())
+    for (const doc_node& l : levels->items) a.topology_levels.push_back(l.text);
+  if (const doc_node* domains = ta.find("domains"); domains && domains->is_sequence()) {
+    for (const doc_node& d : domains->items) {
+      topology_domain td;
+      if (const doc_node* v = d.find("values"); v && v->is_sequence())
+        for (const doc_node& x : v->items) td.values.push_back(x.text);
+      td.count = int_of(d.find("count")).value_or(0);
+      a.topology_domains.push_back(std::move(td));
+    }
+  }
+  const doc_node* slices = ta.find("slices");
+  if (!slices || !slices->is_sequence()) return;
+  for (const doc_node& s : slices->items) {
+    const std::int64_t n = std::clamp<std::int64_t>(int_of(s.find("domainCount")).value_or(0), 0, 100000);
+    std::vector<topology_domain> doms(static_cast<std::size_t>(n));
+    const doc_node* pc = s.find("podCounts");
+    const auto universal = pc ? int_of(pc->find("universal")) : std::nullopt;
+    const doc_node* individual = pc ? pc->find("individual") : nullptr;
+    for (std::size_t i = 0; i < doms.size(); ++i) {
+      if (universal) {
+        doms[i].count = *universal;
+      } else if (individual && individual->is_sequence() && i < individual->items.size()) {
+        doms[i].count = int_of(&individual->items[i]).value_or(0);
+      }
+    }
+    if (const doc_node* vpl = s.find("valuesPerLevel"); vpl && vpl->is_sequence()) {
+      for (const doc_node& level : vpl->items) {
+        const doc_node* uni = level.find("universal");
+        const doc_node* ind = level.find("individual");
+        for (std::size_t i = 0; i < doms.size(); ++i) {
+          if (uni && uni->is_scalar()) {
+            doms[i].values.push_back(uni->text);
+          } else if (ind) {
+            const doc_node* roots = ind->find("roots");
+            std::string v = text_of(ind->find("prefix"));
+            if (roots && roots->is_sequence() && i < roots->items.size()) v += roots->items[i].text;
+            v += text_of(ind->find("suffix"));
+            doms[i].values.push_back(std::move(v));
+          }
+        }
+      }
+    }
+    for (auto& d : doms) a.topology_domains.push_back(std::move(d));
+  }
+}
+
+void read_workload(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+  workload w;
+  w.namespace_ = meta_namespace(o);
+  w.name = meta_name(o);
+  w.api_version = text_of(o.find("apiVersion"));
+  w.labels = labels_of(at(o, {"metadata", "labels"}));
+  if (const doc_node* owners = at(o, {"metadata", "ownerReferences"}); owners && owners->is_sequence())
+    for (const doc_node& r : owners->items) w.owners.push_back({text_of(r.find("kind")), text_of(r.find("name"))});
+  w.queue_name = text_of(at(o, {"spec", "queueName"}));
+  if (const doc_node* sets = at(o, {"spec", "podSets"}); sets && sets->is_sequence()) {
+    for (std::size_t i = 0; i < sets->items.size(); ++i) {
+      const doc_node& s = sets->items[i];
+      const std::string sp = index(child(path, "spec.podSets"), i);
+      podset ps;
+      ps.name = text_of(s.find("name"));
+      ps.count = int_of(s.find("count")).value_or(1);
+      if (const doc_node* spec = at(s, {"template", "spec"})) {
+        ps.requests = pod_requests(*spec, errors, child(sp, "template.spec"));
+        ps.node_selector = labels_of(spec->find("nodeSelector"));
+        ps.tolerations = tolerations_of(spec->find("tolerations"));
+      }
+      if (const doc_node* tr = s.find("topologyRequest")) {
+        ps.required_level = text_of(tr->find("required"));
+        ps.preferred_level = text_of(tr->find("preferred"));
+        ps.unconstrained = text_of(tr->find("unconstrained")) == "true";
+        ps.group_name = text_of(tr->find("podSetGroupName"));
+      }
+      w.podsets.push_back(std::move(ps));
+    }
+  }
+  const doc_node* status = o.find("status");
+  w.conditions = conditions_of(status);
+  if (const doc_node* adm = status ? status->find("admission") : nullptr; adm && adm->is_mapping()) {
+    w.admitted_cluster_queue = text_of(adm->find("clusterQueue"));
+    if (const doc_node* psa = adm->find("podSetAssignments"); psa && psa->is_sequence()) {
+      for (const doc_node& a : psa->items) {
+        podset_assignment pa;
+        pa.name = text_of(a.find("name"));
+        pa.count = int_of(a.find("count")).value_or(0);
+        if (const doc_node* fl = a.find("flavors"); fl && fl->is_mapping())
+          for (const auto& [r, f] : fl->map) pa.flavors[r] = f.text;
+        if (const doc_node* ta = a.find("topologyAssignment"); ta && ta->is_mapping()) read_assignment(*ta, pa);
+        w.assignments.push_back(std::move(pa));
+      }
+    }
+  }
+  c.workloads.push_back(std::move(w));
+}
+
+void collect_progress(const doc_node& n, const std::string& path, model_deployment& d, int depth) {
+  if (depth > 6) return;
+  if (n.is_mapping()) {
+    for (const auto& [k, v] : n.map) {
+      if (depth == 0 && k == "conditions") continue;
+      if (v.is_scalar() && (k == "message" || k == "progress" || k == "phase" || k == "reason"))
+        d.progress.emplace_back(child(path, k), v.text);
+      else
+        collect_progress(v, child(path, k), d, depth + 1);
+    }
+  } else if (n.is_sequence()) {
+    for (std::size_t i = 0; i < n.items.size(); ++i) {
+      const doc_node& item = n.items[i];
+      const std::string name = text_of(item.find("name"));
+      collect_progress(item, name.empty() ? index(path, i) : key(path, name), d, depth + 1);
+    }
+  }
+}
+
+void read_deployment(cluster_objects& c, const doc_node& o) {
+  model_deployment d;
+  d.namespace_ = meta_namespace(o);
+  d.name = meta_name(o);
+  if (const doc_node* roles = at(o, {"spec", "roles"}); roles && roles->is_sequence()) {
+    for (const doc_node& r : roles->items) {
+      deployment_role role;
+      role.name = text_of(r.find("name"));
+      role.required_level = text_of(at(r, {"topology", "requiredLevel"}));
+      role.replicas = int_of(r.find("replicas"));
+      role.size = int_of(r.find("size"));
+      d.roles.push_back(std::move(role));
+    }
+  }
+  const doc_node* status = o.find("status");
+  d.conditions = conditions_of(status);
+  if (status) collect_progress(*status, "status", d, 0);
+  c.deployments.push_back(std::move(d));
+}
+
+void read_source(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+  topology_source_object s;
+  s.name = meta_name(o);
+  if (const doc_node* levels = at(o, {"spec", "levels"}); levels && levels->is_sequence())
+    for (const doc_node& l : levels->items) s.levels.push_back(l.text);
+  if (const doc_node* sel = at(o, {"spec", "nodeSelector"}); sel && !sel->is_null()) {
+    label_selector ls;
+    validate_label_selector(*sel, child(path, "spec.nodeSelector"), "T14", errors, &ls);
+    s.node_selector = std::move(ls);
+  }
+  s.conditions = conditions_of(o.find("status"));
+  c.sources.push_back(std::move(s));
+}
+
+std::string_view group_of(std::string_view api_version) {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
+}  // namespace
+
+const std::string* find_label(const label_map& labels, std::string_view k) noexcept {
+  auto it = std::lower_bound(labels.begin(), labels.end(), k,
+                             [](const auto& l, std::string_view x) { return l.first < x; });
+  if (it == labels.end() || it->first != k) return nullptr;
+  return &it->second;
+}
+
+const object_condition* find_condition(const std::vector<object_condition>& conditions,
+                                       std::string_view type) noexcept {
+  for (const auto& c : conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+bool workload::quota_reserved() const noexcept {
+  const auto* c = find_condition(conditions, "QuotaReserved");
+  return c && c->status == "True";
+}
+bool workload::admitted() const noexcept {
+  const auto* c = find_condition(conditions, "Admitted");
+  return c && c->status == "True";
+}
+
+const k8s_node* cluster_objects::node(std::string_view n) const noexcept {
+  for (const auto& x : nodes)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const kueue_topology* cluster_objects::topology(std::string_view n) const noexcept {
+  for (const auto& x : topologies)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const resource_flavor* cluster_objects::flavor(std::string_view n) const noexcept {
+  for (const auto& x : flavors)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const cluster_queue* cluster_objects::queue(std::string_view n) const noexcept {
+  for (const auto& x : cluster_queues)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const workload* cluster_objects::find_workload(std::string_view ns, std::string_view n) const noexcept {
+  for (const auto& x : workloads)
+    if (x.name == n && (ns.empty() || x.namespace_ == ns)) return &x;
+  return nullptr;
+}
+const model_deployment* cluster_objects::deployment(std::string_view ns, std::string_view n) const noexcept {
+  for (const auto& x : deployments)
+    if (x.name == n && x.namespace_ == ns) return &x;
+  return nullptr;
+}
+
+resource_amounts pod_requests(const doc_node& spec, error_list& errors, std::string_view path) {
+  resource_amounts containers;
+  if (const doc_node* cs = spec.find("containers"); cs && cs->is_sequence())
+    for (std::size_t i = 0; i < cs->items.size(); ++i)
+      add_into(containers, amounts_of(at(cs->items[i], {"resources", "requests"}), errors,
+                                      child(index(child(path, "containers"), i), "resources.requests")));
+  resource_amounts sidecars;
+  resource_amounts init_peak;
+  if (const doc_node* ics = spec.find("initContainers"); ics && ics->is_sequence()) {
+    for (std::size_t i = 0; i < ics->items.size(); ++i) {
+      const doc_node& ic = ics->items[i];
+      const auto r = amounts_of(at(ic, {"resources", "requests"}), errors,
+                                child(index(child(path, "initContainers"), i), "resources.requests"));
+      if (text_of(ic.find("restartPolicy")) == "Always") {
+        add_into(sidecars, r);  // a sidecar keeps running beside everything started after it
+        max_into(init_peak, sidecars);
+      } else {
+        resource_amounts during = sidecars;
+        add_into(during, r);
+        max_into(init_peak, during);
+      }
+    }
+  }
+  add_into(containers, sidecars);
+  max_into(containers, init_peak);
+  add_into(containers, amounts_of(spec.find("overhead"), errors, child(path, "overhead")));
+  for (auto it = containers.begin(); it != containers.end();)
+    it = it->second == 0 ? containers.erase(it) : std::next(it);
+  return containers;
+}
+
+bool source_selects(const topology_source_object& src, const label_map& labels) {
+  return !src.node_selector || src.node_selector->matches(labels);
+}
+
+error_list add_object(cluster_objects& into, const doc_node& o, std::string_view path_sv) {
+  error_list errors;
+  const std::string path(path_sv);
+  if (!o.is_mapping()) {
+    errors.push_back(invalid("", path, "", "must be a Kubernetes object"));
+    return errors;
+  }
+  const std::string kind = text_of(o.find("kind"));
+  const std::string group(group_of(text_of(o.find("apiVersion"))));
+  if (kind.ends_with("List")) {
+    const doc_node* items = o.find("items");
+    if (!items || items->is_null()) return errors;
+    if (!items->is_sequence()) {
+      errors.push_back(invalid("", child(path, "items"), "", "must be a list of objects"));
+      return errors;
+    }
+    for (std::size_t i = 0; i < items->items.size(); ++i) {
+      const doc_node& item = items->items[i];
+      // The API's typed lists (NodeList, WorkloadList) leave kind and apiVersion off their
+      // items; they are the list's.
+      if (item.is_mapping() && kind != "List" && (!item.find("kind") || !item.find("apiVersion"))) {
+        doc_node copy = item;
+        auto set = [&copy](std::string_view field, std::string value) {
+          if (copy.find(field)) return;
+          doc_node v;
+          v.k = doc_node::kind::scalar;
+          v.text = std::move(value);
+          copy.map.emplace_back(std::string(field), std::move(v));
+        };
+        set("kind", kind.substr(0, kind.size() - 4));
+        set("apiVersion", text_of(o.find("apiVersion")));
+        auto e = add_object(into, copy, index(child(path, "items"), i));
+        errors.insert(errors.end(), e.begin(), e.end());
+        continue;
+      }
+      auto e = add_object(into, item, index(child(path, "items"), i));
+      errors.insert(errors.end(), e.begin(), e.end());
+    }
+    return errors;
+  }
+  if (meta_name(o).empty()) {
+    errors.push_back(required("", child(path, "metadata.name")));
+    return errors;
+  }
+  const bool kueue = group == "kueue.x-k8s.io";
+  const bool gpustack = group == "worker.gpustack.ai";
+  if (kind == "Node" && group.empty()) {
+    read_node(into, o, path, errors);
+  } else if (kind == "Pod" && group.empty()) {
+    read_pod(into, o, path, errors);
+  } else if (kind == "Topology" && kueue) {
+    read_topology(into, o);
+  } else if (kind == "ResourceFlavor" && kueue) {
+    read_flavor(into, o);
+  } else if (kind == "ClusterQueue" && kueue) {
+    read_cluster_queue(into, o);
+  } else if (kind == "LocalQueue" && kueue) {
+    read_local_queue(into, o);
+  } else if (kind == "Workload" && kueue) {
+    read_workload(into, o, path, errors);
+  } else if (kind == "ModelDeployment" && gpustack) {
+    read_deployment(into, o);
+  } else if (kind == "TopologySource" && gpustack) {
+    read_source(into, o, path, errors);
+  } else {
+    ++into.skipped;
+  }
+  return errors;
+}
+
+error_list add_objects(cluster_objects& into, std::string_view text, std::string_view origin) {
+  decode_limits limits;
+  limits.max_bytes = max_input_bytes;
+  limits.max_depth = 128;
+  limits.max_expanded_nodes = std::size_t{1} << 26;
+  decode_result d = decode_any(text, "", limits);
+  error_list errors;
+  auto prefix = [&](field_error e) {
+    e.path = e.path.empty() ? std::string(origin) : std::string(origin) + ": " + e.path;
+    return e;
+  };
+  for (auto& e : d.errors) errors.push_back(prefix(std::move(e)));
+  if (!d.ok()) return errors;
+  for (auto& e : add_object(into, d.root, "")) errors.push_back(prefix(std::move(e)));
+  return errors;
+}
+
+}  // namespace topogate::core

@@ -1,0 +1,186 @@
+#pragma once
+// The cluster objects the runbook's checks read, decoded from what `kubectl get ... -o json`
+// prints (a List, a typed list such as NodeList, or one object): Nodes, Pods, Kueue
+// Topologies, ResourceFlavors, ClusterQueues, LocalQueues and Workloads (v1beta1 and
+// v1beta2), TopologySources and ModelDeployments. Only the fields the diagnosis needs are
+// kept; unknown kinds are counted and skipped, so a whole `kubectl get all`-style dump can
+// be handed over as is.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "document.hpp"
+#include "field_error.hpp"
+#include "topology_source.hpp"
+
+namespace topogate::core {
+
+inline constexpr std::string_view profile_label = "topology.gpustack.ai/profile";
+
+// resource name -> amount (cpu in milli-units, everything else in whole units; quantity.hpp).
+using resource_amounts = std::map<std::string, std::int64_t>;
+using label_map = std::vector<std::pair<std::string, std::string>>;  // sorted by key
+
+[[nodiscard]] const std::string* find_label(const label_map& labels, std::string_view key) noexcept;
+
+struct object_condition {
+  std::string type, status, reason, message;
+};
+[[nodiscard]] const object_condition* find_condition(const std::vector<object_condition>& conditions,
+                                                     std::string_view type) noexcept;
+
+struct owner_ref {
+  std::string kind, name;
+};
+
+struct taint {
+  std::string key, value, effect;
+};
+struct toleration {
+  std::string key, op, value, effect;  // op: "Exists" or "Equal" ("" means Equal)
+};
+
+struct k8s_node {
+  std::string name;
+  label_map labels;
+  resource_amounts allocatable;
+  bool unschedulable = false;
+  std::optional<bool> ready;  // status.conditions[Ready]; nullopt when the Node reports none
+  std::vector<taint> taints;
+};
+
+struct k8s_pod {
+  std::string namespace_, name, node_name, phase;
+  resource_amounts requests;      // effective request: containers, init containers, overhead
+  std::string workload;           // Kueue's kueue.x-k8s.io/workload annotation, when set
+};
+
+struct kueue_topology {
+  std::string name;
+  std::vector<std::string> levels;  // spec.levels[*].nodeLabel, coarsest first
+};
+
+struct resource_flavor {
+  std::string name;
+  label_map node_labels;
+  std::string topology_name;  // spec.topologyName, "" when unset
+  std::vector<taint> node_taints;
+};
+
+struct queue_flavor {
+  std::size_t group = 0;  // index in spec.resourceGroups
+  std::string name;
+  std::vector<std::string> resources;
+};
+
+struct cluster_queue {
+  std::string name;
+  std::vector<std::vector<std::string>> group_resources;  // coveredResources per group
+  std::vector<queue_flavor> flavors;
+  std::vector<object_condition> conditions;
+  std::optional<std::int64_t> reserving_workloads, admitted_workloads, pending_workloads;
+  std::string stop_policy;
+};
+
+struct local_queue {
+  std::string namespace_, name, cluster_queue;
+};
+
+struct topology_domain {
+  std::vector<std::string> values;  // one per assignment level
+  std::int64_t count = 0;
+};
+
+struct podset {
+  std::string name;
+  std::int64_t count = 1;
+  resource_amounts requests;  // per Pod, effective
+  label_map node_selector;
+  std::vector<toleration> tolerations;
+  std::string required_level, preferred_level;
+  bool unconstrained = false;
+  std::string group_name;  // topologyRequest.podSetGroupName
+};
+
+struct podset_assignment {
+  std::string name;
+  std::map<std::string, std::string> flavors;  // resource -> flavor
+  std::int64_t count = 0;
+  std::vector<std::string> topology_levels;
+  std::vector<topology_domain> topology_domains;
+};
+
+struct workload {
+  std::string namespace_, name, api_version;
+  label_map labels;
+  std::vector<owner_ref> owners;
+  std::string queue_name;
+  std::vector<podset> podsets;
+  std::vector<object_condition> conditions;
+  std::string admitted_cluster_queue;  // status.admission.clusterQueue
+  std::vector<podset_assignment> assignments;
+  [[nodiscard]] bool quota_reserved() const noexcept;
+  [[nodiscard]] bool admitted() const noexcept;
+};
+
+struct deployment_role {
+  std::string name, required_level;
+  std::optional<std::int64_t> replicas, size;
+};
+
+struct model_deployment {
+  std::string namespace_, name;
+  std::vector<deployment_role> roles;
+  std::vector<object_condition> conditions;
+  // Progress messages under status other than conditions ("status.roles[decode].message": ...).
+  std::vector<std::pair<std::string, std::string>> progress;
+};
+
+struct topology_source_object {
+  std::string name;
+  std::vector<std::string> levels;
+  std::optional<label_selector> node_selector;  // nullopt: selects every Node
+  std::vector<object_condition> conditions;
+};
+
+struct cluster_objects {
+  std::vector<k8s_node> nodes;
+  std::vector<k8s_pod> pods;
+  std::vector<kueue_topology> topologies;
+  std::vector<resource_flavor> flavors;
+  std::vector<cluster_queue> cluster_queues;
+  std::vector<local_queue> local_queues;
+  std::vector<workload> workloads;
+  std::vector<model_deployment> deployments;
+  std::vector<topology_source_object> sources;
+  std::size_t skipped = 0;  // objects of kinds the diagnosis does not read
+
+  [[nodiscard]] const k8s_node* node(std::string_view name) const noexcept;
+  [[nodiscard]] const kueue_topology* topology(std::string_view name) const noexcept;
+  [[nodiscard]] const resource_flavor* flavor(std::string_view name) const noexcept;
+  [[nodiscard]] const cluster_queue* queue(std::string_view name) const noexcept;
+  [[nodiscard]] const workload* find_workload(std::string_view ns, std::string_view name) const noexcept;
+  [[nodiscard]] const model_deployment* deployment(std::string_view ns, std::string_view name) const noexcept;
+};
+
+// Adds every object in `text` (JSON or YAML: a List, a typed list or one object). Errors
+// name `origin` in their path ("nodes.json: items[3].status.allocatable[cpu]"); an object
+// with an error is still added with what could be read.
+error_list add_objects(cluster_objects& into, std::string_view text, std::string_view origin);
+// One decoded object (as from a list item or a single API GET).
+error_list add_object(cluster_objects& into, const doc_node& object, std::string_view path);
+
+// The effective request of one Pod (the scheduler's formula): the larger of the sum over
+// containers plus restartable (sidecar) init containers, and each plain init container
+// together with the sidecars started before it; plus spec.overhead.
+resource_amounts pod_requests(const doc_node& pod_spec, error_list& errors, std::string_view path);
+
+// Whether the TopologySource's spec.nodeSelector selects labels (absent or {} selects all).
+[[nodiscard]] bool source_selects(const topology_source_object& src, const label_map& labels);
+
+}  // namespace topogate::core

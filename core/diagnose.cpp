@@ -1,0 +1,702 @@
+#include "diagnose.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "profile.hpp"
+#include "quantity.hpp"
+
+namespace topogate::core {
+
+namespace {
+
+constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept {
+  if (b > 0 && a > big - b) return big;
+  return a + b;
+}
+
+std::string ns_name(std::string_view ns, std::string_view name) {
+  return ns.empty() ? std::string(name) : std::string(ns) + "/" + std::string(name);
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::string render_condition(const object_condition& c) {
+  std::string s = c.type + "=" + c.status;
+  if (!c.reason.empty()) s += " (" + c.reason + ")";
+  if (!c.message.empty()) s += ": " + c.message;
+  return s;
+}
+
+std::string render_amounts(const resource_amounts& r) {
+  std::string s;
+  for (const auto& [k, v] : r) {
+    if (!s.empty()) s += ", ";
+    s += k + "=" + format_amount(k, v);
+  }
+  return s.empty() ? "nothing" : s;
+}
+
+bool labels_match(const label_map& want, const label_map& have) {
+  for (const auto& [k, v] : want) {
+    const std::string* got = find_label(have, k);
+    if (!got || *got != v) return false;
+  }
+  return true;
+}
+
+bool tolerates(const std::vector<toleration>& tols, const taint& t) {
+  for (const auto& tol : tols) {
+    if (!tol.effect.empty() && tol.effect != t.effect) continue;
+    if (tol.key.empty() && tol.op == "Exists") return true;
+    if (tol.key != t.key) continue;
+    if (tol.op == "Exists" || tol.value == t.value) return true;
+  }
+  return false;
+}
+
+// The role a Workload runs: GPUStack's role label, else its (first) PodSet's name.
+std::string role_of(const workload& w) {
+  if (const std::string* r = find_label(w.labels, role_label)) return *r;
+  return w.podsets.empty() ? std::string() : w.podsets.front().name;
+}
+
+const owner_ref* deployment_owner(const workload& w) {
+  for (const auto& o : w.owners)
+    if (o.kind == "ModelDeployment") return &o;
+  return nullptr;
+}
+
+// The ClusterQueue a Workload is (or would be) admitted to: its admission, else its
+// LocalQueue's, else the only ClusterQueue there is.
+const cluster_queue* queue_of(const cluster_objects& c, const workload& w) {
+  if (!w.admitted_cluster_queue.empty()) return c.queue(w.admitted_cluster_queue);
+  for (const auto& lq : c.local_queues)
+    if (lq.name == w.queue_name && lq.namespace_ == w.namespace_) return c.queue(lq.cluster_queue);
+  if (c.cluster_queues.size() == 1) return &c.cluster_queues.front();
+  return nullptr;
+}
+
+std::vector<std::string> queue_flavor_names(const cluster_queue& q) {
+  std::vector<std::string> out;
+  for (const auto& f : q.flavors)
+    if (std::find(out.begin(), out.end(), f.name) == out.end()) out.push_back(f.name);
+  return out;
+}
+
+// The flavors a PodSet's capacity is counted in: those of its admission, else every flavor
+// of its ClusterQueue, else every flavor that references a Topology.
+std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w, const podset& ps) {
+  std::vector<std::string> out;
+  for (const auto& a : w.assignments)
+    if (a.name == ps.name)
+      for (const auto& [r, f] : a.flavors)
+        if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  if (!out.empty()) return out;
+  if (const cluster_queue* q = queue_of(c, w)) return queue_flavor_names(*q);
+  for (const auto& f : c.flavors)
+    if (!f.topology_name.empty()) out.push_back(f.name);
+  return out;
+}
+
+// What bound, non-terminated Pods request on each Node, plus the reservation of Workloads
+// that hold quota with a hostname-level assignment but have no Pod bound yet (Kueue counts
+// that capacity as taken).
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except) {
+  std::map<std::string, resource_amounts> used;
+  std::set<std::string> with_pods;
+  for (const auto& p : c.pods) {
+    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    auto& u = used[p.node_name];
+    for (const auto& [k, v] : p.requests) u[k] = sat_add(u[k], v);
+    u["pods"] = sat_add(u["pods"], 1);
+    if (!p.workload.empty()) with_pods.insert(p.namespace_ + "/" + p.workload);
+  }
+  for (const auto& w : c.workloads) {
+    if (&w == except || !w.quota_reserved() || with_pods.count(w.namespace_ + "/" + w.name)) continue;
+    for (const auto& a : w.assignments) {
+      if (a.topology_levels.empty() || a.topology_levels.back() != hostname_label) continue;
+      const podset* ps = nullptr;
+      for (const auto& s : w.podsets)
+        if (s.name == a.name) ps = &s;
+      if (!ps) continue;
+      for (const auto& d : a.topology_domains) {
+        if (d.values.empty()) continue;
+        auto& u = used[d.values.back()];
+        for (const auto& [k, v] : ps->requests)
+          for (std::int64_t i = 0; i < d.count; ++i) u[k] = sat_add(u[k], v);
+        u["pods"] = sat_add(u["pods"], d.count);
+      }
+    }
+  }
+  return used;
+}
+
+flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf, std::string_view flavor_name,
+                           const podset& ps, std::string_view level,
+                           const std::map<std::string, resource_amounts>& used) {
+  flavor_capacity fc;
+  fc.flavor = flavor_name;
+  const kueue_topology* topo = rf ? c.topology(rf->topology_name) : nullptr;
+  fc.topology = rf ? rf->topology_name : "";
+  std::size_t depth = 0;  // levels that name a domain
+  if (level.empty()) {
+    fc.level_in_topology = true;  // no request: the whole flavor is one domain
+  } else if (topo) {
+    for (std::size_t i = 0; i < topo->levels.size(); ++i)
+      if (topo->levels[i] == level) {
+        fc.level_in_topology = true;
+        depth = i + 1;
+      }
+  }
+  if (!rf) return fc;
+  std::map<std::vector<std::string>, domain_capacity> domains;
+  for (const auto& n : c.nodes) {
+    if (!labels_match(rf->node_labels, n.labels)) continue;
+    std::string why;
+    if (!labels_match(ps.node_selector, n.labels)) {
+      why = "PodSet nodeSelector does not match";
+    } else if (n.unschedulable) {
+      why = "cordoned (spec.unschedulable)";
+    } else if (n.ready && !*n.ready) {
+      why = "not Ready";
+    } else {
+      for (const auto& t : n.taints)
+        if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerates(ps.tolerations, t))
+          why = "taint " + t.key + ":" + t.effect + " not tolerated";
+      for (const auto& t : rf->node_taints)
+        if (!tolerates(ps.tolerations, t)) why = "flavor taint " + t.key + " not tolerated";
+    }
+    if (!why.empty()) {
+      fc.excluded.emplace_back(n.name, why);  // the scheduler would not place the Pod there
+      continue;
+    }
+    node_capacity nc;
+    nc.name = n.name;
+    nc.allocatable = n.allocatable;
+    if (auto it = used.find(n.name); it != used.end()) nc.used = it->second;
+    nc.free = nc.allocatable;
+    for (const auto& [k, v] : nc.used) nc.free[k] -= v;
+    for (auto& [k, v] : nc.free) v = std::max<std::int64_t>(v, 0);
+    nc.fits = pods_that_fit(nc.free, ps.requests, ps.count);
+    // Capacity outside every domain of the level still counts cluster-wide: that is the
+    // difference the runbook asks to look at.
+    fc.fits = sat_add(fc.fits, nc.fits);
+    std::vector<std::string> path;
+    if (!fc.level_in_topology) {
+      why = "Topology " + (topo ? topo->name : std::string("(none)")) + " has no level " + std::string(level);
+    } else if (topo) {
+      for (std::size_t i = 0; i < depth; ++i) {
+        const std::string* v = find_label(n.labels, topo->levels[i]);
+        if (!v || v->empty()) {
+          why = "no " + topo->levels[i] + " label";
+          break;
+        }
+        path.push_back(*v);
+      }
+    }
+    if (!why.empty()) {
+      fc.excluded.emplace_back(n.name, why + "; " + std::to_string(nc.fits) + " would fit");
+      continue;
+    }
+    auto& d = domains[path];
+    d.values = path;
+    d.fits = sat_add(d.fits, nc.fits);
+    d.nodes.push_back(std::move(nc));
+  }
+  for (auto& [k, d] : domains) {
+    d.holds = d.fits >= ps.count;
+    fc.domains.push_back(std::move(d));
+  }
+  return fc;
+}
+
+podset_fit fit_podset(const cluster_objects& c, const workload& w, const podset& ps,
+                      const std::map<std::string, resource_amounts>& used) {
+  podset_fit pf;
+  pf.podset = ps.name;
+  pf.required = !ps.required_level.empty();
+  pf.level = pf.required ? ps.required_level : ps.preferred_level;
+  pf.count = ps.count;
+  pf.per_pod = ps.requests;
+  for (const auto& name : flavors_for(c, w, ps)) {
+    auto fc = flavor_fit(c, c.flavor(name), name, ps, pf.level, used);
+    pf.cluster_fits = sat_add(pf.cluster_fits, fc.fits);
+    for (const auto& d : fc.domains) pf.best_domain = std::max(pf.best_domain, d.fits);
+    pf.flavors.push_back(std::move(fc));
+  }
+  return pf;
+}
+
+std::string assignment_summary(const workload& w) {
+  std::string s;
+  for (const auto& a : w.assignments) {
+    for (const auto& d : a.topology_domains) {
+      if (!s.empty()) s += ", ";
+      s += join(d.values, "/") + "=" + std::to_string(d.count);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(verdict v) noexcept {
+  switch (v) {
+    case verdict::ok: return "ok";
+    case verdict::problem: return "problem";
+    case verdict::info: return "info";
+    case verdict::skipped: return "skipped";
+  }
+  return "info";
+}
+
+std::int64_t pods_that_fit(const resource_amounts& free, const resource_amounts& per_pod, std::int64_t unbounded) {
+  std::int64_t fits = big;
+  bool limited = false;
+  for (const auto& [k, v] : per_pod) {
+    if (v <= 0) continue;
+    limited = true;
+    auto it = free.find(k);
+    const std::int64_t have = it == free.end() ? 0 : it->second;
+    fits = std::min(fits, have / v);
+  }
+  if (auto it = free.find("pods"); it != free.end() && per_pod.find("pods") == per_pod.end()) {
+    limited = true;
+    fits = std::min(fits, it->second);
+  }
+  return limited ? fits : unbounded;
+}
+
+chain_report check_chain(const cluster_objects& c) {
+  chain_report r;
+  auto add = [&](std::string check, std::string object, std::string field, std::string_view step,
+                 std::string detail) {
+    r.findings.push_back({std::move(check), std::move(object), std::move(field), std::string(step),
+                          std::move(detail)});
+  };
+  const std::string profile_field = "metadata.labels[" + std::string(profile_label) + "]";
+
+  for (const auto& s : c.sources) {
+    const auto* ready = find_condition(s.conditions, "Ready");
+    if (!ready || ready->status != "True")
+      add("source-ready", "TopologySource/" + s.name, "status.conditions[Ready]", step_verify_chain,
+          ready ? "source is not Ready: " + render_condition(*ready) : "source reports no Ready condition");
+  }
+
+  // Profiles the flavors pin, to tell whether a Node's capacity reaches any flavor.
+  std::set<std::string> pinned;
+  for (const auto& f : c.flavors)
+    if (const std::string* p = find_label(f.node_labels, profile_label)) pinned.insert(*p);
+  std::set<std::string> carried;
+
+  for (const auto& n : c.nodes) {
+    std::vector<const topology_source_object*> selecting;
+    for (const auto& s : c.sources)
+      if (source_selects(s, n.labels)) selecting.push_back(&s);
+    const std::string* have = find_label(n.labels, profile_label);
+    const bool managed = c.sources.empty() ? have != nullptr : !selecting.empty();
+    if (!managed) continue;
+    ++r.managed_nodes;
+    const std::string object = "Node/" + n.name;
+    if (!have || have->empty()) {
+      add("node-profile", object, profile_field, step_verify_chain,
+          "managed Node has no profile label (selected by " +
+              (selecting.empty() ? std::string("no source") : "TopologySource/" + selecting.front()->name) + ")");
+      continue;
+    }
+    carried.insert(*have);
+    if (!selecting.empty()) {
+      std::vector<std::string> derived;
+      bool matched = false;
+      for (const auto* s : selecting) {
+        const profile p = derive_profile(s->levels, n.labels);
+        if (p.id == *have) matched = true;
+        derived.push_back(p.id + " (TopologySource/" + s->name + ": " + join(p.levels, ", ") + ")");
+      }
+      if (!matched)
+        add("node-profile-derivation", object, profile_field, step_verify_chain,
+            "profile " + *have + " is not what the Node's labels derive to: " + join(derived, "; "));
+    }
+    if (!c.flavors.empty() && !pinned.count(*have))
+      add("node-flavor", object, profile_field, step_verify_chain,
+          "no ResourceFlavor pins profile " + *have + ": this Node's capacity is in no flavor");
+  }
+
+  std::set<std::string> referenced;
+  for (const auto& q : c.cluster_queues)
+    for (const auto& f : q.flavors) referenced.insert(f.name);
+
+  for (const auto& f : c.flavors) {
+    const std::string* p = find_label(f.node_labels, profile_label);
+    if (!p && !referenced.count(f.name) && f.topology_name.empty()) continue;  // not a TAS flavor
+    ++r.flavors;
+    const std::string object = "ResourceFlavor/" + f.name;
+    const std::string field = "spec.nodeLabels[" + std::string(profile_label) + "]";
+    if (!p) {
+      add("flavor-profile", object, field, step_verify_chain, "flavor does not pin a profile");
+    } else if (!c.nodes.empty() && !carried.count(*p)) {
+      bool any = false;
+      for (const auto& n : c.nodes)
+        if (const std::string* v = find_label(n.labels, profile_label); v && *v == *p) any = true;
+      if (!any)
+        add("flavor-profile-nodes", object, field, step_verify_chain,
+            "no Node carries the pinned profile " + *p + ": the flavor has no capacity");
+    }
+    if (f.topology_name.empty()) {
+      add("flavor-topology", object, "spec.topologyName", step_verify_chain, "flavor references no Topology");
+      continue;
+    }
+    const kueue_topology* t = c.topology(f.topology_name);
+    if (!t) {
+      add("flavor-topology", object, "spec.topologyName", step_verify_chain,
+          "Topology " + f.topology_name + " does not exist");
+      continue;
+    }
+    if (p && !t->levels.empty() && profile_id(t->levels) != *p)
+      add("flavor-topology-profile", object, "spec.topologyName", step_verify_chain,
+          "Topology " + t->name + " levels (" + join(t->levels, ", ") + ") are profile " +
+              profile_id(t->levels) + ", the flavor pins " + *p);
+  }
+
+  for (const auto& t : c.topologies) {
+    ++r.topologies;
+    if (t.levels.empty() || t.levels.back() != hostname_label)
+      add("topology-hostname", "Topology/" + t.name,
+          t.levels.empty() ? std::string("spec.levels") : index("spec.levels", t.levels.size() - 1) + ".nodeLabel",
+          step_verify_chain,
+          "final level is " + (t.levels.empty() ? std::string("missing") : t.levels.back()) + ", not " +
+              std::string(hostname_label));
+  }
+
+  for (const auto& q : c.cluster_queues) {
+    ++r.queues;
+    const std::string object = "ClusterQueue/" + q.name;
+    std::map<std::size_t, std::size_t> per_group;
+    for (std::size_t i = 0; i < q.flavors.size(); ++i) {
+      const auto& f = q.flavors[i];
+      ++per_group[f.group];
+      if (!c.flavor(f.name))
+        add("queue-flavor", object, index("spec.resourceGroups", f.group) + ".flavors[" + f.name + "]",
+            step_verify_chain, "ResourceFlavor " + f.name + " does not exist");
+    }
+    for (const auto& [g, n] : per_group)
+      if (n > max_flavors_per_group)
+        add("queue-flavor-limit", object, index("spec.resourceGroups", g) + ".flavors", step_pending,
+            std::to_string(n) + " flavors in one resource group, Kueue allows " +
+                std::to_string(max_flavors_per_group));
+    const auto* tr = find_condition(q.conditions, "TopologyReady");
+    if (!tr || tr->status != "True")
+      add("queue-topology-ready", object, "status.conditions[TopologyReady]", step_verify_chain,
+          tr ? render_condition(*tr) : "no TopologyReady condition");
+  }
+
+  // Requested levels must be levels of some Topology (of the queue's flavors when known).
+  auto levels_of_queue = [&](const cluster_queue* q) {
+    std::set<std::string> levels;
+    std::vector<const kueue_topology*> topos;
+    if (q) {
+      for (const auto& name : queue_flavor_names(*q))
+        if (const auto* f = c.flavor(name))
+          if (const auto* t = c.topology(f->topology_name)) topos.push_back(t);
+    } else {
+      for (const auto& t : c.topologies) topos.push_back(&t);
+    }
+    for (const auto* t : topos) levels.insert(t->levels.begin(), t->levels.end());
+    return levels;
+  };
+  const auto all_levels = levels_of_queue(nullptr);
+  for (const auto& d : c.deployments) {
+    for (std::size_t i = 0; i < d.roles.size(); ++i) {
+      const auto& role = d.roles[i];
+      if (role.required_level.empty()) continue;
+      ++r.requests;
+      if (!c.topologies.empty() && !all_levels.count(role.required_level))
+        add("requested-level", "ModelDeployment/" + ns_name(d.namespace_, d.name),
+            index("spec.roles", i) + ".topology.requiredLevel", step_request_level,
+            "level " + role.required_level + " is in no Topology");
+    }
+  }
+  for (const auto& w : c.workloads) {
+    const std::string object = "Workload/" + ns_name(w.namespace_, w.name);
+    const cluster_queue* q = queue_of(c, w);
+    const auto levels = levels_of_queue(q);
+    const model_deployment* md = nullptr;
+    if (const owner_ref* o = deployment_owner(w)) md = c.deployment(w.namespace_, o->name);
+    for (std::size_t i = 0; i < w.podsets.size(); ++i) {
+      const auto& ps = w.podsets[i];
+      const std::string base = index("spec.podSets", i) + ".topologyRequest";
+      for (const auto& [lv, field] : {std::pair{ps.required_level, "required"}, {ps.preferred_level, "preferred"}}) {
+        if (lv.empty()) continue;
+        ++r.requests;
+        if (!c.topologies.empty() && !levels.count(lv))
+          add("requested-level", object, base + "." + field, step_verify_chain,
+              "level " + lv + " is in no Topology of " + (q ? "ClusterQueue " + q->name + "'s flavors" : "the cluster"));
+      }
+      if (md) {
+        const std::string role = w.podsets.size() == 1 ? role_of(w) : ps.name;
+        for (const auto& mr : md->roles)
+          if (mr.name == role && !mr.required_level.empty() && mr.required_level != ps.required_level)
+            add("workload-request", object, base + ".required", step_verify_chain,
+                "role " + role + " of ModelDeployment " + md->name + " requires " + mr.required_level +
+                    " but the PodSet requests " + (ps.required_level.empty() ? "no level" : ps.required_level));
+      }
+    }
+  }
+  return r;
+}
+
+pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, std::string_view name) {
+  pending_report r;
+  const workload* w = c.find_workload(ns, name);
+  if (!w) {
+    r.workload = ns_name(ns, name);
+    r.conclusion = "Workload " + r.workload + " not found";
+    return r;
+  }
+  r.found = true;
+  r.workload = ns_name(w->namespace_, w->name);
+  const model_deployment* md = nullptr;
+  if (const owner_ref* o = deployment_owner(*w)) {
+    r.deployment = ns_name(w->namespace_, o->name);
+    md = c.deployment(w->namespace_, o->name);
+  }
+  const std::string role = role_of(*w);
+
+  // 1. ModelDeployment progress.
+  {
+    pending_step s{1, "Read the ModelDeployment progress message for the role and replica", verdict::info, {}};
+    if (r.deployment.empty()) {
+      s.result = verdict::skipped;
+      s.lines.push_back("no ModelDeployment owns this Workload");
+    } else if (!md) {
+      s.result = verdict::skipped;
+      s.lines.push_back("ModelDeployment " + r.deployment + " (owner) was not among the objects read");
+    } else {
+      s.lines.push_back("ModelDeployment " + r.deployment + ", role " + role);
+      for (const auto& cond : md->conditions) s.lines.push_back(render_condition(cond));
+      for (const auto& [path, msg] : md->progress) s.lines.push_back(path + ": " + msg);
+      if (md->conditions.empty() && md->progress.empty()) s.lines.push_back("no status reported");
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // 2. Workload conditions, topology request and assignment.
+  {
+    pending_step s{2, "Read the generated Workload conditions and topology request/assignment", verdict::ok, {}};
+    for (const auto& cond : w->conditions) s.lines.push_back(render_condition(cond));
+    if (w->conditions.empty()) s.lines.push_back("no conditions");
+    for (const auto& ps : w->podsets) {
+      std::string req = ps.required_level.empty()
+                            ? (ps.preferred_level.empty() ? (ps.unconstrained ? "unconstrained" : "no topology request")
+                                                          : "preferred " + ps.preferred_level)
+                            : "required " + ps.required_level;
+      s.lines.push_back("PodSet " + ps.name + ": count " + std::to_string(ps.count) + ", " + req +
+                        ", per Pod " + render_amounts(ps.requests));
+    }
+    for (const auto& a : w->assignments) {
+      std::string dom;
+      for (const auto& d : a.topology_domains) {
+        if (!dom.empty()) dom += ", ";
+        dom += join(d.values, "/") + "=" + std::to_string(d.count);
+      }
+      s.lines.push_back("assignment " + a.name + ": " +
+                        (a.topology_levels.empty() ? std::string("no topology assignment")
+                                                   : join(a.topology_levels, ", ") + " -> " + dom));
+    }
+    if (!w->quota_reserved()) {
+      s.result = verdict::problem;
+      s.lines.push_back("Pending: no quota reserved");
+    }
+    if (md) {
+      for (const auto& mr : md->roles)
+        for (const auto& ps : w->podsets)
+          if (mr.name == (w->podsets.size() == 1 ? role : ps.name) && !mr.required_level.empty() &&
+              mr.required_level != ps.required_level) {
+            s.result = verdict::problem;
+            s.lines.push_back("role " + mr.name + " requires " + mr.required_level +
+                              " but PodSet " + ps.name + " carries no matching topologyRequest.required");
+          }
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // 3. ClusterQueue TopologyReady and flavor count.
+  const cluster_queue* q = queue_of(c, *w);
+  {
+    pending_step s{3, "Check the ClusterQueue TopologyReady condition and resource-group flavor count", verdict::ok, {}};
+    if (!q) {
+      s.result = verdict::problem;
+      s.lines.push_back("no ClusterQueue found for queue " + (w->queue_name.empty() ? "(none)" : w->queue_name));
+    } else {
+      s.lines.push_back("ClusterQueue " + q->name);
+      const auto* tr = find_condition(q->conditions, "TopologyReady");
+      if (!tr || tr->status != "True") s.result = verdict::problem;
+      s.lines.push_back(tr ? render_condition(*tr) : "no TopologyReady condition");
+      for (std::size_t g = 0; g < q->group_resources.size(); ++g) {
+        std::vector<std::string> names;
+        for (const auto& f : q->flavors)
+          if (f.group == g) names.push_back(f.name);
+        s.lines.push_back("resource group " + std::to_string(g) + " (" + join(q->group_resources[g], ", ") + "): " +
+                          std::to_string(names.size()) + " flavor" + (names.size() == 1 ? "" : "s") + " of at most " +
+                          std::to_string(max_flavors_per_group) + ": " + join(names, ", "));
+        if (names.size() > max_flavors_per_group) s.result = verdict::problem;
+      }
+      if (!q->stop_policy.empty() && q->stop_policy != "None")
+        s.lines.push_back("stopPolicy " + q->stop_policy + " (a hierarchy change may be draining the queue)");
+      if (q->reserving_workloads) s.lines.push_back("reservingWorkloads " + std::to_string(*q->reserving_workloads));
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // 4. Referenced ResourceFlavors.
+  std::vector<std::string> flavor_names;
+  for (const auto& ps : w->podsets)
+    for (const auto& f : flavors_for(c, *w, ps))
+      if (std::find(flavor_names.begin(), flavor_names.end(), f) == flavor_names.end()) flavor_names.push_back(f);
+  {
+    pending_step s{4, "Check every referenced ResourceFlavor's profile label and topologyName", verdict::ok, {}};
+    if (flavor_names.empty()) {
+      s.result = verdict::problem;
+      s.lines.push_back("no ResourceFlavor is referenced");
+    }
+    for (const auto& fn : flavor_names) {
+      const resource_flavor* f = c.flavor(fn);
+      if (!f) {
+        s.result = verdict::problem;
+        s.lines.push_back(fn + ": does not exist");
+        continue;
+      }
+      const std::string* p = find_label(f->node_labels, profile_label);
+      std::string line = fn + ": profile " + (p ? *p : std::string("(none)")) + ", topologyName " +
+                         (f->topology_name.empty() ? std::string("(none)") : f->topology_name);
+      const kueue_topology* t = c.topology(f->topology_name);
+      if (!p || !t) s.result = verdict::problem;
+      if (!f->topology_name.empty() && !t) line += " (Topology missing)";
+      s.lines.push_back(line);
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // 5. Requested level against each Topology and the Nodes' labels.
+  {
+    pending_step s{5, "Compare the requested level with each Kueue Topology and the actual Node labels", verdict::ok, {}};
+    for (const auto& ps : w->podsets) {
+      const std::string level = ps.required_level.empty() ? ps.preferred_level : ps.required_level;
+      if (level.empty()) {
+        s.lines.push_back("PodSet " + ps.name + ": no level requested");
+        continue;
+      }
+      std::vector<std::string> with, without;
+      for (const auto& t : c.topologies)
+        (std::find(t.levels.begin(), t.levels.end(), level) != t.levels.end() ? with : without).push_back(t.name);
+      std::size_t labelled = 0;
+      for (const auto& n : c.nodes)
+        if (find_label(n.labels, level)) ++labelled;
+      s.lines.push_back("PodSet " + ps.name + " requests " + level + ": in Topology " +
+                        (with.empty() ? std::string("(none)") : join(with, ", ")) + "; not in " +
+                        (without.empty() ? std::string("(none)") : join(without, ", ")) + "; " +
+                        std::to_string(labelled) + " of " + std::to_string(c.nodes.size()) +
+                        " Nodes carry the label");
+      bool in_flavor = false;
+      for (const auto& fn : flavors_for(c, *w, ps))
+        if (const auto* f = c.flavor(fn))
+          if (const auto* t = c.topology(f->topology_name))
+            if (std::find(t->levels.begin(), t->levels.end(), level) != t->levels.end()) in_flavor = true;
+      if (!in_flavor) {
+        s.result = verdict::problem;
+        s.lines.push_back("no flavor of the queue has a Topology with level " + level);
+      }
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // 6. Capacity per domain.
+  const auto used = node_usage(c, w);
+  {
+    pending_step s{6, "Count CPU, memory, and requested extended resources inside one domain, not cluster-wide",
+                   verdict::ok, {}};
+    for (const auto& ps : w->podsets) {
+      podset_fit pf = fit_podset(c, *w, ps, used);
+      const std::string lvl = pf.level.empty() ? "cluster" : pf.level;
+      std::string line = "PodSet " + ps.name + " (count " + std::to_string(pf.count) + "): cluster-wide " +
+                         std::to_string(pf.cluster_fits) + " fit; ";
+      if (pf.fits_one_domain()) {
+        line += "a " + lvl + " domain holds " + std::to_string(pf.best_domain);
+      } else {
+        line += "no " + lvl + " domain holds " + std::to_string(pf.count) + " (largest holds " +
+                std::to_string(pf.best_domain) + ")";
+        if (pf.required || pf.level.empty()) s.result = verdict::problem;
+      }
+      s.lines.push_back(line);
+      r.fits.push_back(std::move(pf));
+    }
+    r.steps.push_back(std::move(s));
+  }
+
+  // The deployment's other groups: which hold a reservation, which lack a domain.
+  std::vector<const workload*> group;
+  if (const owner_ref* o = deployment_owner(*w)) {
+    for (const auto& x : c.workloads)
+      if (x.namespace_ == w->namespace_)
+        if (const owner_ref* xo = deployment_owner(x); xo && xo->name == o->name) group.push_back(&x);
+  }
+  if (group.size() > 1) {
+    for (const workload* x : group) {
+      group_status g;
+      g.workload = ns_name(x->namespace_, x->name);
+      g.role = role_of(*x);
+      g.quota_reserved = x->quota_reserved();
+      g.admitted = x->admitted();
+      g.assignment = assignment_summary(*x);
+      g.fits = true;
+      const auto u = node_usage(c, x);
+      for (const auto& ps : x->podsets) {
+        const podset_fit pf = fit_podset(c, *x, ps, u);
+        if (!pf.fits_one_domain()) g.fits = false;
+      }
+      r.groups.push_back(std::move(g));
+    }
+  }
+
+  const auto& last = r.fits;
+  bool short_domain = false;
+  for (const auto& pf : last)
+    if (!pf.fits_one_domain()) short_domain = true;
+  if (w->quota_reserved()) {
+    r.conclusion = "Workload " + r.workload + " holds a reservation" +
+                   (w->admitted() ? " and is admitted" : " (held for its set; not admitted)");
+  } else if (short_domain) {
+    for (const auto& pf : last)
+      if (!pf.fits_one_domain())
+        r.conclusion = "Pending: no single " + (pf.level.empty() ? std::string("cluster") : pf.level) +
+                       " domain holds PodSet " + pf.podset + " (" + std::to_string(pf.count) +
+                       " Pods): cluster-wide " + std::to_string(pf.cluster_fits) + " fit, the largest domain holds " +
+                       std::to_string(pf.best_domain);
+  } else {
+    r.conclusion = "Pending, although a domain has the capacity: see the steps marked problem";
+  }
+  if (!r.groups.empty()) {
+    std::vector<std::string> held, lacking;
+    for (const auto& g : r.groups) {
+      if (g.quota_reserved) held.push_back(g.role + " (" + g.workload + ")");
+      else if (!g.fits) lacking.push_back(g.role + " (" + g.workload + ")");
+    }
+    if (!held.empty()) r.conclusion += "; reserved and held for the set: " + join(held, ", ");
+    if (!lacking.empty()) r.conclusion += "; short of a domain: " + join(lacking, ", ");
+  }
+  return r;
+}
+
+}  // namespace topogate::core

@@ -1,0 +1,119 @@
+#pragma once
+// The runbook's manual procedures as answers computed from cluster objects
+// (cluster_objects.hpp): "Verify the scheduling chain" (check_chain) and "Diagnose Pending
+// workloads" (diagnose_pending). Pure analysis: the objects come from files or the API,
+// read by the caller.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster_objects.hpp"
+
+namespace topogate::core {
+
+// Runbook section titles: every finding names the step it comes from.
+inline constexpr std::string_view step_verify_chain = "Verify the scheduling chain";
+inline constexpr std::string_view step_request_level = "Request a level from ModelDeployment";
+inline constexpr std::string_view step_pending = "Diagnose Pending workloads";
+
+// The label GPUStack puts on a role's Workload; without it the PodSet name is the role.
+inline constexpr std::string_view role_label = "worker.gpustack.ai/role";
+// Kueue's limit on flavors in one resource group (ClusterQueue CRD, maxItems).
+inline constexpr std::size_t max_flavors_per_group = 64;
+
+struct chain_finding {
+  std::string check;   // stable id, e.g. "node-profile", "topology-hostname"
+  std::string object;  // "Node/worker-a", "ResourceFlavor/zone-a", "Workload/default/w"
+  std::string field;   // "metadata.labels[topology.gpustack.ai/profile]"
+  std::string step;    // runbook section title
+  std::string detail;
+};
+
+struct chain_report {
+  std::vector<chain_finding> findings;
+  std::size_t managed_nodes = 0, flavors = 0, topologies = 0, queues = 0, requests = 0;
+  [[nodiscard]] bool clean() const noexcept { return findings.empty(); }
+};
+
+[[nodiscard]] chain_report check_chain(const cluster_objects& objects);
+
+enum class verdict { ok, problem, info, skipped };
+[[nodiscard]] std::string_view to_string(verdict v) noexcept;
+
+struct pending_step {
+  int number = 0;
+  std::string title;
+  verdict result = verdict::info;
+  std::vector<std::string> lines;
+};
+
+struct node_capacity {
+  std::string name;
+  resource_amounts allocatable, used, free;
+  std::int64_t fits = 0;  // Pods of the PodSet this Node can take
+};
+
+struct domain_capacity {
+  std::vector<std::string> values;  // the domain's path, coarsest level first
+  std::vector<node_capacity> nodes;
+  std::int64_t fits = 0;
+  bool holds = false;  // fits >= the PodSet count
+};
+
+struct flavor_capacity {
+  std::string flavor, topology;
+  bool level_in_topology = false;
+  std::vector<domain_capacity> domains;
+  std::int64_t fits = 0;  // every counted Node of the flavor
+  std::vector<std::pair<std::string, std::string>> excluded;  // Node -> why it is not counted
+};
+
+struct podset_fit {
+  std::string podset, level;  // level: required (or preferred) topology level, "" for none
+  bool required = false;
+  std::int64_t count = 0;
+  resource_amounts per_pod;
+  std::vector<flavor_capacity> flavors;
+  std::int64_t cluster_fits = 0;  // summed over the flavors' counted Nodes
+  std::int64_t best_domain = 0;
+  [[nodiscard]] bool fits_one_domain() const noexcept { return best_domain >= count; }
+};
+
+// One Workload of a (multi-role) deployment: its role, reservation and whether each of its
+// PodSets finds a domain.
+struct group_status {
+  std::string workload;  // namespace/name
+  std::string role;
+  bool quota_reserved = false, admitted = false;
+  bool fits = false;
+  std::string assignment;  // "zone-a=2" style summary of the topology assignment
+};
+
+struct pending_report {
+  bool found = false;
+  std::string workload;    // namespace/name
+  std::string deployment;  // namespace/name of the owning ModelDeployment, "" when none
+  std::vector<pending_step> steps;
+  std::vector<podset_fit> fits;
+  std::vector<group_status> groups;
+  std::string conclusion;
+};
+
+// `ns` may be empty: the first Workload of that name in any namespace.
+[[nodiscard]] pending_report diagnose_pending(const cluster_objects& objects, std::string_view ns,
+                                              std::string_view name);
+
+// Pods of `per_pod` that fit into `free` (`pods` counted when allocatable lists it);
+// `unbounded` when the Pod requests nothing the Node counts.
+[[nodiscard]] std::int64_t pods_that_fit(const resource_amounts& free, const resource_amounts& per_pod,
+                                         std::int64_t unbounded);
+
+// Renderings for the command line: people's tables and JSON.
+[[nodiscard]] std::string render_chain_text(const chain_report& r);
+[[nodiscard]] std::string render_chain_json(const chain_report& r);
+[[nodiscard]] std::string render_pending_text(const pending_report& r);
+[[nodiscard]] std::string render_pending_json(const pending_report& r);
+
+}  // namespace topogate::core

@@ -1,0 +1,496 @@
+// "Verify the scheduling chain" and "Diagnose Pending workloads" on the runbook's own
+// scenarios (test/fixtures/diagnose/, objects as `kubectl get ... -o json` prints them),
+// Kubernetes quantities, and the object decoder (v1beta1 and v1beta2 Workloads).
+#include "core/diagnose.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/cluster_objects.hpp"
+#include "core/quantity.hpp"
+
+namespace topogate::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* zone = "topology.kubernetes.io/zone";
+constexpr const char* zone_profile = "fnv64-570aeab478df5111";  // region, zone, hostname
+
+fs::path fixtures() {
+  const char* env = std::getenv("TOPOGATE_SOURCE_DIR");
+  return fs::path(env && *env ? env : TOPOGATE_SOURCE_DIR) / "test" / "fixtures" / "diagnose";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void add_file(cluster_objects& c, const fs::path& p) {
+  ASSERT_TRUE(fs::exists(p)) << p;
+  const auto errors = add_objects(c, slurp(p), p.filename().string());
+  EXPECT_TRUE(errors.empty()) << render_text(errors);
+}
+
+cluster_objects load(const std::string& dir) {
+  cluster_objects c;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fixtures() / dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  EXPECT_FALSE(files.empty()) << dir;
+  for (const auto& f : files) add_file(c, f);
+  return c;
+}
+
+const pending_step& step(const pending_report& r, int n) {
+  for (const auto& s : r.steps)
+    if (s.number == n) return s;
+  ADD_FAILURE() << "no step " << n;
+  return r.steps.front();
+}
+
+std::vector<std::string> checks(const chain_report& r) {
+  std::vector<std::string> out;
+  for (const auto& f : r.findings) out.push_back(f.check + " " + f.object + " " + f.field);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// ---------------------------------------------------------------- quantities
+
+struct quantity_case {
+  const char* text;
+  bool ok;
+  std::int64_t milli, value;
+};
+
+TEST(Quantity, ParseQuantityGrammarAndRounding) {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  const quantity_case cases[] = {
+      {"0", true, 0, 0},
+      {"1", true, 1000, 1},
+      {"500m", true, 500, 1},  // Value() rounds up
+      {"1m", true, 1, 1},
+      {"0.5", true, 500, 1},
+      {"1.5", true, 1500, 2},
+      {"0.0001", true, 1, 1},  // MilliValue() rounds up too: a request never becomes 0
+      {"1n", true, 1, 1},
+      {"1u", true, 1, 1},
+      {"1000u", true, 1, 1},
+      {"1001u", true, 2, 1},
+      {"1k", true, 1000000, 1000},
+      {"1Ki", true, 1024000, 1024},
+      {"1Mi", true, 1048576000, 1048576},
+      {"1Gi", true, 1073741824000, 1073741824},
+      {"1.5Gi", true, 1610612736000, 1610612736},
+      {"1G", true, 1000000000000, 1000000000},
+      {"1e3", true, 1000000, 1000},
+      {"1E3", true, 1000000, 1000},
+      {"1e+3", true, 1000000, 1000},
+      {"1e-3", true, 1, 1},
+      {"1E", true, max, 1000000000000000000},  // exa; milli saturates
+      {"8Ei", true, max, max},                 // 2^63: saturated
+      {"7Ei", true, max, 8070450532247928832},
+      {"+1", true, 1000, 1},
+      {"00012", true, 12000, 12},
+      {".5", true, 500, 1},
+      {"1.", true, 1000, 1},
+      {"1.G", true, 1000000000000, 1000000000},  // tolerated by ParseQuantity
+      {"-", true, 0, 0},                          // a bare sign is zero there too
+      {"9223372036854775807", true, max, max},
+      {"9223372036854775808", true, max, max},
+      {"922337203685477580", true, max, 922337203685477580},
+      {"9223372036854775.807", true, max, 9223372036854776},
+      {"", false, 0, 0},
+      {" 1", false, 0, 0},
+      {"1 ", false, 0, 0},
+      {"1Kb", false, 0, 0},
+      {"1ki", false, 0, 0},
+      {"1K", false, 0, 0},
+      {"1e", false, 0, 0},
+      {"1e3.5", false, 0, 0},
+      {"1ee3", false, 0, 0},
+      {"1m5", false, 0, 0},
+      {"abc", false, 0, 0},
+      {"1..5", false, 0, 0},
+      {"--1", false, 0, 0},
+      {"1e9223372036854775808", false, 0, 0},  // exponent overflows int64
+  };
+  for (const auto& c : cases) {
+    const auto q = parse_quantity(c.text);
+    ASSERT_EQ(q.has_value(), c.ok) << '"' << c.text << '"';
+    if (!q) continue;
+    EXPECT_EQ(q->milli, c.milli) << c.text;
+    EXPECT_EQ(q->value, c.value) << c.text;
+  }
+  const auto neg = parse_quantity("-1500m");
+  ASSERT_TRUE(neg);
+  EXPECT_TRUE(neg->negative);
+  EXPECT_EQ(neg->signed_milli(), -1500);
+  EXPECT_EQ(neg->signed_value(), -2);
+}
+
+TEST(Quantity, UnitPerResource) {
+  EXPECT_EQ(amount_of("cpu", *parse_quantity("250m")), 250);
+  EXPECT_EQ(amount_of("memory", *parse_quantity("250m")), 1);
+  EXPECT_EQ(amount_of("nvidia.com/gpu", *parse_quantity("2")), 2);
+  EXPECT_EQ(format_amount("cpu", 1500), "1500m");
+  EXPECT_EQ(format_amount("cpu", 2000), "2");
+  EXPECT_EQ(format_amount("memory", 8ll << 30), "8Gi");
+  EXPECT_EQ(format_amount("memory", 1536ll << 20), "1536Mi");
+  EXPECT_EQ(format_amount("memory", 1000), "1000");
+}
+
+// ---------------------------------------------------------------- decoding
+
+TEST(ClusterObjects, PodRequestsFollowTheSchedulerFormula) {
+  const char* pod = R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d"},
+    "spec":{"nodeName":"n",
+      "initContainers":[
+        {"name":"sidecar","restartPolicy":"Always","resources":{"requests":{"cpu":"200m"}}},
+        {"name":"init","resources":{"requests":{"cpu":"3","memory":"1Gi"}}}],
+      "containers":[
+        {"name":"a","resources":{"requests":{"cpu":"500m","memory":"2Gi","nvidia.com/gpu":"1"}}},
+        {"name":"b","resources":{"requests":{"cpu":"250m"}}}],
+      "overhead":{"cpu":"100m"}},
+    "status":{"phase":"Running"}})";
+  cluster_objects c;
+  EXPECT_TRUE(add_objects(c, pod, "pod.json").empty());
+  ASSERT_EQ(c.pods.size(), 1u);
+  const auto& r = c.pods[0].requests;
+  // cpu: max(0.5+0.25+0.2 sidecar, 0.2 sidecar + 3 init) + 0.1 overhead
+  EXPECT_EQ(r.at("cpu"), 3300);
+  EXPECT_EQ(r.at("memory"), 2ll << 30);  // max(2Gi, 1Gi)
+  EXPECT_EQ(r.at("nvidia.com/gpu"), 1);
+}
+
+TEST(ClusterObjects, BadQuantityIsAFieldErrorNotACrash) {
+  const char* nodes = R"({"kind":"NodeList","apiVersion":"v1","items":[
+    {"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"2 cores","memory":"1Gi","nvidia.com/gpu":4}}}]})";
+  cluster_objects c;
+  const auto errors = add_objects(c, nodes, "nodes.json");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].type, error_type::invalid);
+  EXPECT_EQ(errors[0].path, "nodes.json: items[0].status.allocatable[cpu]");
+  ASSERT_EQ(c.nodes.size(), 1u);  // the typed list's items take its kind
+  EXPECT_EQ(c.nodes[0].allocatable.count("cpu"), 0u);
+  EXPECT_EQ(c.nodes[0].allocatable.at("nvidia.com/gpu"), 4);  // a JSON number is a quantity too
+}
+
+TEST(ClusterObjects, UndecodableInputIsAnError) {
+  cluster_objects c;
+  EXPECT_FALSE(add_objects(c, "{\"kind\": ", "x.json").empty());
+  EXPECT_FALSE(add_objects(c, "[1, 2]", "x.json").empty());
+}
+
+TEST(ClusterObjects, UnknownKindsAreSkippedNotRead) {
+  cluster_objects c;
+  const char* list = R"({"kind":"List","apiVersion":"v1","items":[
+    {"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}},
+    {"kind":"Topology","apiVersion":"example.com/v1","metadata":{"name":"not-kueue"}},
+    {"kind":"Topology","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"t"},
+     "spec":{"levels":[{"nodeLabel":"a"},{"nodeLabel":"kubernetes.io/hostname"}]}}]})";
+  EXPECT_TRUE(add_objects(c, list, "l.json").empty());
+  EXPECT_EQ(c.skipped, 2u);
+  ASSERT_EQ(c.topologies.size(), 1u);
+  EXPECT_EQ(c.topologies[0].levels, (std::vector<std::string>{"a", "kubernetes.io/hostname"}));
+}
+
+TEST(ClusterObjects, TopologyAssignmentV1beta1AndV1beta2Slices) {
+  const char* v1 = R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"a","namespace":"d"},
+    "spec":{"podSets":[{"name":"main","count":3}]},
+    "status":{"admission":{"clusterQueue":"q","podSetAssignments":[{"name":"main","count":3,
+      "topologyAssignment":{"levels":["z","kubernetes.io/hostname"],
+        "domains":[{"values":["z1","n1"],"count":2},{"values":["z1","n2"],"count":1}]}}]}}})";
+  const char* v2 = R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"b","namespace":"d"},
+    "spec":{"podSets":[{"name":"main","count":5}]},
+    "status":{"admission":{"clusterQueue":"q","podSetAssignments":[{"name":"main","count":5,
+      "topologyAssignment":{"levels":["z","kubernetes.io/hostname"],"slices":[
+        {"domainCount":2,"podCounts":{"individual":[2,1]},
+         "valuesPerLevel":[{"universal":"z1"},{"individual":{"prefix":"node-","roots":["1","2"]}}]},
+        {"domainCount":1,"podCounts":{"universal":2},
+         "valuesPerLevel":[{"universal":"z2"},{"individual":{"roots":["n9"],"suffix":"-x"}}]}]}}]}}})";
+  cluster_objects c;
+  EXPECT_TRUE(add_objects(c, v1, "a").empty());
+  EXPECT_TRUE(add_objects(c, v2, "b").empty());
+  ASSERT_EQ(c.workloads.size(), 2u);
+  const auto& a = c.workloads[0].assignments.at(0);
+  ASSERT_EQ(a.topology_domains.size(), 2u);
+  EXPECT_EQ(a.topology_domains[0].values, (std::vector<std::string>{"z1", "n1"}));
+  EXPECT_EQ(a.topology_domains[1].count, 1);
+  const auto& b = c.workloads[1].assignments.at(0);
+  ASSERT_EQ(b.topology_domains.size(), 3u);
+  EXPECT_EQ(b.topology_domains[0].values, (std::vector<std::string>{"z1", "node-1"}));
+  EXPECT_EQ(b.topology_domains[0].count, 2);
+  EXPECT_EQ(b.topology_domains[1].values, (std::vector<std::string>{"z1", "node-2"}));
+  EXPECT_EQ(b.topology_domains[1].count, 1);
+  EXPECT_EQ(b.topology_domains[2].values, (std::vector<std::string>{"z2", "n9-x"}));
+  EXPECT_EQ(b.topology_domains[2].count, 2);
+}
+
+TEST(PodsThatFit, EveryRequestedResourceAndThePodCount) {
+  EXPECT_EQ(pods_that_fit({{"cpu", 4000}, {"memory", 8}}, {{"cpu", 1500}, {"memory", 2}}, 9), 2);
+  EXPECT_EQ(pods_that_fit({{"cpu", 4000}, {"memory", 3}}, {{"cpu", 1500}, {"memory", 2}}, 9), 1);
+  // An extended resource the Node does not have: nothing fits.
+  EXPECT_EQ(pods_that_fit({{"cpu", 4000}}, {{"cpu", 1000}, {"nvidia.com/gpu", 1}}, 9), 0);
+  EXPECT_EQ(pods_that_fit({{"cpu", 4000}, {"pods", 1}}, {{"cpu", 1000}}, 9), 1);
+  EXPECT_EQ(pods_that_fit({}, {}, 9), 9);  // requests nothing, counts nothing
+}
+
+// ---------------------------------------------------------------- the chain
+
+TEST(Chain, RunbookClusterIsComplete) {
+  const auto c = load("two-zones");
+  const auto r = check_chain(c);
+  EXPECT_TRUE(r.clean()) << render_chain_text(r);
+  EXPECT_EQ(r.managed_nodes, 4u);
+  EXPECT_EQ(r.flavors, 1u);
+  EXPECT_EQ(r.topologies, 1u);
+  EXPECT_EQ(r.queues, 1u);
+  EXPECT_EQ(r.requests, 1u);
+}
+
+TEST(Chain, BrokenFlavorTopologyQueueAndRequest) {
+  const auto c = load("broken-chain");
+  const auto r = check_chain(c);
+  const std::string pz = zone_profile;
+  const std::string pr = "fnv64-8660349c2a183dfd";  // region, hostname
+  EXPECT_EQ(checks(r),
+            (std::vector<std::string>{
+                "flavor-topology ResourceFlavor/gpustack-" + pr + " spec.topologyName",
+                "flavor-topology-profile ResourceFlavor/gpustack-" + pz + " spec.topologyName",
+                "node-profile Node/worker-a2 metadata.labels[topology.gpustack.ai/profile]",
+                "node-profile-derivation Node/worker-b1 metadata.labels[topology.gpustack.ai/profile]",
+                "queue-flavor ClusterQueue/gpustack spec.resourceGroups[0].flavors[gpustack-fnv64-0000000000000000]",
+                "queue-topology-ready ClusterQueue/gpustack status.conditions[TopologyReady]",
+                "requested-level ModelDeployment/default/llm spec.roles[1].topology.requiredLevel",
+                "topology-hostname Topology/gpustack-" + pz + " spec.levels[1].nodeLabel",
+            }))
+      << render_chain_text(r);
+  for (const auto& f : r.findings) {
+    if (f.check == "requested-level") {
+      EXPECT_EQ(f.step, step_request_level);
+    } else {
+      EXPECT_EQ(f.step, step_verify_chain);
+    }
+  }
+}
+
+TEST(Chain, EachCheckBothSides) {
+  auto base = load("two-zones");
+  ASSERT_TRUE(check_chain(base).clean());
+
+  {  // a Node without its profile, then the profile restored
+    auto c = base;
+    auto& labels = c.nodes[0].labels;
+    labels.erase(std::find_if(labels.begin(), labels.end(), [](auto& l) { return l.first == profile_label; }));
+    EXPECT_EQ(checks(check_chain(c)).size(), 1u);
+  }
+  {  // a Node the source does not select is not managed: no finding without a profile
+    auto c = base;
+    auto& labels = c.nodes[0].labels;
+    labels.erase(std::find_if(labels.begin(), labels.end(),
+                              [](auto& l) { return l.first == "node-role.kubernetes.io/worker"; }));
+    labels.erase(std::find_if(labels.begin(), labels.end(), [](auto& l) { return l.first == profile_label; }));
+    const auto r = check_chain(c);
+    EXPECT_TRUE(r.clean()) << render_chain_text(r);
+    EXPECT_EQ(r.managed_nodes, 3u);
+  }
+  {  // a Topology ending in hostname passes, one ending elsewhere fails
+    auto c = base;
+    c.topologies[0].levels.push_back("x/rack");
+    const auto found = checks(check_chain(c));
+    EXPECT_NE(std::find(found.begin(), found.end(),
+                        "topology-hostname Topology/gpustack-" + std::string(zone_profile) + " spec.levels[3].nodeLabel"),
+              found.end());
+  }
+  {  // TopologyReady: True passes (above); missing and False fail
+    auto c = base;
+    c.cluster_queues[0].conditions.clear();
+    EXPECT_EQ(check_chain(c).findings.at(0).check, "queue-topology-ready");
+    c.cluster_queues[0].conditions.push_back({"TopologyReady", "False", "Migrating", "x"});
+    EXPECT_EQ(check_chain(c).findings.at(0).check, "queue-topology-ready");
+  }
+  {  // a source that is not Ready
+    auto c = base;
+    c.sources[0].conditions[0].status = "False";
+    EXPECT_EQ(check_chain(c).findings.at(0).check, "source-ready");
+  }
+  {  // 64 flavors in a group pass, 65 fail (Kueue's limit)
+    auto c = base;
+    for (int i = 1; i < 64; ++i) {
+      c.flavors.push_back(c.flavors[0]);
+      c.flavors.back().name = "f" + std::to_string(i);
+      c.cluster_queues[0].flavors.push_back({0, "f" + std::to_string(i), {"cpu"}});
+    }
+    EXPECT_TRUE(check_chain(c).clean());
+    c.flavors.push_back(c.flavors[0]);
+    c.flavors.back().name = "f64";
+    c.cluster_queues[0].flavors.push_back({0, "f64", {"cpu"}});
+    const auto r = check_chain(c);
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].check, "queue-flavor-limit");
+  }
+  {  // a requested level in no Topology
+    auto c = base;
+    c.workloads[0].podsets[0].required_level = "topology.gpustack.ai/rack";
+    const auto r = check_chain(c);
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].check, "requested-level");
+    EXPECT_EQ(r.findings[0].field, "spec.podSets[0].topologyRequest.required");
+  }
+}
+
+TEST(Chain, WorkloadMustCarryTheRolesLevel) {
+  auto c = load("multi-role");
+  EXPECT_TRUE(check_chain(c).clean()) << render_chain_text(check_chain(c));
+  c.workloads[1].podsets[0].required_level.clear();
+  const auto r = check_chain(c);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].check, "workload-request");
+  EXPECT_EQ(r.findings[0].object, "Workload/default/llm-decode-0");
+}
+
+// ---------------------------------------------------------------- Pending
+
+TEST(Pending, FourNodesTwoZonesThreePodsStayPending) {
+  const auto c = load("two-zones");
+  const auto r = diagnose_pending(c, "default", "zone-trio");
+  ASSERT_TRUE(r.found);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r.steps[static_cast<std::size_t>(i)].number, i + 1);
+  EXPECT_EQ(step(r, 1).result, verdict::skipped);  // no ModelDeployment owns it
+  EXPECT_EQ(step(r, 2).result, verdict::problem);  // QuotaReserved=False
+  EXPECT_EQ(step(r, 3).result, verdict::ok);
+  EXPECT_EQ(step(r, 4).result, verdict::ok);
+  EXPECT_EQ(step(r, 5).result, verdict::ok);
+  EXPECT_EQ(step(r, 6).result, verdict::problem);
+  ASSERT_EQ(r.fits.size(), 1u);
+  const auto& f = r.fits[0];
+  EXPECT_EQ(f.level, zone);
+  EXPECT_TRUE(f.required);
+  EXPECT_EQ(f.count, 3);
+  EXPECT_EQ(f.cluster_fits, 4);  // four fit cluster-wide ...
+  EXPECT_EQ(f.best_domain, 2);   // ... but no zone holds three
+  EXPECT_FALSE(f.fits_one_domain());
+  ASSERT_EQ(f.flavors.size(), 1u);
+  ASSERT_EQ(f.flavors[0].domains.size(), 2u);
+  for (const auto& d : f.flavors[0].domains) {
+    EXPECT_EQ(d.fits, 2);
+    EXPECT_FALSE(d.holds);
+    EXPECT_EQ(d.nodes.size(), 2u);
+  }
+  EXPECT_EQ(f.flavors[0].domains[0].values, (std::vector<std::string>{"region-1", "zone-a"}));
+  // Bound Pods are subtracted; the Succeeded one on worker-a2 is not.
+  const auto& a1 = f.flavors[0].domains[0].nodes[0];
+  EXPECT_EQ(a1.name, "worker-a1");
+  EXPECT_EQ(a1.free.at("cpu"), 1900);
+  EXPECT_EQ(a1.free.at("memory"), (8ll << 30) - (128ll << 20));
+  EXPECT_EQ(f.flavors[0].domains[0].nodes[1].free.at("cpu"), 2000);
+  EXPECT_NE(r.conclusion.find("cluster-wide 4 fit"), std::string::npos) << r.conclusion;
+}
+
+TEST(Pending, FourNodesTwoZonesTwoPodsFitOneZone) {
+  auto c = load("two-zones");
+  add_file(c, fixtures() / "zone-pair.json");
+  const auto r = diagnose_pending(c, "default", "zone-pair");
+  ASSERT_EQ(r.fits.size(), 1u);
+  EXPECT_EQ(r.fits[0].count, 2);
+  EXPECT_TRUE(r.fits[0].fits_one_domain());
+  EXPECT_EQ(r.fits[0].best_domain, 2);
+  EXPECT_EQ(step(r, 6).result, verdict::ok);
+  // One more Pod requested than a zone holds flips the verdict.
+  c.workloads.back().podsets[0].count = 3;
+  EXPECT_EQ(step(diagnose_pending(c, "default", "zone-pair"), 6).result, verdict::problem);
+}
+
+TEST(Pending, CapacitySplitBetweenZoneAndHostnameProfiles) {
+  const auto c = load("split-profiles");
+  const auto r = diagnose_pending(c, "default", "zone-trio");
+  ASSERT_EQ(r.fits.size(), 1u);
+  const auto& f = r.fits[0];
+  EXPECT_EQ(f.cluster_fits, 4);  // two in each profile's flavor
+  EXPECT_EQ(f.best_domain, 2);
+  EXPECT_FALSE(f.fits_one_domain());
+  ASSERT_EQ(f.flavors.size(), 2u);
+  const auto& zone_flavor = f.flavors[0];
+  const auto& host_flavor = f.flavors[1];
+  EXPECT_TRUE(zone_flavor.level_in_topology);
+  ASSERT_EQ(zone_flavor.domains.size(), 1u);
+  EXPECT_EQ(zone_flavor.domains[0].fits, 2);
+  EXPECT_FALSE(host_flavor.level_in_topology);  // hostname-only Topology: no zone domain at all
+  EXPECT_TRUE(host_flavor.domains.empty());
+  EXPECT_EQ(host_flavor.fits, 2);
+  EXPECT_EQ(host_flavor.excluded.size(), 2u);
+  EXPECT_EQ(step(r, 5).result, verdict::ok);  // the zone flavor has the level
+  EXPECT_EQ(step(r, 6).result, verdict::problem);
+}
+
+TEST(Pending, MultiRoleOneGroupReservedAnotherShortOfADomain) {
+  const auto c = load("multi-role");
+  const auto r = diagnose_pending(c, "default", "llm-decode-0");
+  EXPECT_EQ(r.deployment, "default/llm");
+  EXPECT_EQ(step(r, 1).result, verdict::info);
+  ASSERT_EQ(r.fits.size(), 1u);
+  // prefill's reservation holds worker-a1 and worker-a2 (no Pod bound yet): zone-a has
+  // room for none of decode's Pods, zone-b for two, decode needs three.
+  EXPECT_EQ(r.fits[0].cluster_fits, 2);
+  EXPECT_EQ(r.fits[0].best_domain, 2);
+  ASSERT_EQ(r.groups.size(), 2u);
+  const auto& prefill = r.groups[0];
+  const auto& decode = r.groups[1];
+  EXPECT_EQ(prefill.role, "prefill");
+  EXPECT_TRUE(prefill.quota_reserved);
+  EXPECT_FALSE(prefill.admitted);
+  EXPECT_TRUE(prefill.fits);
+  EXPECT_EQ(prefill.assignment, "worker-a1=1, worker-a2=1");
+  EXPECT_EQ(decode.role, "decode");
+  EXPECT_FALSE(decode.quota_reserved);
+  EXPECT_FALSE(decode.fits);
+  EXPECT_NE(r.conclusion.find("short of a domain: decode"), std::string::npos) << r.conclusion;
+  EXPECT_NE(r.conclusion.find("held for the set: prefill"), std::string::npos) << r.conclusion;
+
+  // The reserved group's own diagnosis: it holds its reservation.
+  const auto p = diagnose_pending(c, "default", "llm-prefill-0");
+  EXPECT_EQ(step(p, 2).result, verdict::ok);
+  EXPECT_TRUE(p.fits.at(0).fits_one_domain());
+}
+
+TEST(Pending, ExcludedNodesAndMissingWorkload) {
+  auto c = load("two-zones");
+  c.nodes[0].unschedulable = true;                               // worker-a1 cordoned
+  c.nodes[1].taints.push_back({"gpu", "", "NoSchedule"});        // worker-a2 tainted
+  c.nodes[2].ready = false;                                      // worker-b1 NotReady
+  auto r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_EQ(r.fits.at(0).cluster_fits, 1);
+  EXPECT_EQ(r.fits.at(0).flavors.at(0).excluded.size(), 3u);
+  // A toleration brings the tainted Node back.
+  c.workloads[0].podsets[0].tolerations.push_back({"gpu", "Exists", "", ""});
+  r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_EQ(r.fits.at(0).cluster_fits, 2);
+  EXPECT_FALSE(diagnose_pending(c, "default", "nope").found);
+  EXPECT_FALSE(diagnose_pending(c, "other", "zone-trio").found);
+  EXPECT_TRUE(diagnose_pending(c, "", "zone-trio").found);
+}
+
+TEST(Pending, RenderingsCarryTheTable) {
+  const auto c = load("two-zones");
+  const auto r = diagnose_pending(c, "default", "zone-trio");
+  const std::string text = render_pending_text(r);
+  EXPECT_NE(text.find("HOLDS 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("6. Count CPU"), std::string::npos) << text;
+  const std::string json = render_pending_json(r);
+  EXPECT_NE(json.find("\"clusterFits\":4"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"largestDomainFits\":2"), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace topogate::core
