@@ -38,6 +38,17 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+const core::profile_assignment& profiles_of(const std::shared_ptr<const revision>& rev) {
+  static const core::profile_assignment none;
+  return rev && rev->profiles ? *rev->profiles : none;
+}
+
+std::shared_ptr<const core::profile_impact> impact_between(const std::shared_ptr<const revision>& baseline,
+                                                           const std::shared_ptr<const revision>& next) {
+  return std::make_shared<const core::profile_impact>(
+      core::compute_profile_impact(profiles_of(baseline), profiles_of(next)));
+}
+
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -128,6 +139,8 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   rev->etag = etag_of(rev->json_body);
   rev->revision_id = served->revision;
   rev->snapshot = snap;
+  rev->profiles = std::make_shared<const core::profile_assignment>(
+      core::assign_profiles(cfg_.source, served, selected));
   rev->pruned_nodes = std::move(gone);
   ev.rev = std::move(rev);
   return ev;
@@ -168,9 +181,11 @@ bool inventory::ready() const {
 inventory::prepared inventory::prepare(std::string_view bytes, const offer_options& o) const {
   prepared p;
   std::shared_ptr<const core::node_list> selected;
+  std::shared_ptr<const revision> baseline;
   {
     std::lock_guard lk(mu_);
     selected = selected_;
+    baseline = last_served_;
     p.nodes_generation = generation_;
     p.result.served = current_;
     if (o.if_match) {
@@ -199,6 +214,18 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
   ev.rev->accepted_at = o.accepted_at.value_or(clock_.now());
   ev.rev->origin = o.origin;
   ev.rev->actor = o.actor;
+  p.result.impact = impact_between(baseline, ev.rev);
+  if (baseline) p.result.impact_baseline_etag = baseline->etag;
+  const std::size_t limit = cfg_.max_profile_changes;
+  if (limit != 0 && baseline &&
+      (p.result.impact->profile_changes() > limit || p.result.impact->flavor_changes() > limit) &&
+      !(o.accept_impact && if_match_matches(*o.accept_impact, &baseline->etag))) {
+    // A fat-fingered export must not drain the queue: every profile change makes GPUStack
+    // hold and drain the ClusterQueue and Kueue evict the Workloads admitted on it.
+    p.result.impact_refused = true;
+    p.refused = std::move(ev.rev);
+    return p;
+  }
   p.result.accepted = true;
   p.candidate = std::move(ev.rev);
   return p;
@@ -251,7 +278,14 @@ void inventory::commit(const prepared& p) {
   a.origin = p.candidate->origin;
   a.actor = p.candidate->actor;
   if (rev) {
+    // The impact the offer reported holds unless the baseline or the served form moved since.
+    a.impact = rev == p.candidate && p.result.impact &&
+                       p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
+                   ? p.result.impact
+                   : impact_between(last_served_, rev);
     current_ = rev;
+    last_served_ = rev;
+    impact_refusal_.clear();
     // accepted_at is the offer's time, or the original acknowledgement for a reload from the
     // store, so a restart does not make an old revision look fresh.
     confirmed_at_ = rev->accepted_at;
@@ -282,8 +316,18 @@ void inventory::record_rejection(const prepared& p, const offer_options& o) {
   a.accepted = false;
   a.errors = p.result.errors;
   if (p.precondition_failed) a.note = "If-Match precondition failed";
+  if (p.result.impact_refused) {
+    if (p.refused) a.revision_id = p.refused->revision_id;
+    a.impact = p.result.impact;
+    a.impact_refused = true;
+    a.note = "refused by maxProfileChanges " + std::to_string(cfg_.max_profile_changes) + " (" +
+             core::summarize_impact(*p.result.impact) + "; " + std::to_string(p.result.impact->profile_changes()) +
+             " profile change(s), " + std::to_string(p.result.impact->flavor_changes()) +
+             " profile(s) appearing or disappearing) without acceptance of the impact";
+  }
   std::lock_guard wl(write_mu_);
   std::lock_guard lk(mu_);
+  if (p.result.impact_refused) impact_refusal_ = a.revision_id.empty() ? a.note : "revision " + a.revision_id + " " + a.note;
   if (!base_ && !p.precondition_failed) {
     unavailable_reason_ = "no valid revision yet (last attempt from " + o.origin + " rejected: " +
                           summarize(p.result.errors) + ")";
@@ -301,6 +345,16 @@ void inventory::record_failure(const offer_options& o, std::string note) {
   std::lock_guard lk(mu_);
   if (!base_) unavailable_reason_ = "no valid revision yet (" + a.note + ")";
   push_history(std::move(a));
+}
+
+std::string inventory::impact_refusal() const {
+  std::lock_guard lk(mu_);
+  return impact_refusal_;
+}
+
+std::shared_ptr<const revision> inventory::last_served() const {
+  std::lock_guard lk(mu_);
+  return last_served_;
 }
 
 std::uint64_t inventory::attempts_recorded() const {
@@ -343,10 +397,27 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
   a.origin = "nodes";
   a.revision_id = base->snapshot.revision;
   if (ev.rev) {
-    if (current_ && current_->etag == ev.rev->etag) return;  // nothing the consumer would notice
+    // The cluster already changed: the impact is recorded and counted, never refused.
+    auto impact = impact_between(last_served_, ev.rev);
     ev.rev->accepted_at = base->accepted_at;
     ev.rev->origin = base->origin;
     ev.rev->actor = base->actor;
+    if (current_ && current_->etag == ev.rev->etag) {
+      // The same bytes, but a Node the snapshot does not describe joined, left or changed a
+      // read-only parent: the consumer assigns profiles from Nodes too.
+      if (impact->empty()) return;  // nothing the consumer would notice
+      a.accepted = true;
+      a.etag = ev.rev->etag;
+      a.revision_id = ev.rev->revision_id;
+      a.pruned_nodes = ev.rev->pruned_nodes.size();
+      a.note = "Node list changed: profiles of managed Nodes changed (" + core::summarize_impact(*impact) + ")";
+      a.impact = std::move(impact);
+      current_ = std::move(ev.rev);
+      last_served_ = current_;
+      push_history(std::move(a));
+      return;
+    }
+    a.impact = std::move(impact);
     a.accepted = true;
     a.etag = ev.rev->etag;
     a.revision_id = ev.rev->revision_id;
@@ -356,6 +427,7 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
                  : "Node list changed: pruned " + std::to_string(ev.rev->pruned_nodes.size()) +
                        " Node(s) unknown to the cluster: " + join(ev.rev->pruned_nodes);
     current_ = std::move(ev.rev);
+    last_served_ = current_;
   } else {
     const auto reason = "revision " + base->snapshot.revision +
                         " is not valid for the current Nodes (" + summarize(ev.errors) + ")";

@@ -15,6 +15,7 @@
 
 #include "core/field_error.hpp"
 #include "core/nodes.hpp"
+#include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
 
@@ -41,6 +42,9 @@ struct revision {
   // Snapshot nodes left out because the Node list no longer has them (unknownNodes: prune);
   // json_body/yaml_body then render the pruned snapshot under revision_id.
   std::vector<std::string> pruned_nodes;
+  // The profile of every managed Node once this revision is projected (the served, pruned
+  // snapshot over the selected Nodes). Never null for a revision built by the inventory.
+  std::shared_ptr<const core::profile_assignment> profiles;
 };
 
 // One accept/reject decision, kept in a bounded history.
@@ -54,6 +58,10 @@ struct attempt {
   core::error_list errors;   // when rejected
   std::string note;          // why, when the errors do not say it (412, pruning, Node change)
   std::size_t pruned_nodes = 0;  // Nodes left out of the served revision (unknownNodes: prune)
+  // Profile-change impact against the revision served before (the baseline); null when none
+  // was computed (invalid input, failures).
+  std::shared_ptr<const core::profile_impact> impact;
+  bool impact_refused = false;  // valid, but over max_profile_changes without acceptance
 };
 
 enum class unknown_nodes_policy { reject, prune };
@@ -66,12 +74,20 @@ struct inventory_config {
   bool allow_empty_start = false;
   unknown_nodes_policy unknown_nodes = unknown_nodes_policy::reject;
   std::size_t history_size = 32;
+  // maxProfileChanges: a file or push revision is refused when more than this many Nodes
+  // change or lose their profile, or more than this many profiles appear or disappear,
+  // unless the offer accepts the impact. 0 = no limit. Node-list changes are never refused.
+  std::size_t max_profile_changes = 0;
 };
 
 struct offer_result {
   bool accepted = false;
   core::error_list errors;                 // every rule violated (S1..S10)
   std::shared_ptr<const revision> served;  // the revision served after the offer
+  // Impact of the candidate against the baseline (the last revision served); null when invalid.
+  std::shared_ptr<const core::profile_impact> impact;
+  std::string impact_baseline_etag;  // the baseline's ETag ("" when nothing was served yet)
+  bool impact_refused = false;       // refused by max_profile_changes (errors empty)
 };
 
 // What a GET should answer right now.
@@ -102,6 +118,9 @@ class inventory {
     std::optional<std::string> if_match;
     // When the revision was first acknowledged (a reload from the store keeps its age).
     std::optional<std::chrono::system_clock::time_point> accepted_at;
+    // Accepts the profile-change impact past max_profile_changes: "*" or the ETag of the
+    // baseline the impact was computed against (If-Match syntax, strong comparison).
+    std::optional<std::string> accept_impact = {};
   };
   offer_result offer(std::string_view bytes, const offer_options& o);
   // Builds the revision a publish would produce, without publishing (for durable
@@ -111,6 +130,7 @@ class inventory {
     std::shared_ptr<const revision> candidate;  // null when invalid
     bool precondition_failed = false;
     std::uint64_t nodes_generation = 0;  // the Node list the candidate was validated against
+    std::shared_ptr<const revision> refused;  // the valid candidate max_profile_changes refused
   };
   prepared prepare(std::string_view bytes, const offer_options& o) const;
   void commit(const prepared& p);
@@ -136,6 +156,11 @@ class inventory {
   [[nodiscard]] std::uint64_t nodes_generation() const;
   // Number of attempts ever recorded (history() keeps the last history_size of them).
   [[nodiscard]] std::uint64_t attempts_recorded() const;
+  // Why the last file or push revision was refused by max_profile_changes, while it has not
+  // been followed by a published one ("" otherwise).
+  [[nodiscard]] std::string impact_refusal() const;
+  // The revision the consumer saw last (current(), or the last one served before a 503).
+  [[nodiscard]] std::shared_ptr<const revision> last_served() const;
 
   // "sha256 hex" ETag of a body, as every replica computes it.
   [[nodiscard]] static std::string etag_of(std::string_view json_body);
@@ -168,6 +193,9 @@ class inventory {
   std::uint64_t attempts_ = 0;
   std::chrono::system_clock::time_point confirmed_at_{};
   std::string unavailable_reason_ = "no valid revision yet";
+  // Baseline of every impact: what the consumer fetched last, even while a 503 is served.
+  std::shared_ptr<const revision> last_served_;
+  std::string impact_refusal_;
 };
 
 }  // namespace topogate::inventory

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
 #include "inventory/file_source.hpp"
 #include "inventory/kube.hpp"
@@ -131,6 +132,11 @@ void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) 
     add_str(out, "note", a.note);
   }
   if (a.pruned_nodes != 0) out += ",\"prunedNodes\":" + std::to_string(a.pruned_nodes);
+  if (a.impact_refused) out += ",\"impactRefused\":true";
+  if (a.impact) {
+    out += ",\"impact\":";
+    out += core::render_impact_json(*a.impact, max_errors);
+  }
   out += ",\"errorCount\":" + std::to_string(a.errors.size());
   if (!a.errors.empty()) {
     std::set<std::string> rules;
@@ -258,6 +264,7 @@ struct registry::impl {
                                    : "rejected " + (a.revision_id.empty() ? std::string("input") : a.revision_id);
       msg += " from " + a.origin;
       if (!a.note.empty()) msg += ": " + a.note;
+      if (a.impact && !a.impact->empty() && !a.impact_refused) msg += " (" + core::summarize_impact(*a.impact) + ")";
       if (!a.errors.empty()) msg += ": " + core::render_text(a.errors);
       log(a.accepted ? (a.note.empty() ? "info" : "warn") : "warn", e.inv->name(), msg);
     }
@@ -466,7 +473,9 @@ struct registry::impl {
       return;
     }
     const auto before = e.inv->attempts_recorded();
-    const inventory::offer_options opts{"store", rev.actor, std::nullopt, rev.accepted_at};
+    inventory::offer_options opts{"store", rev.actor, std::nullopt, rev.accepted_at};
+    // The replica that stored it already applied maxProfileChanges (and saw any acceptance).
+    opts.accept_impact = "*";
     // Validated again: the Node list or the configuration may have changed since.
     auto p = e.inv->prepare(rev.json, opts);
     if (p.candidate) {
@@ -571,6 +580,11 @@ bool registry::ready() const {
 
 http_answer registry::push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
                            std::string actor) {
+  return push(name, body, std::move(if_match), std::move(actor), std::nullopt);
+}
+
+http_answer registry::push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
+                           std::string actor, std::optional<std::string> accept_impact) {
   auto& m = *impl_;
   auto* e = m.find(name);
   if (e == nullptr) return status_answer(404, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
@@ -598,12 +612,37 @@ http_answer registry::push(std::string_view name, std::string_view body, std::op
   inventory& inv = *e->inv;
   const auto before = inv.attempts_recorded();
   const bool first = inv.accepted() == nullptr;
-  const inventory::offer_options opts{"push", actor, if_match, std::nullopt};
+  inventory::offer_options opts{"push", actor, if_match, std::nullopt};
+  opts.accept_impact = std::move(accept_impact);
   auto p = inv.prepare(body, opts);
   if (p.precondition_failed) {
     inv.record_rejection(p, opts);
     m.report(*e, before);
     auto a = status_answer(412, "PreconditionFailed", "If-Match does not match the current revision", name);
+    if (const auto cur = inv.current()) a.headers.emplace_back("ETag", cur->etag);
+    return a;
+  }
+  if (p.result.impact_refused) {
+    // 409, not 422: the revision is valid; it conflicts with the served one under the
+    // inventory's policy, and the same body succeeds once the impact is accepted.
+    inv.record_rejection(p, opts);
+    m.report(*e, before);
+    const auto& im = *p.result.impact;
+    const auto limit = inv.config().max_profile_changes;
+    auto a = status_answer(409, "Conflict",
+                           "revision " + (p.refused ? p.refused->revision_id : std::string()) + " changes the profile of " +
+                               std::to_string(im.profile_changes()) + " Node(s) and makes " +
+                               std::to_string(im.flavor_changes()) + " profile(s) appear or disappear, more than "
+                               "maxProfileChanges " + std::to_string(limit) +
+                               "; review the impact and push again with Topogate-Accept-Impact: " +
+                               p.result.impact_baseline_etag,
+                           name);
+    // A Status with the impact beside it: clients reading only the Status still get the reason.
+    a.body.pop_back();
+    a.body += ",\"impact\":" + core::render_impact_json(im);
+    a.body += ",\"acceptImpact\":{\"header\":\"Topogate-Accept-Impact\",\"value\":";
+    core::append_json_string(a.body, p.result.impact_baseline_etag);
+    a.body += ",\"maxProfileChanges\":" + std::to_string(limit) + "}}";
     if (const auto cur = inv.current()) a.headers.emplace_back("ETag", cur->etag);
     return a;
   }
@@ -662,7 +701,12 @@ http_answer registry::push(std::string_view name, std::string_view body, std::op
     if (i != 0) out.push_back(',');
     core::append_json_string(out, p.candidate->pruned_nodes[i]);
   }
-  out += "]}";
+  out += "]";
+  // The impact as committed (against the revision served just before), else as prepared.
+  const auto last = inv.last_attempt();
+  const auto impact = last && last->accepted && last->impact ? last->impact : p.result.impact;
+  if (impact) out += ",\"impact\":" + core::render_impact_json(*impact);
+  out += "}";
   a.body = std::move(out);
   if (served) a.headers.emplace_back("ETag", served->etag);
   return a;
@@ -723,6 +767,11 @@ http_answer registry::status(std::string_view name) const {
   }
   const auto& cfg = inv.config();
   out += ",\"maxAgeSeconds\":" + std::to_string(cfg.max_age.count());
+  out += ",\"maxProfileChanges\":" + std::to_string(cfg.max_profile_changes);
+  if (const auto refusal = inv.impact_refusal(); !refusal.empty()) {
+    out.push_back(',');
+    add_str(out, "impactRefusal", refusal);
+  }
   out.push_back(',');
   add_str(out, "unknownNodes", cfg.unknown_nodes == unknown_nodes_policy::prune ? "prune" : "reject");
   out += ",\"nodes\":{";

@@ -78,6 +78,10 @@ class registry {
   // 412 (If-Match mismatch), 413, 422 (every field error), 503 (store unavailable).
   http_answer push(std::string_view name, std::string_view body,
                    std::optional<std::string> if_match, std::string actor);
+  // The same, with the Topogate-Accept-Impact header's value ("*" or the served ETag):
+  // 409 with the profile-change impact when the inventory's maxProfileChanges refuses it.
+  http_answer push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
+                   std::string actor, std::optional<std::string> accept_impact);
   // GET /snapshots/{name}/status and /history (JSON documents).
   [[nodiscard]] http_answer status(std::string_view name) const;
   [[nodiscard]] http_answer history(std::string_view name) const;

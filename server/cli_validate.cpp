@@ -1,6 +1,6 @@
-// topogate validate {topologysource|snapshot|modeldeployment} FILE: the validation core
-// on files, for an inventory repository's CI. Exit 0 valid (warnings allowed), 1 invalid
-// or undecodable input, 2 usage or I/O error.
+// topogate validate {topologysource|snapshot|modeldeployment} FILE, and validate nodelabels:
+// the validation core on files, for an inventory repository's CI. Exit 0 valid (warnings
+// allowed), 1 invalid or undecodable input, 2 usage or I/O error.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 
 #include "core/field_error.hpp"
 #include "core/model_deployment.hpp"
+#include "core/node_labels.hpp"
 #include "core/nodes.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
@@ -34,8 +35,11 @@ constexpr std::string_view usage_text =
     "  topogate validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_FILE] "
     "[options]\n"
     "  topogate validate modeldeployment FILE [options]\n"
+    "  topogate validate nodelabels --source TOPOLOGYSOURCE_FILE --nodes NODES_FILE [options]\n"
     "\n"
     "FILE may be - for standard input. NODES_FILE is `kubectl get nodes -o json` output.\n"
+    "nodelabels checks the hierarchy (S7-S9) of the labels the selected Nodes carry for a\n"
+    "nodeLabels source and prints each level's values and each Node's profile.\n"
     "\n"
     "options:\n"
     "  --output text|json         result format (default text)\n"
@@ -116,9 +120,20 @@ std::optional<int> parse_args(args a, options& o) {
   }
   if (positional.empty()) return usage_error("missing what to validate");
   o.kind = std::string(positional[0]);
-  if (o.kind != "topologysource" && o.kind != "snapshot" && o.kind != "modeldeployment") {
+  if (o.kind != "topologysource" && o.kind != "snapshot" && o.kind != "modeldeployment" &&
+      o.kind != "nodelabels") {
     return usage_error("unknown kind \"" + o.kind +
-                       "\" (topologysource, snapshot or modeldeployment)");
+                       "\" (topologysource, snapshot, modeldeployment or nodelabels)");
+  }
+  if (o.kind == "nodelabels") {
+    // The Node list is the input; there is no FILE.
+    if (positional.size() > 1) return usage_error("nodelabels takes no FILE (use --nodes)");
+    if (!saw_source || !saw_nodes)
+      return usage_error("nodelabels needs --source TOPOLOGYSOURCE_FILE and --nodes NODES_FILE");
+    if (o.source_file == "-" && o.nodes_file == "-")
+      return usage_error("standard input (-) can be read only once");
+    o.file = o.nodes_file;
+    return std::nullopt;
   }
   if (positional.size() < 2) return usage_error("missing FILE");
   if (positional.size() > 2) return usage_error("one FILE at a time");
@@ -128,7 +143,7 @@ std::optional<int> parse_args(args a, options& o) {
   const int stdin_uses = (o.file == "-") + (o.source_file == "-") + (o.nodes_file == "-");
   if (stdin_uses > 1) return usage_error("standard input (-) can be read only once");
   if (o.kind != "snapshot" && (saw_source || saw_nodes)) {
-    return usage_error("--source and --nodes apply to snapshot only");
+    return usage_error("--source and --nodes apply to snapshot and nodelabels only");
   }
   return std::nullopt;
 }
@@ -179,9 +194,10 @@ int report(const options& o, const core::error_list& errors,
     if (valid) {
       std::printf("%s: valid %s\n", o.file.c_str(), o.kind.c_str());
     } else if (!input.empty()) {
-      std::fprintf(stderr, "%s: the %.*s is invalid (%zu error%s); the snapshot was not checked\n",
+      std::fprintf(stderr, "%s: the %.*s is invalid (%zu error%s); the %s was not checked\n",
                    o.file.c_str(), static_cast<int>(input.size()), input.data(), errors.size(),
-                   errors.size() == 1 ? "" : "s");
+                   errors.size() == 1 ? "" : "s",
+                   o.kind == "nodelabels" ? "Node-label hierarchy" : "snapshot");
     } else {
       std::fprintf(stderr, "%s: invalid %s (%zu error%s)\n", o.file.c_str(), o.kind.c_str(),
                    errors.size(), errors.size() == 1 ? "" : "s");
@@ -222,12 +238,47 @@ int validate_snapshot_file(const options& o) {
   return report(o, core::check_snapshot(text, ctx), {});
 }
 
+int validate_node_labels(const options& o) {
+  std::string source_text;
+  if (!read_input(o.source_file, source_text)) return exit_usage;
+  auto source = core::validate_topology_source_text(source_text, o.validation);
+  if (!source.ok()) return report(o, source.errors, {}, "source");
+  if (!source.source.node_labels) {
+    // A writing source's Nodes carry what topogate publishes: check its snapshot instead.
+    std::fprintf(stderr,
+                 "topogate validate: %s is not a nodeLabels source (spec.nodeLabels); "
+                 "validate its snapshot with `topogate validate snapshot`\n",
+                 o.source_file.c_str());
+    return exit_usage;
+  }
+  std::string nodes_text;
+  if (!read_input(o.nodes_file, nodes_text)) return exit_usage;
+  auto nodes = core::parse_node_list(nodes_text);
+  if (!nodes.ok()) return report(o, nodes.errors, {}, "nodes");
+
+  const core::node_label_report r = core::check_node_labels(source.source, nodes.list);
+  if (o.json) {
+    // The other commands' {"valid","errors","warnings"} plus the summary.
+    std::string out = core::render_node_label_report_json(r);
+    out.pop_back();
+    out += ",\"warnings\":[]}\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    return r.ok() ? exit_valid : exit_invalid;
+  }
+  const std::string table = core::render_node_label_report_text(r);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  if (!r.ok()) std::fputc('\n', stdout);
+  return report(o, r.errors, {});
+}
+
 }  // namespace
 
 int run_validate(args a) {
   options o;
   if (const auto done = parse_args(a, o)) return *done;
   if (o.kind == "snapshot") return validate_snapshot_file(o);
+  if (o.kind == "nodelabels") return validate_node_labels(o);
 
   std::string text;
   if (!read_input(o.file, text)) return exit_usage;

@@ -219,7 +219,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     std::string where = "inventories[" + std::to_string(i) + "]";
     check_keys(n, where,
                {"name", "source", "snapshot", "nodes", "nodesFromAPI", "maxAge", "allowEmptyStart", "unknownNodes",
-                "historySize", "readers", "writers"});
+                "historySize", "readers", "writers", "maxProfileChanges"});
     if (!n["name"]) fail(where, "name is required");
     const std::string name = str(n["name"], where + ".name");
     if (!core::check_dns1123_subdomain(name).empty()) fail(where + ".name", "must be a DNS-1123 subdomain");
@@ -252,6 +252,10 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
       else fail(where + ".unknownNodes", "must be reject or prune");
     }
     if (n["historySize"]) spec.config.history_size = number(n["historySize"], where + ".historySize", 10000);
+    if (n["maxProfileChanges"]) {
+      // 0 (the default) is no limit; see docs/inventory.md "Profile-change impact".
+      spec.config.max_profile_changes = number(n["maxProfileChanges"], where + ".maxProfileChanges", 1u << 20);
+    }
 
     inventory_auth auth;
     auth.name = name;

@@ -79,6 +79,24 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Name("topogate_inventory_ready")
                           .Help("1 when the inventory can answer GET with a revision (or may start empty).")
                           .Register(r);
+  profile_changes_ = &prometheus::BuildCounter()
+                         .Name("topogate_inventory_profile_changes_total")
+                         .Help("Nodes whose topology.gpustack.ai/profile changed or was lost in a published revision, "
+                               "by trigger (file, push, store, nodes).")
+                         .Register(r);
+  flavor_changes_ = &prometheus::BuildCounter()
+                        .Name("topogate_inventory_profile_set_changes_total")
+                        .Help("Profiles (one ResourceFlavor and Topology each) that appeared or disappeared in a "
+                              "published revision, by trigger and change (appeared, disappeared).")
+                        .Register(r);
+  impact_refusals_ = &prometheus::BuildCounter()
+                         .Name("topogate_inventory_impact_refusals_total")
+                         .Help("Valid revisions refused by maxProfileChanges without an accepted impact, by trigger.")
+                         .Register(r);
+  profiles_ = &prometheus::BuildGauge()
+                  .Name("topogate_inventory_profiles")
+                  .Help("Distinct profiles among the managed Nodes of the served revision.")
+                  .Register(r);
   prometheus::BuildGauge()
       .Name("topogate_build_info")
       .Help("Build information (value 1).")
@@ -110,6 +128,29 @@ void metrics::reconcile_attempt(std::string_view inventory, bool accepted) {
       .Increment();
 }
 
+void metrics::profile_impact(std::string_view inventory, const inventory::attempt& a) {
+  if (!a.impact) return;
+  // Fixed label values: the origin "file:/path" would put a path in a label.
+  const std::string trigger = a.origin.starts_with("file:") ? "file"
+                              : a.origin == "push" || a.origin == "store" || a.origin == "nodes"
+                                  ? a.origin
+                                  : "other";
+  const std::string inv(inventory);
+  const auto& im = *a.impact;
+  if (a.impact_refused) {
+    impact_refusals_->Add({{"inventory", inv}, {"trigger", trigger}}).Increment();
+    return;
+  }
+  if (!a.accepted) return;
+  profile_changes_->Add({{"inventory", inv}, {"trigger", trigger}}).Increment(static_cast<double>(im.profile_changes()));
+  // The first revision a process serves has no baseline: its profiles did not "appear".
+  if (im.profiles_before == 0) return;
+  flavor_changes_->Add({{"inventory", inv}, {"trigger", trigger}, {"change", "appeared"}})
+      .Increment(static_cast<double>(im.appeared.size()));
+  flavor_changes_->Add({{"inventory", inv}, {"trigger", trigger}, {"change", "disappeared"}})
+      .Increment(static_cast<double>(im.disappeared.size()));
+}
+
 void metrics::credential_reload(std::string_view kind, bool ok) {
   reloads_->Add({{"kind", std::string(kind)}, {"result", ok ? "success" : "failure"}}).Increment();
 }
@@ -134,6 +175,7 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
       snapshot_bytes_->Add({{"inventory", name}}).Set(0);
       continue;
     }
+    profiles_->Add({{"inventory", name}}).Set(rev->profiles ? static_cast<double>(rev->profiles->profiles.size()) : 0);
     auto& g = revision_info_->Add({{"inventory", name}, {"revision", rev->revision_id}, {"etag", rev->etag}});
     g.Set(1);
     info_by_inventory_.emplace(name, &g);

@@ -36,6 +36,8 @@ class metrics {
   void auth_failure(std::string_view inventory, std::string_view reason);
   void admission_decision(std::string_view kind, std::string_view verdict);
   void reconcile_attempt(std::string_view inventory, bool accepted);
+  // Profile changes a published revision made, and revisions maxProfileChanges refused.
+  void profile_impact(std::string_view inventory, const inventory::attempt& a);
   void credential_reload(std::string_view kind, bool ok);
   void certificate_expiry(std::string_view certificate, double unix_seconds);
 
@@ -62,6 +64,10 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* snapshot_bytes_;
   prometheus::Family<prometheus::Gauge>* revision_age_;
   prometheus::Family<prometheus::Gauge>* inventory_ready_;
+  prometheus::Family<prometheus::Counter>* profile_changes_;
+  prometheus::Family<prometheus::Counter>* flavor_changes_;
+  prometheus::Family<prometheus::Counter>* impact_refusals_;
+  prometheus::Family<prometheus::Gauge>* profiles_;
   std::mutex info_mu_;
   std::map<std::string, prometheus::Gauge*, std::less<>> info_by_inventory_;
 };

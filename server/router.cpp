@@ -91,6 +91,11 @@ std::string_view header(const request& req, http::field f) {
   return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
 }
 
+std::string_view header(const request& req, std::string_view name) {
+  const auto it = req.find(boost::beast::string_view(name.data(), name.size()));
+  return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -391,7 +396,11 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       } else {
         std::optional<std::string> if_match;
         if (auto im = header(req, http::field::if_match); !im.empty()) if_match = std::string(im);
-        res = from_answer(ctx.registry->push(name, req.body(), std::move(if_match), info.identity));
+        // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
+        std::optional<std::string> accept_impact;
+        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty()) accept_impact = std::string(ai);
+        res = from_answer(
+            ctx.registry->push(name, req.body(), std::move(if_match), info.identity, std::move(accept_impact)));
       }
     } else if (!get_like) {
       res = method_not_allowed(sub.empty() && path != "/snapshot" ? "GET, HEAD, PUT" : "GET, HEAD");

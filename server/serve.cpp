@@ -73,6 +73,7 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   obs.on_attempt = [&m](const std::string& inv, const inventory::attempt& a) {
     // The registry logs each decision itself; this only counts them.
     m.reconcile_attempt(inv, a.accepted);
+    m.profile_impact(inv, a);
   };
   obs.on_log = [](std::string_view level, std::string_view inv, std::string_view message) {
     log(level_of(level), message, {{"component", "inventory"}, {"inventory", inv}});

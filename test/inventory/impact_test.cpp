@@ -1,0 +1,249 @@
+// Profile-change impact of every revision an inventory publishes (offers, Node-list changes,
+// file sources) and the maxProfileChanges policy on both sides of its limit.
+
+#include <gtest/gtest.h>
+
+#include "inventory/inventory.hpp"
+#include "inventory/registry.hpp"
+#include "test_util.hpp"
+
+namespace topogate::inventory {
+namespace {
+
+using testing::eventually;
+using testing::manual_clock;
+using testing::served_revision;
+
+// worker-0..worker-(n-1), all in region-a/zone-a; the first `with_rack` also carry a rack
+// (profile region>zone>rack>hostname), the others stop at the zone (region>zone>hostname).
+std::string snap(std::string_view revision, int n, int with_rack) {
+  std::string out = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":")";
+  out += revision;
+  out += R"(","nodes":{)";
+  for (int i = 0; i < n; ++i) {
+    if (i != 0) out += ',';
+    out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(testing::region) + "\":\"region-a\",\"" +
+           std::string(testing::zone) + "\":\"zone-a\"";
+    if (i < with_rack) out += ",\"" + std::string(testing::rack) + "\":\"rack-" + std::to_string(i) + "\"";
+    out += "}";
+  }
+  out += "}}";
+  return out;
+}
+
+inventory::offer_options push(std::optional<std::string> accept = std::nullopt) {
+  inventory::offer_options o{"push", "writer", std::nullopt, std::nullopt};
+  o.accept_impact = std::move(accept);
+  return o;
+}
+
+inventory_config limited(std::size_t n) {
+  auto cfg = testing::config();
+  cfg.max_profile_changes = n;
+  return cfg;
+}
+
+constexpr int nodes = 8;
+constexpr std::size_t limit = 3;
+
+// Baseline: 8 Nodes, 2 with a rack (two profiles in use). Each offer below adds racks, so
+// exactly k Nodes change profile and no profile appears or disappears.
+struct policy_fixture {
+  manual_clock clk;
+  inventory inv{limited(limit), clk};
+  std::string baseline_etag;
+  policy_fixture() {
+    const auto r = inv.offer(snap("base", nodes, 2), push());
+    EXPECT_TRUE(r.accepted);
+    baseline_etag = inv.current()->etag;
+  }
+};
+
+TEST(ProfileImpactPolicy, UpToTheLimitIsPublishedWithItsImpact) {
+  policy_fixture f;
+  const auto r = f.inv.offer(snap("three", nodes, 2 + static_cast<int>(limit)), push());
+  ASSERT_TRUE(r.accepted);
+  EXPECT_FALSE(r.impact_refused);
+  ASSERT_NE(r.impact, nullptr);
+  EXPECT_EQ(r.impact->profile_changes(), limit);
+  EXPECT_EQ(r.impact->flavor_changes(), 0u);
+  EXPECT_EQ(served_revision(&f.inv), "three");
+  const auto last = f.inv.last_attempt();
+  ASSERT_TRUE(last && last->accepted && last->impact);
+  EXPECT_EQ(last->impact->changed_count, limit);
+  EXPECT_FALSE(last->impact_refused);
+  EXPECT_TRUE(f.inv.impact_refusal().empty());
+}
+
+TEST(ProfileImpactPolicy, OneOverTheLimitIsRefusedAndRecorded) {
+  policy_fixture f;
+  const auto before = f.inv.attempts_recorded();
+  const auto r = f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(r.impact_refused);
+  EXPECT_TRUE(r.errors.empty());  // valid: refused by policy, not by a rule
+  ASSERT_NE(r.impact, nullptr);
+  EXPECT_EQ(r.impact->profile_changes(), limit + 1);
+  EXPECT_EQ(r.impact_baseline_etag, f.baseline_etag);
+  EXPECT_EQ(served_revision(&f.inv), "base");  // the served revision is unchanged
+  EXPECT_EQ(f.inv.attempts_recorded(), before + 1);
+  const auto last = f.inv.last_attempt();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_FALSE(last->accepted);
+  EXPECT_TRUE(last->impact_refused);
+  EXPECT_EQ(last->revision_id, "four");
+  ASSERT_NE(last->impact, nullptr);
+  EXPECT_EQ(last->impact->changed_count, limit + 1);
+  EXPECT_FALSE(f.inv.impact_refusal().empty());
+}
+
+TEST(ProfileImpactPolicy, OneOverTheLimitWithTheBaselineETagIsPublished) {
+  policy_fixture f;
+  const auto r = f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(f.baseline_etag));
+  ASSERT_TRUE(r.accepted);
+  EXPECT_FALSE(r.impact_refused);
+  EXPECT_EQ(served_revision(&f.inv), "four");
+  EXPECT_EQ(f.inv.last_attempt()->impact->profile_changes(), limit + 1);
+}
+
+TEST(ProfileImpactPolicy, AcceptanceOfAnotherBaselineDoesNotCount) {
+  policy_fixture f;
+  const std::string other = "\"" + std::string(64, '0') + "\"";
+  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(other)).impact_refused);
+  // A weak tag never matches (strong comparison, as If-Match).
+  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("W/" + f.baseline_etag))
+                  .impact_refused);
+  EXPECT_EQ(served_revision(&f.inv), "base");
+  // "*" accepts whatever the impact is.
+  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("*")).accepted);
+  EXPECT_EQ(served_revision(&f.inv), "four");
+  EXPECT_TRUE(f.inv.impact_refusal().empty());  // a publication clears the refusal
+}
+
+TEST(ProfileImpactPolicy, ProfilesAppearingOrDisappearingCountAgainstTheLimitToo) {
+  manual_clock clk;
+  inventory inv(limited(1), clk);
+  // worker-0 region only, worker-1 region>zone; then worker-0 gets zone and rack: one Node
+  // changes, but one profile appears (rack) and one disappears (region only).
+  const std::string base = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"b","nodes":{)"
+                           R"("worker-0":{"topology.gpustack.ai/region":"r"},)"
+                           R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
+  const std::string next = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"n","nodes":{)"
+                           R"("worker-0":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z",)"
+                           R"("topology.gpustack.ai/rack":"k"},)"
+                           R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
+  ASSERT_TRUE(inv.offer(base, push()).accepted);
+  const auto r = inv.offer(next, push());
+  ASSERT_NE(r.impact, nullptr);
+  EXPECT_EQ(r.impact->profile_changes(), 1u);
+  EXPECT_EQ(r.impact->flavor_changes(), 2u);
+  EXPECT_TRUE(r.impact_refused);
+  auto cfg2 = limited(2);
+  inventory inv2(cfg2, clk);
+  ASSERT_TRUE(inv2.offer(base, push()).accepted);
+  EXPECT_TRUE(inv2.offer(next, push()).accepted);
+}
+
+TEST(ProfileImpactPolicy, NoLimitAndFirstRevisionAreNeverRefused) {
+  manual_clock clk;
+  inventory unlimited(testing::config(), clk);
+  ASSERT_TRUE(unlimited.offer(snap("base", nodes, 0), push()).accepted);
+  const auto r = unlimited.offer(snap("all", nodes, nodes), push());
+  EXPECT_TRUE(r.accepted);
+  EXPECT_EQ(r.impact->profile_changes(), static_cast<std::size_t>(nodes));
+
+  inventory fresh(limited(1), clk);
+  const auto first = fresh.offer(snap("all", nodes, nodes), push());
+  EXPECT_TRUE(first.accepted);  // nothing served yet: nothing to drain
+  ASSERT_NE(first.impact, nullptr);
+  EXPECT_EQ(first.impact->added_count, static_cast<std::size_t>(nodes));
+}
+
+TEST(ProfileImpactPolicy, NodeListChangesAreRecordedNeverRefused) {
+  manual_clock clk;
+  inventory inv(limited(1), clk);
+  inv.set_nodes(testing::nodes(4));
+  ASSERT_TRUE(inv.offer(testing::snapshot_json("r1", 4), push()).accepted);
+  const auto etag = inv.current()->etag;
+  // Three Nodes the snapshot does not describe join: managed, hostname-only profile. The
+  // served bytes do not change, the profile set does (one profile appears).
+  inv.set_nodes(testing::nodes(7));
+  const auto last = inv.last_attempt();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->origin, "nodes");
+  EXPECT_TRUE(last->accepted);
+  EXPECT_FALSE(last->impact_refused);
+  ASSERT_NE(last->impact, nullptr);
+  EXPECT_EQ(last->impact->added_count, 3u);
+  EXPECT_EQ(last->impact->appeared.size(), 1u);
+  EXPECT_EQ(inv.current()->etag, etag);
+  EXPECT_EQ(inv.current()->profiles->nodes.size(), 7u);
+  // The same list again: no impact, no entry.
+  const auto count = inv.attempts_recorded();
+  inv.set_nodes(testing::nodes(7));
+  EXPECT_EQ(inv.attempts_recorded(), count);
+}
+
+TEST(ProfileImpactPolicy, BaselineIsTheLastServedRevisionAcrossA503) {
+  manual_clock clk;
+  inventory inv(limited(100), clk);
+  inv.set_nodes(testing::nodes(4));
+  ASSERT_TRUE(inv.offer(snap("base", 4, 0), push()).accepted);
+  // worker-3 leaves the cluster: the revision names it, 503 (unknownNodes: reject).
+  inv.set_nodes(testing::nodes(3));
+  EXPECT_EQ(inv.current(), nullptr);
+  ASSERT_NE(inv.last_served(), nullptr);
+  EXPECT_EQ(inv.last_served()->revision_id, "base");
+  const auto r = inv.offer(snap("next", 3, 3), push());
+  ASSERT_TRUE(r.accepted) << core::render_text(r.errors);
+  // Against what the consumer fetched last (4 Nodes), not against nothing.
+  EXPECT_EQ(r.impact->changed_count, 3u);
+  EXPECT_EQ(r.impact->removed_count, 1u);
+}
+
+TEST(ProfileImpactPolicy, FileSourceRefusalIsReportedAndNotServed) {
+  testing::temp_dir dir;
+  const auto path = dir / "snapshot.json";
+  testing::write_atomic(path, snap("base", nodes, 2));
+  registry_config cfg;
+  inventory_spec spec;
+  spec.config = limited(limit);
+  spec.snapshot_path = path;
+  cfg.inventories.push_back(std::move(spec));
+  cfg.resync_interval = std::chrono::seconds(3600);
+  std::vector<attempt> seen;
+  std::mutex mu;
+  registry_observer obs;
+  obs.on_attempt = [&](const std::string&, const attempt& a) {
+    std::lock_guard lk(mu);
+    seen.push_back(a);
+  };
+  obs.on_log = [](std::string_view, std::string_view, std::string_view) {};
+  registry reg(std::move(cfg), system_clock(), std::move(obs));
+  reg.start();
+  auto* inv = reg.find("dc");
+  ASSERT_NE(inv, nullptr);
+  ASSERT_EQ(served_revision(inv), "base");
+
+  testing::write_atomic(path, snap("too-many", nodes, 2 + static_cast<int>(limit) + 1));
+  ASSERT_TRUE(eventually([&] { return !inv->impact_refusal().empty(); }));
+  EXPECT_EQ(served_revision(inv), "base");
+  {
+    std::lock_guard lk(mu);
+    ASSERT_FALSE(seen.empty());
+    EXPECT_TRUE(seen.back().impact_refused);
+    EXPECT_EQ(seen.back().revision_id, "too-many");
+  }
+  const auto status = reg.status("dc");
+  EXPECT_NE(status.body.find("\"impactRefusal\""), std::string::npos);
+  const auto history = reg.history("dc");
+  EXPECT_NE(history.body.find("\"impactRefused\":true"), std::string::npos);
+
+  testing::write_atomic(path, snap("within", nodes, 2 + static_cast<int>(limit)));
+  ASSERT_TRUE(eventually([&] { return served_revision(inv) == "within"; }));
+  EXPECT_TRUE(inv->impact_refusal().empty());
+  reg.stop();
+}
+
+}  // namespace
+}  // namespace topogate::inventory
