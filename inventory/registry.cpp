@@ -190,6 +190,10 @@ struct registry::impl {
     // Store bookkeeping (write_mu).
     std::string store_version;
     std::optional<detail::stored_revision> pending_store;  // rejected at load; retried on Node changes
+    // nodeLabels inventories: the last hierarchy check and the checks' history (label_mu).
+    mutable std::mutex label_mu;
+    std::shared_ptr<const node_label_check> labels;
+    std::vector<attempt> label_history;  // newest last
   };
 
   registry_config cfg;
@@ -287,6 +291,7 @@ struct registry::impl {
       const auto before = e.inv->attempts_recorded();
       e.inv->set_nodes(std::move(list));
       report(e, before);
+      if (e.spec.config.source.node_labels) check_node_labels(e);
       retry = e.pending_store;
       if (!e.spec.snapshot_path.empty() && !e.snap_ok) {
         // The file was rejected against the old Node list (say, it names a Node that did
@@ -297,6 +302,53 @@ struct registry::impl {
     }
     // Likewise a stored revision that did not validate when it was loaded.
     if (retry) offer_from_store(e, *retry, true);
+  }
+
+  std::string nodes_origin(const entry& e) const {
+    return !e.spec.nodes_path.empty() ? "file:" + e.spec.nodes_path : std::string("kubernetes");
+  }
+
+  // nodeLabels: the Nodes' own labels are the input, checked again on every Node list
+  // change (write_mu held). The consumer reads those labels itself; this only tells what it
+  // will find.
+  void check_node_labels(entry& e) {
+    if (!e.nodes) return;
+    auto c = std::make_shared<node_label_check>();
+    c->report = core::check_node_labels(e.spec.config.source, *e.nodes);
+    c->checked_at = clk.now();
+    c->nodes_origin = nodes_origin(e);
+    attempt a;
+    a.at = c->checked_at;
+    a.origin = "nodes:" + c->nodes_origin;
+    a.accepted = c->report.ok();
+    a.errors = c->report.errors;
+    {
+      std::lock_guard lk(e.label_mu);
+      c->checks = (e.labels ? e.labels->checks : 0) + 1;
+      a.revision_id = "node-labels-" + std::to_string(c->checks);
+      a.note = summarize(*c);
+      e.labels = c;
+      e.label_history.push_back(a);
+      const std::size_t keep = std::max<std::size_t>(e.spec.config.history_size, 1);
+      if (e.label_history.size() > keep)
+        e.label_history.erase(e.label_history.begin(),
+                              e.label_history.end() - static_cast<std::ptrdiff_t>(keep));
+    }
+    std::string msg = "node-label hierarchy check " + std::to_string(c->checks) + " (" + a.origin + "): " + a.note;
+    if (!a.errors.empty()) {
+      // A whole cluster mislabelled is thousands of errors: the log names the first ones;
+      // /snapshots/{name}/status has every one.
+      constexpr std::size_t shown = 20;
+      core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(std::min(shown, a.errors.size())));
+      msg += ": " + core::render_text(head);
+      if (a.errors.size() > shown) msg += "... and " + std::to_string(a.errors.size() - shown) + " more";
+    }
+    log(a.accepted ? "info" : "warn", e.inv->name(), msg);
+  }
+
+  std::shared_ptr<const node_label_check> labels_of(const entry& e) const {
+    std::lock_guard lk(e.label_mu);
+    return e.labels;
   }
 
   void check_nodes_file(entry& e) {
@@ -533,7 +585,7 @@ void registry::start() {
   if (m.store) {
     std::vector<std::string> names;
     for (auto& e : m.entries) {
-      if (!e->spec.snapshot_path.empty()) continue;
+      if (!e->spec.snapshot_path.empty() || e->spec.config.source.node_labels) continue;
       names.push_back(e->inv->name());
       m.load_from_store(*e);
     }
@@ -575,7 +627,8 @@ std::vector<inventory*> registry::all() const {
 }
 
 bool registry::ready() const {
-  return std::all_of(impl_->entries.begin(), impl_->entries.end(), [](const auto& e) { return e->inv->ready(); });
+  return std::all_of(impl_->entries.begin(), impl_->entries.end(),
+                     [this](const auto& e) { return inventory_ready(e->inv->name()); });
 }
 
 http_answer registry::push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
@@ -588,6 +641,13 @@ http_answer registry::push(std::string_view name, std::string_view body, std::op
   auto& m = *impl_;
   auto* e = m.find(name);
   if (e == nullptr) return status_answer(404, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
+  if (e->spec.config.source.node_labels) {
+    // T7: a nodeLabels source is read-only; the Nodes' labels are its only input.
+    return status_answer(409, "Conflict",
+                         "inventory \"" + std::string(name) +
+                             "\" reads Node labels (nodeLabels source): there is no snapshot to push",
+                         name);
+  }
   if (!e->spec.snapshot_path.empty()) {
     // One input per inventory keeps every replica deterministic: a file and pushes racing
     // would leave replicas serving whichever they saw last.
@@ -716,6 +776,7 @@ http_answer registry::status(std::string_view name) const {
   const auto& m = *impl_;
   auto* e = m.find(name);
   if (e == nullptr) return status_answer(404, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
+  if (e->spec.config.source.node_labels) return node_label_status(name);
   const auto& inv = *e->inv;
   const auto decision = inv.serve();
   const auto cur = inv.current();
@@ -797,7 +858,13 @@ http_answer registry::history(std::string_view name) const {
   const auto& m = *impl_;
   auto* e = m.find(name);
   if (e == nullptr) return status_answer(404, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
-  const auto hist = e->inv->history();
+  std::vector<attempt> hist;
+  if (e->spec.config.source.node_labels) {
+    std::lock_guard lk(e->label_mu);
+    hist = e->label_history;
+  } else {
+    hist = e->inv->history();
+  }
   std::string out = "{";
   add_str(out, "name", name);
   out += ",\"items\":[";
@@ -810,6 +877,97 @@ http_answer registry::history(std::string_view name) const {
   http_answer a;
   a.body = std::move(out);
   return a;
+}
+
+bool registry::reads_node_labels(std::string_view name) const noexcept {
+  const auto* e = impl_->find(name);
+  return e != nullptr && e->spec.config.source.node_labels;
+}
+
+std::shared_ptr<const node_label_check> registry::node_labels(std::string_view name) const {
+  const auto* e = impl_->find(name);
+  if (e == nullptr || !e->spec.config.source.node_labels) return nullptr;
+  return impl_->labels_of(*e);
+}
+
+bool registry::inventory_ready(std::string_view name, std::string* why) const {
+  const auto* e = impl_->find(name);
+  if (e == nullptr) {
+    if (why) *why = "no such inventory";
+    return false;
+  }
+  const auto& cfg = e->inv->config();
+  if (cfg.source.node_labels) {
+    // The hierarchy verdict is a finding, not readiness: a mislabelled Node must not take
+    // every replica (and with it the admission webhook) out of the Service.
+    if (cfg.allow_empty_start || impl_->labels_of(*e)) return true;
+    if (why) *why = "no Node list yet (" + impl_->nodes_origin(*e) + ")";
+    return false;
+  }
+  if (e->inv->ready()) return true;
+  if (why) {
+    const auto d = e->inv->serve();
+    *why = d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason;
+  }
+  return false;
+}
+
+http_answer registry::node_label_status(std::string_view name) const {
+  const auto& m = *impl_;
+  const auto* e = m.find(name);
+  const auto c = m.labels_of(*e);
+  std::string out = "{";
+  add_str(out, "name", name);
+  out.push_back(',');
+  add_str(out, "provider", "nodeLabels");
+  out += ",\"ready\":";
+  out += inventory_ready(name) ? "true" : "false";
+  out += ",\"serving\":false,";
+  add_str(out, "unavailableReason", "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
+  out.push_back(',');
+  add_str(out, "nodesSource", m.nodes_origin(*e));
+  out += ",\"checked\":";
+  out += c ? "true" : "false";
+  if (c) {
+    out += ",\"valid\":";
+    out += c->report.ok() ? "true" : "false";
+    out.push_back(',');
+    add_str(out, "checkedAt", detail::format_time(c->checked_at));
+    out += ",\"checks\":" + std::to_string(c->checks);
+    out.push_back(',');
+    add_str(out, "summary", summarize(*c));
+    out += ",\"report\":";
+    out += core::render_node_label_report_json(c->report);
+  }
+  out.push_back('}');
+  http_answer a;
+  a.body = std::move(out);
+  return a;
+}
+
+std::string summarize(const node_label_check& c) {
+  const auto& r = c.report;
+  std::string out;
+  if (r.ok()) {
+    out = "valid: ";
+  } else {
+    std::set<std::string> rules;
+    for (const auto& e : r.errors) rules.insert(e.rule);
+    out = std::to_string(r.errors.size()) + (r.errors.size() == 1 ? " error (" : " errors (");
+    bool first = true;
+    for (const auto& rule : rules) {
+      if (!first) out += ", ";
+      first = false;
+      out += rule;
+    }
+    out += "): the Nodes' labels do not form the declared hierarchy; ";
+  }
+  out += std::to_string(r.selected_nodes) + " of " + std::to_string(r.total_nodes) + " Nodes selected, " +
+         std::to_string(r.profiles.size()) + (r.profiles.size() == 1 ? " profile" : " profiles");
+  for (const auto& l : r.levels) {
+    if (l.verdict == core::nesting::independent) out += "; " + l.key + " is independent of the level above";
+  }
+  return out;
 }
 
 }  // namespace topogate::inventory

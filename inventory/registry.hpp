@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/node_labels.hpp"
 #include "inventory/inventory.hpp"
 
 namespace topogate::inventory {
@@ -56,6 +57,19 @@ struct registry_observer {
   std::function<void(std::string_view level, std::string_view inventory, std::string_view message)> on_log;
 };
 
+// nodeLabels inventories (the TopologySource reads labels other components own): nothing
+// is served or pushed; the hierarchy check over the selected Nodes' labels, re-run on every
+// Node list change.
+struct node_label_check {
+  core::node_label_report report;
+  std::chrono::system_clock::time_point checked_at;
+  std::uint64_t checks = 0;  // Node lists checked so far, this one included
+  std::string nodes_origin;  // "file:/path" or "kubernetes"
+};
+// One line for logs, /readyz and the history: "valid: 3 selected Nodes, 1 profile" or
+// "2 errors (S8, S9): ...".
+[[nodiscard]] std::string summarize(const node_label_check& c);
+
 class registry {
  public:
   explicit registry(registry_config cfg, const clock& clk = system_clock(),
@@ -86,7 +100,19 @@ class registry {
   [[nodiscard]] http_answer status(std::string_view name) const;
   [[nodiscard]] http_answer history(std::string_view name) const;
 
+  // True when `name` is a nodeLabels inventory.
+  [[nodiscard]] bool reads_node_labels(std::string_view name) const noexcept;
+  // The last hierarchy check of a nodeLabels inventory; null before the first Node list and
+  // for other inventories.
+  [[nodiscard]] std::shared_ptr<const node_label_check> node_labels(std::string_view name) const;
+  // Readiness of one inventory, with the reason when not ready: a valid revision (or
+  // allowEmptyStart) for snapshot inventories; a checked Node list (or allowEmptyStart) for
+  // nodeLabels ones, whose hierarchy findings never make a replica unready.
+  [[nodiscard]] bool inventory_ready(std::string_view name, std::string* why = nullptr) const;
+
  private:
+  [[nodiscard]] http_answer node_label_status(std::string_view name) const;
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -262,7 +262,16 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     if (!n["readers"]) fail(where, "readers is required (bearerTokenFiles or clientCAFile): snapshots are never served unauthenticated");
     auth.readers = credentials(n["readers"], where + ".readers", base);
     if (n["writers"]) auth.writers = credentials(n["writers"], where + ".writers", base);
-    if (spec.snapshot_path.empty() && auth.writers.empty()) {
+    if (spec.config.source.node_labels) {
+      // A nodeLabels source publishes nothing (T7): the inventory checks the labels the Nodes
+      // already carry, so a Node list is its only input.
+      if (!spec.snapshot_path.empty() || !auth.writers.empty()) {
+        fail(where, "feeds a nodeLabels TopologySource, which takes no snapshot and no writers");
+      }
+      if (spec.nodes_path.empty() && !spec.nodes_from_api) {
+        fail(where, "feeds a nodeLabels TopologySource: nodes (a Node list file) or nodesFromAPI is required");
+      }
+    } else if (spec.snapshot_path.empty() && auth.writers.empty()) {
       fail(where, "needs a snapshot file/directory or writers (push-only)");
     }
     cfg.auth.push_back(std::move(auth));

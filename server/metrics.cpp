@@ -97,6 +97,15 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("topogate_inventory_profiles")
                   .Help("Distinct profiles among the managed Nodes of the served revision.")
                   .Register(r);
+  nodelabel_errors_ = &prometheus::BuildGauge()
+                           .Name("topogate_nodelabel_hierarchy_errors")
+                           .Help("Errors (S7-S9) of the last hierarchy check of a nodeLabels inventory's Node labels.")
+                           .Register(r);
+  nodelabel_checked_ = &prometheus::BuildGauge()
+                            .Name("topogate_nodelabel_last_check_timestamp_seconds")
+                            .Help("When a nodeLabels inventory's Node labels were last checked (a Node list change), "
+                                  "as a Unix time.")
+                            .Register(r);
   prometheus::BuildGauge()
       .Name("topogate_build_info")
       .Help("Build information (value 1).")
@@ -165,7 +174,12 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
   for (const auto* inv : reg.all()) {
     const std::string& name = inv->name();
     const auto rev = inv->current();
-    inventory_ready_->Add({{"inventory", name}}).Set(inv->ready() ? 1 : 0);
+    inventory_ready_->Add({{"inventory", name}}).Set(reg.inventory_ready(name) ? 1 : 0);
+    if (const auto labels = reg.node_labels(name)) {
+      nodelabel_errors_->Add({{"inventory", name}}).Set(static_cast<double>(labels->report.errors.size()));
+      nodelabel_checked_->Add({{"inventory", name}})
+          .Set(std::chrono::duration<double>(labels->checked_at.time_since_epoch()).count());
+    }
     auto it = info_by_inventory_.find(name);
     if (it != info_by_inventory_.end()) {
       revision_info_->Remove(it->second);

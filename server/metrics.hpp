@@ -64,6 +64,8 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* snapshot_bytes_;
   prometheus::Family<prometheus::Gauge>* revision_age_;
   prometheus::Family<prometheus::Gauge>* inventory_ready_;
+  prometheus::Family<prometheus::Gauge>* nodelabel_errors_;
+  prometheus::Family<prometheus::Gauge>* nodelabel_checked_;
   prometheus::Family<prometheus::Counter>* profile_changes_;
   prometheus::Family<prometheus::Counter>* flavor_changes_;
   prometheus::Family<prometheus::Counter>* impact_refusals_;

@@ -178,6 +178,14 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
 }
 
 response serve_snapshot(const request& req, const router_context& ctx, std::string_view name) {
+  if (ctx.registry->reads_node_labels(name)) {
+    // The consumer reads a nodeLabels source's Nodes itself and never polls a URL for it:
+    // there is no snapshot resource to answer with (404, not 503, as none will ever come).
+    return json_error(http::status::not_found,
+                      "inventory \"" + std::string(name) +
+                          "\" reads Node labels (nodeLabels source): topogate serves no snapshot for it; "
+                          "its hierarchy check is at /snapshots/" + std::string(name) + "/status");
+  }
   inventory::inventory* inv = ctx.registry->find(name);
   const inventory::serve_decision d = inv->serve();
   if (!d.rev) {
@@ -226,12 +234,16 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
   if (include_inventories && ctx.registry) {
     for (const auto* inv : ctx.registry->all()) {
       std::string why;
-      const bool ready = inv->ready();
-      if (!ready) {
-        auto d = inv->serve();
-        why = d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason;
-      }
+      const bool ready = ctx.registry->inventory_ready(inv->name(), &why);
       check("inventory/" + inv->name(), ready, why);
+      if (const auto labels = ctx.registry->node_labels(inv->name())) {
+        // A finding shown beside the checks, never one of them: mislabelled Nodes must not take
+        // the replica (and the admission webhook) out of the Service.
+        text += labels->report.ok() ? "[+]" : "[-]";
+        text += "nodelabels/" + inv->name() + (labels->report.ok() ? " ok: " : " failed (not gating): ");
+        text += inventory::summarize(*labels);
+        text += '\n';
+      }
     }
   }
   text += ok ? "check passed\n" : "check failed\n";
