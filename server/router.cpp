@@ -244,6 +244,11 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
         text += inventory::summarize(*labels);
         text += '\n';
       }
+      if (const auto refusal = inv->impact_refusal(); !refusal.empty()) {
+        // Not gating either: the replica still serves the revision the consumer has; a file
+        // revision past maxProfileChanges waits for a person (docs/inventory.md).
+        text += "[-]impact/" + inv->name() + " failed (not gating): " + refusal + '\n';
+      }
     }
   }
   text += ok ? "check passed\n" : "check failed\n";

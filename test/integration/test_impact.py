@@ -173,11 +173,14 @@ inventories:
     assert sample(text, "topogate_inventory_impact_refusals_total", inventory="dc", trigger="file") == 1
     assert any("maxProfileChanges" in e.get("msg", "") for e in srv.logs())
     # The inventory stays ready: it still serves the revision the consumer has.
-    code, _, _, _ = curl("--cacert", str(pki.ca), f"{srv.url}/readyz")
+    code, text, _, _ = curl("--cacert", str(pki.ca), f"{srv.url}/readyz?verbose")
     assert code == 200
+    assert "[+]inventory/dc ok" in text
+    assert "[-]impact/dc failed (not gating): revision zone-rack" in text
 
     # A revision within the limit replaces it.
     tmp.write_text(snapshot("one-rack", NODES[:1]))
     os.replace(tmp, path)
     wait_for(lambda: served(srv, pki) == "one-rack", what="the revision within the limit")
     assert "impactRefusal" not in get(srv, pki, "/snapshots/dc/status")
+    assert "impact/dc" not in curl("--cacert", str(pki.ca), f"{srv.url}/readyz?verbose")[1]
