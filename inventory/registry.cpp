@@ -525,9 +525,10 @@ struct registry::impl {
       return;
     }
     const auto before = e.inv->attempts_recorded();
-    inventory::offer_options opts{"store", rev.actor, std::nullopt, rev.accepted_at};
     // The replica that stored it already applied maxProfileChanges (and saw any acceptance).
-    opts.accept_impact = "*";
+    // (Initialised here, not assigned afterwards: GCC 12 at -O2 with ASan reports a false
+    // -Wmaybe-uninitialized for assigning a string to a disengaged optional.)
+    inventory::offer_options opts{"store", rev.actor, std::nullopt, rev.accepted_at, "*"};
     // Validated again: the Node list or the configuration may have changed since.
     auto p = e.inv->prepare(rev.json, opts);
     if (p.candidate) {
