@@ -109,7 +109,7 @@ if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
 fi
 
 echo "== summary (stage, result, wall time; total: CTest tests of every preset + fuzz targets + end-to-end suites)"
-printf '%s\n' "${stages[@]}"
+((${#stages[@]})) && printf '%s\n' "${stages[@]}"
 printf '%-12s %-4s %5d s\n' all "$( ((status == 0)) && echo ok || echo FAIL)" "$SECONDS"
 echo "total: $passed passed, $failed failed"
 exit $status
