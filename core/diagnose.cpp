@@ -653,6 +653,16 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
         if (const owner_ref* xo = deployment_owner(x); xo && xo->name == o->name) group.push_back(&x);
   }
   if (group.size() > 1) {
+    // In the deployment's role order, then by name: the same report whatever order the
+    // objects were listed in.
+    auto rank = [&](const workload* x) {
+      std::size_t i = 0;
+      if (md)
+        for (; i < md->roles.size(); ++i)
+          if (md->roles[i].name == role_of(*x)) break;
+      return std::pair{i, x->name};
+    };
+    std::sort(group.begin(), group.end(), [&](const workload* a, const workload* b) { return rank(a) < rank(b); });
     for (const workload* x : group) {
       group_status g;
       g.workload = ns_name(x->namespace_, x->name);

@@ -458,6 +458,14 @@ TEST(Pending, MultiRoleOneGroupReservedAnotherShortOfADomain) {
   EXPECT_NE(r.conclusion.find("short of a domain: decode"), std::string::npos) << r.conclusion;
   EXPECT_NE(r.conclusion.find("held for the set: prefill"), std::string::npos) << r.conclusion;
 
+  // Listed in another order (the API lists by name), the groups keep the deployment's role order.
+  auto reversed = c;
+  std::reverse(reversed.workloads.begin(), reversed.workloads.end());
+  const auto again = diagnose_pending(reversed, "default", "llm-decode-0");
+  ASSERT_EQ(again.groups.size(), 2u);
+  EXPECT_EQ(again.groups[0].role, "prefill");
+  EXPECT_EQ(again.groups[1].role, "decode");
+
   // The reserved group's own diagnosis: it holds its reservation.
   const auto p = diagnose_pending(c, "default", "llm-prefill-0");
   EXPECT_EQ(step(p, 2).result, verdict::ok);
