@@ -695,7 +695,13 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
                        " Pods): cluster-wide " + std::to_string(pf.cluster_fits) + " fit, the largest domain holds " +
                        std::to_string(pf.best_domain);
   } else {
-    r.conclusion = "Pending, although a domain has the capacity: see the steps marked problem";
+    std::vector<std::string> problems;
+    for (const auto& s : r.steps)
+      if (s.number >= 3 && s.number <= 5 && s.result == verdict::problem) problems.push_back(std::to_string(s.number));
+    r.conclusion = problems.empty()
+                       ? "Pending, yet a domain holds every PodSet and steps 3-5 pass: Kueue has not reserved quota "
+                         "yet (read the QuotaReserved message; quota or a competing Workload may hold it)"
+                       : "Pending, yet a domain holds every PodSet: the chain is broken at step " + join(problems, ", ");
   }
   if (!r.groups.empty()) {
     std::vector<std::string> held, lacking;
