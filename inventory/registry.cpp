@@ -340,8 +340,10 @@ struct registry::impl {
       // /snapshots/{name}/status has every one.
       constexpr std::size_t shown = 20;
       core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(std::min(shown, a.errors.size())));
-      msg += ": " + core::render_text(head);
-      if (a.errors.size() > shown) msg += "... and " + std::to_string(a.errors.size() - shown) + " more";
+      std::string listed = core::render_text(head);
+      while (!listed.empty() && listed.back() == '\n') listed.pop_back();
+      msg += ": " + listed;
+      if (a.errors.size() > shown) msg += " ... and " + std::to_string(a.errors.size() - shown) + " more";
     }
     log(a.accepted ? "info" : "warn", e.inv->name(), msg);
   }
