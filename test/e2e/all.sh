@@ -2,7 +2,8 @@
 # Every Kubernetes-facing and conformance test, in order, with durations:
 # the tool build (cached), certs/ scripts, the consumer client's Go tests, the
 # chart against the real apiserver, the webhook end to end, the conformance
-# corpus over HTTPS. Runs all of them and fails if any failed.
+# corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs. Runs
+# all of them and fails if any failed.
 # Env: TOPOGATE_BINARY (default build/{dev,debug,release}/server/topogate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +27,7 @@ step consumer-go-test bash -c "cd '$repo/conformance' && GOTOOLCHAIN=local go te
 step chart-test "$here/chart-test.sh"
 step e2e "$here/run.sh"
 step conformance "$here/conformance.sh"
+step diagnose "$here/diagnose.sh"
 echo "=== summary"
 printf '%s\n' "${results[@]}"
 exit $failed

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# `topogate diagnose chain|pending` online, against a real kube-apiserver
+# (control-plane.sh) with the Kueue CRDs (sigs.k8s.io/kueue v0.17.0, from the Go
+# module proxy) and the chart's CRDs installed. The runbook scenarios of
+# test/fixtures/diagnose/ are created with kubectl (objects, then their status
+# through the status subresource; no Kueue controller, kubelet or scheduler
+# runs, so nothing changes them), then:
+#
+#   online        the report read from the API equals the offline report on the
+#                 fixture files (chain and pending, JSON)
+#   kubectl-files `kubectl get KIND -A -o json` files of the live objects give
+#                 the same report offline (--from)
+#   access        kubeconfig with tokenFile / inline token + CA data,
+#                 --server/--token-file/--ca-file; an RBAC-less user is refused
+#                 (exit 2) and the token never appears in the output
+#
+# Usage: diagnose.sh   Env: TOPOGATE_BINARY, E2E_KEEP=1, KUEUE_VERSION (v0.17.0)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+fx="$repo/test/fixtures/diagnose"
+t_start=$SECONDS
+kueue_version=${KUEUE_VERSION:-v0.17.0}
+
+topogate=${TOPOGATE_BINARY:-}
+if [[ -z $topogate ]]; then
+  for p in dev debug release; do
+    [[ -x $repo/build/$p/server/topogate ]] && { topogate=$repo/build/$p/server/topogate; break; }
+  done
+fi
+[[ -n $topogate && -x $topogate ]] || { echo "diagnose.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }
+
+eval "$("$here/build-kube-bins.sh" --print-env)"
+work=$(mktemp -d "${TMPDIR:-/tmp}/topogate-diagnose.XXXXXX")
+export TOPOGATE_CP_DIR="$work/cp"
+cleanup() {
+  if [[ ${E2E_KEEP:-0} == 1 ]]; then
+    echo "kept: $work (stop with TOPOGATE_CP_DIR=$TOPOGATE_CP_DIR $here/control-plane.sh stop)"
+  else
+    "$here/control-plane.sh" stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+fails=0 checks=0
+pass() { checks=$((checks + 1)); echo "ok   $*"; }
+fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
+section() { echo "== $*"; }
+
+section setup
+crds=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$kueue_version" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/config/components/crd/bases
+[[ -s $crds/kueue.x-k8s.io_workloads.yaml ]] || { echo "no Kueue CRDs in $crds" >&2; exit 1; }
+"$here/control-plane.sh" start
+eval "$("$here/control-plane.sh" env)"
+k() { "$KUBECTL" "$@"; }
+for c in topologies resourceflavors clusterqueues localqueues workloads; do
+  k apply --server-side -f "$crds/kueue.x-k8s.io_$c.yaml" >/dev/null
+done
+k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
+k wait --for condition=Established --timeout 60s crd/topologies.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io \
+  crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/workloads.kueue.x-k8s.io \
+  crd/topologysources.worker.gpustack.ai crd/modeldeployments.worker.gpustack.ai >/dev/null
+pass "Kueue $kueue_version and chart CRDs established"
+
+# load_scenario DIR [FILE...]: create every object of the fixture files with kubectl,
+# then set its status through the status subresource.
+load_scenario() {
+  python3 - "$KUBECTL" "$@" <<'PY'
+import json, subprocess, sys
+kubectl, files = sys.argv[1], sys.argv[2:]
+import glob, os
+paths = []
+for f in files:
+    paths += sorted(glob.glob(os.path.join(f, "*.json"))) if os.path.isdir(f) else [f]
+def items(p):
+    o = json.load(open(p))
+    return o["items"] if o.get("kind", "").endswith("List") else [o]
+objs = [o for p in paths for o in items(p)]
+# Namespaces first; Nodes and flavors before what refers to them (order only matters to people).
+for ns in sorted({o["metadata"].get("namespace") for o in objs} - {None, "default", "kube-system"}):
+    subprocess.run([kubectl, "create", "namespace", ns], check=False, capture_output=True)
+for o in objs:
+    status = o.pop("status", None)
+    body = json.loads(json.dumps(o))
+    for f in ("resourceVersion", "uid", "creationTimestamp"):
+        body["metadata"].pop(f, None)
+    r = subprocess.run([kubectl, "create", "-f", "-", "-o", "name"], input=json.dumps(body), text=True, capture_output=True)
+    if r.returncode:
+        sys.exit(f"create {o['kind']}/{o['metadata']['name']}: {r.stderr}")
+    name = r.stdout.strip()
+    if o["kind"] == "Node":
+        # The TaintNodesByCondition admission plugin taints a new Node not-ready; the node
+        # lifecycle controller (not running here) lifts it once the Node reports Ready.
+        subprocess.run([kubectl, "taint", "node", o["metadata"]["name"], "node.kubernetes.io/not-ready:NoSchedule-"],
+                       capture_output=True)
+    if status:
+        ns = o["metadata"].get("namespace")
+        cmd = [kubectl, "patch", name, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status})]
+        if ns:
+            cmd += ["-n", ns]
+        r = subprocess.run(cmd, text=True, capture_output=True)
+        if r.returncode:
+            sys.exit(f"status of {name}: {r.stderr}")
+print(len(objs))
+PY
+}
+# unload_scenario DIR [FILE...]: delete what load_scenario created.
+unload_scenario() {
+  local f
+  # A bound Pod waits for its kubelet to confirm the deletion (none runs here), and the
+  # diagnosis rightly counts a terminating Pod's requests: delete at once.
+  for f in "$@"; do k delete -f "$f" --grace-period=0 --force --wait=false >/dev/null 2>&1; done
+  gone() {
+    [[ -z $(k get nodes,pods,topologies.kueue.x-k8s.io,resourceflavors.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,workloads.kueue.x-k8s.io -A -o name) ]]
+  }
+  local deadline=$((SECONDS + 60))
+  until gone; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
+}
+
+tg() { env -u KUBERNETES_SERVICE_HOST "$topogate" diagnose "$@"; }
+
+# same_report NAME RC ARGS...: online (kubeconfig) report == offline report on the fixture
+# files, and the exit status is RC for both.
+same_report() {
+  local name=$1 want=$2 files=$3; shift 3
+  local on=0 off=0 from=()
+  tg "$@" --kubeconfig "$KUBECONFIG" --output json >"$work/online.json" 2>"$work/online.err" || on=$?
+  for f in $files; do if [[ -d $f ]]; then from+=(--from "$f"); else from+=(-f "$f"); fi; done
+  tg "$@" "${from[@]}" --output json >"$work/offline.json" 2>"$work/offline.err" || off=$?
+  if [[ $on == "$want" && $off == "$want" ]] && python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(0 if a == b else 1)' "$work/online.json" "$work/offline.json"; then
+    pass "$name: online == offline (exit $on)"
+  else
+    fail "$name: online exit $on, offline exit $off (want $want); $(head -c 300 "$work/online.err")"
+    diff <(python3 -m json.tool "$work/online.json" 2>&1) <(python3 -m json.tool "$work/offline.json" 2>&1) | head -20 || true
+  fi
+}
+
+section "online: four Nodes in two zones"
+n=$(load_scenario "$fx/two-zones" "$fx/zone-pair.json")
+pass "two-zones: $n objects created with kubectl"
+same_report "chain complete" 0 "$fx/two-zones $fx/zone-pair.json" chain
+same_report "size three stays Pending" 1 "$fx/two-zones $fx/zone-pair.json" pending default/zone-trio
+same_report "size two fits one zone" 1 "$fx/two-zones $fx/zone-pair.json" pending default/zone-pair
+out=$(tg pending default/zone-trio --kubeconfig "$KUBECONFIG" || true)
+grep -q "cluster-wide 4 fit; largest topology.kubernetes.io/zone domain holds 2; the PodSet needs 3 in one domain" <<<"$out" &&
+  pass "table: cluster-wide 4 fit, no zone holds 3" || fail "table: $(tail -n 5 <<<"$out")"
+
+section "kubectl-files: kubectl get -o json output read offline"
+mkdir -p "$work/dump"
+for r in nodes pods topologies.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io \
+  localqueues.kueue.x-k8s.io workloads.kueue.x-k8s.io topologysources.worker.gpustack.ai modeldeployments.worker.gpustack.ai; do
+  k get "$r" -A -o json >"$work/dump/$r.json"
+done
+same_report "kubectl dump: pending" 1 "$work/dump" pending default/zone-trio
+same_report "kubectl dump: chain" 0 "$work/dump" chain
+
+section access
+rc=0
+tg chain --server "$TOPOGATE_CP_URL" --token-file "$TOPOGATE_CP_ADMIN_TOKEN_FILE" --ca-file "$TOPOGATE_CP_CA" >/dev/null || rc=$?
+[[ $rc == 0 ]] && pass "--server/--token-file/--ca-file" || fail "--server: exit $rc"
+python3 - "$KUBECONFIG" "$work/inline.kubeconfig" <<'PY'
+import base64, sys, yaml
+kc = yaml.safe_load(open(sys.argv[1]))
+for c in kc["clusters"]:
+    c["cluster"]["certificate-authority-data"] = base64.b64encode(open(c["cluster"].pop("certificate-authority"), "rb").read()).decode()
+for u in kc["users"]:
+    u["user"]["token"] = open(u["user"].pop("tokenFile")).read().strip()
+open(sys.argv[2], "w").write(yaml.safe_dump(kc))
+PY
+rc=0
+tg chain --kubeconfig "$work/inline.kubeconfig" >/dev/null || rc=$?
+[[ $rc == 0 ]] && pass "kubeconfig with inline token and certificate-authority-data" || fail "inline kubeconfig: exit $rc"
+leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'topogate-diagnose.??????' -type f 2>/dev/null | wc -l)
+[[ $leftover == 0 ]] && pass "inline credentials' temporary files removed" || fail "$leftover temporary credential files left"
+rc=0
+out=$(tg chain --kubeconfig "$work/inline.kubeconfig" --context e2e-user 2>&1) || rc=$?
+user_token=$(cat "$TOPOGATE_CP_USER_TOKEN_FILE")
+[[ $rc == 2 && $out == *403* && $out != *"$user_token"* ]] && pass "user without RBAC: exit 2, 403, token not shown" ||
+  fail "RBAC-less user: exit $rc: $(head -c 300 <<<"$out")"
+
+section "online: multi-role deployment"
+unload_scenario "$fx/two-zones" "$fx/zone-pair.json" && pass "two-zones objects deleted" || fail "two-zones objects remain"
+n=$(load_scenario "$fx/multi-role")
+pass "multi-role: $n objects created with kubectl"
+same_report "multi-role: decode short of a domain" 1 "$fx/multi-role" pending default/llm-decode-0
+same_report "multi-role: prefill holds its reservation" 0 "$fx/multi-role" pending default/llm-prefill-0
+out=$(tg pending default/llm-decode-0 --kubeconfig "$KUBECONFIG" || true)
+grep -q "short of a domain: decode (default/llm-decode-0)" <<<"$out" && pass "multi-role conclusion names the short role" ||
+  fail "multi-role conclusion: $(tail -n 2 <<<"$out")"
+
+section "online: capacity split between a zone and a hostname-only profile"
+unload_scenario "$fx/multi-role" && pass "multi-role objects deleted" || fail "multi-role objects remain"
+n=$(load_scenario "$fx/split-profiles")
+pass "split-profiles: $n objects created with kubectl"
+same_report "split profiles: Pending" 1 "$fx/split-profiles" pending default/zone-trio
+
+section "online: a broken chain"
+unload_scenario "$fx/split-profiles" && pass "split-profiles objects deleted" || fail "split-profiles objects remain"
+n=$(load_scenario "$fx/broken-chain")
+pass "broken-chain: $n objects created with kubectl"
+same_report "broken chain: findings" 1 "$fx/broken-chain" chain
+tg chain --kubeconfig "$KUBECONFIG" --output json >"$work/chain.json" || true
+found=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$work/chain.json")
+[[ $found == 8 ]] && pass "broken chain: 8 findings online" || fail "broken chain: $found findings online"
+
+echo "diagnose: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
+((fails == 0))
