@@ -2,7 +2,8 @@
 // Kubernetes resource quantities (apimachinery resource.Quantity): "500m", "1Gi", "1e3",
 // "0.5", "+1.G". Parsed with ParseQuantity's grammar and rounded the way the scheduler and
 // Kueue read them: CPU through MilliValue(), everything else through Value(), both of
-// which round up (a non-zero request never becomes zero).
+// which round up (a non-zero request never becomes zero). Past int64, where Go's
+// MilliValue()/Value() wrap around, the amounts saturate at INT64_MAX.
 
 #include <cstdint>
 #include <optional>

@@ -72,6 +72,10 @@ struct quantity_case {
   std::int64_t milli, value;
 };
 
+// Every row was checked against apimachinery's resource.ParseQuantity, MilliValue() and
+// Value() (v0.31): identical, except where the amount exceeds int64, where Go's
+// MilliValue()/Value() wrap around and topogate saturates at INT64_MAX instead ("1E",
+// "7Ei", "8Ei", "922337203685477580" milli, "9223372036854775807" milli and beyond).
 TEST(Quantity, ParseQuantityGrammarAndRounding) {
   constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
   const quantity_case cases[] = {
@@ -123,6 +127,28 @@ TEST(Quantity, ParseQuantityGrammarAndRounding) {
       {"1..5", false, 0, 0},
       {"--1", false, 0, 0},
       {"1e9223372036854775808", false, 0, 0},  // exponent overflows int64
+      {"1e4294967296", true, 1000, 1},         // ...but only int32 of it is kept: 1e0
+      {"1e-9", true, 1, 1},
+      {"1.5e3", true, 1500000, 1500},
+      {"+.5", true, 500, 1},
+      {"-0", true, 0, 0},
+      {"1.0Mi", true, 1048576000, 1048576},
+      {"0.1Ki", true, 102400, 103},
+      {"1e01", true, 10000, 10},
+      {"1E-1", true, 100, 1},
+      {"1Ti", true, 1099511627776000, 1099511627776},
+      {"1P", true, 1000000000000000000, 1000000000000000},
+      {"0.0000000001", true, 1, 1},
+      {"123456789012345678901234567890e-27", true, 123457, 124},
+      {"1e2m", false, 0, 0},
+      {"1e+", false, 0, 0},
+      {"1e-", false, 0, 0},
+      {"1i", false, 0, 0},
+      {"1Eie", false, 0, 0},
+      {"0x10", false, 0, 0},
+      {"1_000", false, 0, 0},
+      {"1.5.5", false, 0, 0},
+      {"1e-3m", false, 0, 0},
   };
   for (const auto& c : cases) {
     const auto q = parse_quantity(c.text);
