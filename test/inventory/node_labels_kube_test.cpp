@@ -26,7 +26,8 @@ class KubeNodeLabels : public ::testing::Test {
     store_.kube_api_server = env("TOPOGATE_CP_URL");
     store_.kube_ca_file = env("TOPOGATE_CP_CA");
     store_.kube_token_file = env("TOPOGATE_CP_ADMIN_TOKEN_FILE");
-    if (store_.kube_api_server.empty() || store_.kube_ca_file.empty() || store_.kube_token_file.empty())
+    if (store_.kube_api_server.empty() || store_.kube_ca_file.empty() ||
+        store_.kube_token_file.empty())
       GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
     for (const char* n : {"nl-worker-a", "nl-worker-b"}) remove(n);
     ASSERT_EQ(create("nl-worker-a", "eu", "a", "r1"), 201);
@@ -42,12 +43,14 @@ class KubeNodeLabels : public ::testing::Test {
     detail::resolve_endpoint(store_, ep, err);
     return detail::kube_client(ep);
   }
-  int create(const std::string& name, const std::string& r, const std::string& z, const std::string& k) {
+  int create(const std::string& name, const std::string& r, const std::string& z,
+             const std::string& k) {
     return admin()
         .request("POST", "/api/v1/nodes",
                  R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
-                     R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","nl-test/pool":"gpu",)" +
-                     R"("topology.kubernetes.io/region":")" + r + R"(","topology.kubernetes.io/zone":")" + z +
+                     R"(","labels":{"kubernetes.io/hostname":")" + name +
+                     R"(","nl-test/pool":"gpu",)" + R"("topology.kubernetes.io/region":")" + r +
+                     R"(","topology.kubernetes.io/zone":")" + z +
                      R"(","topology.gpustack.ai/rack":")" + k + R"("}}})")
         .status;
   }
