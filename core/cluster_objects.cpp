@@ -47,8 +47,8 @@ std::vector<object_condition> conditions_of(const doc_node* status) {
   if (!c || !c->is_sequence()) return out;
   for (const doc_node& item : c->items) {
     if (!item.is_mapping()) continue;
-    out.push_back({text_of(item.find("type")), text_of(item.find("status")), text_of(item.find("reason")),
-                   text_of(item.find("message"))});
+    out.push_back({text_of(item.find("type")), text_of(item.find("status")),
+                   text_of(item.find("reason")), text_of(item.find("message"))});
   }
   return out;
 }
@@ -98,7 +98,8 @@ void read_node(cluster_objects& c, const doc_node& o, const std::string& path, e
   k8s_node n;
   n.name = meta_name(o);
   n.labels = labels_of(at(o, {"metadata", "labels"}));
-  n.allocatable = amounts_of(at(o, {"status", "allocatable"}), errors, child(path, "status.allocatable"));
+  n.allocatable =
+      amounts_of(at(o, {"status", "allocatable"}), errors, child(path, "status.allocatable"));
   n.unschedulable = text_of(at(o, {"spec", "unschedulable"})) == "true";
   n.taints = taints_of(at(o, {"spec", "taints"}));
   const auto conds = conditions_of(o.find("status"));
@@ -113,7 +114,8 @@ void read_pod(cluster_objects& c, const doc_node& o, const std::string& path, er
   p.node_name = text_of(at(o, {"spec", "nodeName"}));
   p.phase = text_of(at(o, {"status", "phase"}));
   p.workload = text_of(at(o, {"metadata", "annotations", "kueue.x-k8s.io/workload"}));
-  if (const doc_node* spec = o.find("spec")) p.requests = pod_requests(*spec, errors, child(path, "spec"));
+  if (const doc_node* spec = o.find("spec"))
+    p.requests = pod_requests(*spec, errors, child(path, "spec"));
   c.pods.push_back(std::move(p));
 }
 
@@ -168,7 +170,8 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o) {
 }
 
 void read_local_queue(cluster_objects& c, const doc_node& o) {
-  c.local_queues.push_back({meta_namespace(o), meta_name(o), text_of(at(o, {"spec", "clusterQueue"}))});
+  c.local_queues.push_back(
+      {meta_namespace(o), meta_name(o), text_of(at(o, {"spec", "clusterQueue"}))});
 }
 
 // v1beta1: levels + domains[{values, count}]. v1beta2: levels + slices, each a run of
@@ -188,7 +191,8 @@ void read_assignment(const doc_node& ta, podset_assignment& a) {
   const doc_node* slices = ta.find("slices");
   if (!slices || !slices->is_sequence()) return;
   for (const doc_node& s : slices->items) {
-    const std::int64_t n = std::clamp<std::int64_t>(int_of(s.find("domainCount")).value_or(0), 0, 100000);
+    const std::int64_t n =
+        std::clamp<std::int64_t>(int_of(s.find("domainCount")).value_or(0), 0, 100000);
     std::vector<topology_domain> doms(static_cast<std::size_t>(n));
     const doc_node* pc = s.find("podCounts");
     const auto universal = pc ? int_of(pc->find("universal")) : std::nullopt;
@@ -221,14 +225,17 @@ void read_assignment(const doc_node& ta, podset_assignment& a) {
   }
 }
 
-void read_workload(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+void read_workload(cluster_objects& c, const doc_node& o, const std::string& path,
+                   error_list& errors) {
   workload w;
   w.namespace_ = meta_namespace(o);
   w.name = meta_name(o);
   w.api_version = text_of(o.find("apiVersion"));
   w.labels = labels_of(at(o, {"metadata", "labels"}));
-  if (const doc_node* owners = at(o, {"metadata", "ownerReferences"}); owners && owners->is_sequence())
-    for (const doc_node& r : owners->items) w.owners.push_back({text_of(r.find("kind")), text_of(r.find("name"))});
+  if (const doc_node* owners = at(o, {"metadata", "ownerReferences"});
+      owners && owners->is_sequence())
+    for (const doc_node& r : owners->items)
+      w.owners.push_back({text_of(r.find("kind")), text_of(r.find("name"))});
   w.queue_name = text_of(at(o, {"spec", "queueName"}));
   if (const doc_node* sets = at(o, {"spec", "podSets"}); sets && sets->is_sequence()) {
     for (std::size_t i = 0; i < sets->items.size(); ++i) {
@@ -253,7 +260,8 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   }
   const doc_node* status = o.find("status");
   w.conditions = conditions_of(status);
-  if (const doc_node* adm = status ? status->find("admission") : nullptr; adm && adm->is_mapping()) {
+  if (const doc_node* adm = status ? status->find("admission") : nullptr;
+      adm && adm->is_mapping()) {
     w.admitted_cluster_queue = text_of(adm->find("clusterQueue"));
     if (const doc_node* psa = adm->find("podSetAssignments"); psa && psa->is_sequence()) {
       for (const doc_node& a : psa->items) {
@@ -262,7 +270,8 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
         pa.count = int_of(a.find("count")).value_or(0);
         if (const doc_node* fl = a.find("flavors"); fl && fl->is_mapping())
           for (const auto& [r, f] : fl->map) pa.flavors[r] = f.text;
-        if (const doc_node* ta = a.find("topologyAssignment"); ta && ta->is_mapping()) read_assignment(*ta, pa);
+        if (const doc_node* ta = a.find("topologyAssignment"); ta && ta->is_mapping())
+          read_assignment(*ta, pa);
         w.assignments.push_back(std::move(pa));
       }
     }
@@ -309,7 +318,8 @@ void read_deployment(cluster_objects& c, const doc_node& o) {
   c.deployments.push_back(std::move(d));
 }
 
-void read_source(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
+void read_source(cluster_objects& c, const doc_node& o, const std::string& path,
+                 error_list& errors) {
   topology_source_object s;
   s.name = meta_name(o);
   if (const doc_node* levels = at(o, {"spec", "levels"}); levels && levels->is_sequence())
@@ -373,12 +383,14 @@ const cluster_queue* cluster_objects::queue(std::string_view n) const noexcept {
     if (x.name == n) return &x;
   return nullptr;
 }
-const workload* cluster_objects::find_workload(std::string_view ns, std::string_view n) const noexcept {
+const workload* cluster_objects::find_workload(std::string_view ns,
+                                               std::string_view n) const noexcept {
   for (const auto& x : workloads)
     if (x.name == n && (ns.empty() || x.namespace_ == ns)) return &x;
   return nullptr;
 }
-const model_deployment* cluster_objects::deployment(std::string_view ns, std::string_view n) const noexcept {
+const model_deployment* cluster_objects::deployment(std::string_view ns,
+                                                    std::string_view n) const noexcept {
   for (const auto& x : deployments)
     if (x.name == n && x.namespace_ == ns) return &x;
   return nullptr;
@@ -388,15 +400,17 @@ resource_amounts pod_requests(const doc_node& spec, error_list& errors, std::str
   resource_amounts containers;
   if (const doc_node* cs = spec.find("containers"); cs && cs->is_sequence())
     for (std::size_t i = 0; i < cs->items.size(); ++i)
-      add_into(containers, amounts_of(at(cs->items[i], {"resources", "requests"}), errors,
-                                      child(index(child(path, "containers"), i), "resources.requests")));
+      add_into(containers,
+               amounts_of(at(cs->items[i], {"resources", "requests"}), errors,
+                          child(index(child(path, "containers"), i), "resources.requests")));
   resource_amounts sidecars;
   resource_amounts init_peak;
   if (const doc_node* ics = spec.find("initContainers"); ics && ics->is_sequence()) {
     for (std::size_t i = 0; i < ics->items.size(); ++i) {
       const doc_node& ic = ics->items[i];
-      const auto r = amounts_of(at(ic, {"resources", "requests"}), errors,
-                                child(index(child(path, "initContainers"), i), "resources.requests"));
+      const auto r =
+          amounts_of(at(ic, {"resources", "requests"}), errors,
+                     child(index(child(path, "initContainers"), i), "resources.requests"));
       if (text_of(ic.find("restartPolicy")) == "Always") {
         add_into(sidecars, r);  // a sidecar keeps running beside everything started after it
         max_into(init_peak, sidecars);

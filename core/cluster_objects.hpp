@@ -31,8 +31,8 @@ using label_map = std::vector<std::pair<std::string, std::string>>;  // sorted b
 struct object_condition {
   std::string type, status, reason, message;
 };
-[[nodiscard]] const object_condition* find_condition(const std::vector<object_condition>& conditions,
-                                                     std::string_view type) noexcept;
+[[nodiscard]] const object_condition* find_condition(
+    const std::vector<object_condition>& conditions, std::string_view type) noexcept;
 
 struct owner_ref {
   std::string kind, name;
@@ -56,8 +56,8 @@ struct k8s_node {
 
 struct k8s_pod {
   std::string namespace_, name, node_name, phase;
-  resource_amounts requests;      // effective request: containers, init containers, overhead
-  std::string workload;           // Kueue's kueue.x-k8s.io/workload annotation, when set
+  resource_amounts requests;  // effective request: containers, init containers, overhead
+  std::string workload;       // Kueue's kueue.x-k8s.io/workload annotation, when set
 };
 
 struct kueue_topology {
@@ -164,8 +164,10 @@ struct cluster_objects {
   [[nodiscard]] const kueue_topology* topology(std::string_view name) const noexcept;
   [[nodiscard]] const resource_flavor* flavor(std::string_view name) const noexcept;
   [[nodiscard]] const cluster_queue* queue(std::string_view name) const noexcept;
-  [[nodiscard]] const workload* find_workload(std::string_view ns, std::string_view name) const noexcept;
-  [[nodiscard]] const model_deployment* deployment(std::string_view ns, std::string_view name) const noexcept;
+  [[nodiscard]] const workload* find_workload(std::string_view ns,
+                                              std::string_view name) const noexcept;
+  [[nodiscard]] const model_deployment* deployment(std::string_view ns,
+                                                   std::string_view name) const noexcept;
 };
 
 // Adds every object in `text` (JSON or YAML: a List, a typed list or one object). Errors

@@ -97,7 +97,8 @@ std::vector<std::string> queue_flavor_names(const cluster_queue& q) {
 
 // The flavors a PodSet's capacity is counted in: those of its admission, else every flavor
 // of its ClusterQueue, else every flavor that references a Topology.
-std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w, const podset& ps) {
+std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w,
+                                     const podset& ps) {
   std::vector<std::string> out;
   for (const auto& a : w.assignments)
     if (a.name == ps.name)
@@ -113,7 +114,8 @@ std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w
 // What bound, non-terminated Pods request on each Node, plus the reservation of Workloads
 // that hold quota with a hostname-level assignment but have no Pod bound yet (Kueue counts
 // that capacity as taken).
-std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except) {
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c,
+                                                   const workload* except) {
   std::map<std::string, resource_amounts> used;
   std::set<std::string> with_pods;
   for (const auto& p : c.pods) {
@@ -124,7 +126,8 @@ std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, con
     if (!p.workload.empty()) with_pods.insert(p.namespace_ + "/" + p.workload);
   }
   for (const auto& w : c.workloads) {
-    if (&w == except || !w.quota_reserved() || with_pods.count(w.namespace_ + "/" + w.name)) continue;
+    if (&w == except || !w.quota_reserved() || with_pods.count(w.namespace_ + "/" + w.name))
+      continue;
     for (const auto& a : w.assignments) {
       if (a.topology_levels.empty() || a.topology_levels.back() != hostname_label) continue;
       const podset* ps = nullptr;
@@ -143,8 +146,8 @@ std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, con
   return used;
 }
 
-flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf, std::string_view flavor_name,
-                           const podset& ps, std::string_view level,
+flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf,
+                           std::string_view flavor_name, const podset& ps, std::string_view level,
                            const std::map<std::string, resource_amounts>& used) {
   flavor_capacity fc;
   fc.flavor = flavor_name;
@@ -195,7 +198,8 @@ flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf, 
     fc.fits = sat_add(fc.fits, nc.fits);
     std::vector<std::string> path;
     if (!fc.level_in_topology) {
-      why = "Topology " + (topo ? topo->name : std::string("(none)")) + " has no level " + std::string(level);
+      why = "Topology " + (topo ? topo->name : std::string("(none)")) + " has no level " +
+            std::string(level);
     } else if (topo) {
       for (std::size_t i = 0; i < depth; ++i) {
         const std::string* v = find_label(n.labels, topo->levels[i]);
@@ -254,15 +258,20 @@ std::string assignment_summary(const workload& w) {
 
 std::string_view to_string(verdict v) noexcept {
   switch (v) {
-    case verdict::ok: return "ok";
-    case verdict::problem: return "problem";
-    case verdict::info: return "info";
-    case verdict::skipped: return "skipped";
+    case verdict::ok:
+      return "ok";
+    case verdict::problem:
+      return "problem";
+    case verdict::info:
+      return "info";
+    case verdict::skipped:
+      return "skipped";
   }
   return "info";
 }
 
-std::int64_t pods_that_fit(const resource_amounts& free, const resource_amounts& per_pod, std::int64_t unbounded) {
+std::int64_t pods_that_fit(const resource_amounts& free, const resource_amounts& per_pod,
+                           std::int64_t unbounded) {
   std::int64_t fits = big;
   bool limited = false;
   for (const auto& [k, v] : per_pod) {
@@ -292,7 +301,8 @@ chain_report check_chain(const cluster_objects& c) {
     const auto* ready = find_condition(s.conditions, "Ready");
     if (!ready || ready->status != "True")
       add("source-ready", "TopologySource/" + s.name, "status.conditions[Ready]", step_verify_chain,
-          ready ? "source is not Ready: " + render_condition(*ready) : "source reports no Ready condition");
+          ready ? "source is not Ready: " + render_condition(*ready)
+                : "source reports no Ready condition");
   }
 
   // Profiles the flavors pin, to tell whether a Node's capacity reaches any flavor.
@@ -313,7 +323,9 @@ chain_report check_chain(const cluster_objects& c) {
     if (!have || have->empty()) {
       add("node-profile", object, profile_field, step_verify_chain,
           "managed Node has no profile label (selected by " +
-              (selecting.empty() ? std::string("no source") : "TopologySource/" + selecting.front()->name) + ")");
+              (selecting.empty() ? std::string("no source")
+                                 : "TopologySource/" + selecting.front()->name) +
+              ")");
       continue;
     }
     carried.insert(*have);
@@ -327,7 +339,8 @@ chain_report check_chain(const cluster_objects& c) {
       }
       if (!matched)
         add("node-profile-derivation", object, profile_field, step_verify_chain,
-            "profile " + *have + " is not what the Node's labels derive to: " + join(derived, "; "));
+            "profile " + *have +
+                " is not what the Node's labels derive to: " + join(derived, "; "));
     }
     if (!c.flavors.empty() && !pinned.count(*have))
       add("node-flavor", object, profile_field, step_verify_chain,
@@ -355,7 +368,8 @@ chain_report check_chain(const cluster_objects& c) {
             "no Node carries the pinned profile " + *p + ": the flavor has no capacity");
     }
     if (f.topology_name.empty()) {
-      add("flavor-topology", object, "spec.topologyName", step_verify_chain, "flavor references no Topology");
+      add("flavor-topology", object, "spec.topologyName", step_verify_chain,
+          "flavor references no Topology");
       continue;
     }
     const kueue_topology* t = c.topology(f.topology_name);
@@ -374,10 +388,11 @@ chain_report check_chain(const cluster_objects& c) {
     ++r.topologies;
     if (t.levels.empty() || t.levels.back() != hostname_label)
       add("topology-hostname", "Topology/" + t.name,
-          t.levels.empty() ? std::string("spec.levels") : index("spec.levels", t.levels.size() - 1) + ".nodeLabel",
+          t.levels.empty() ? std::string("spec.levels")
+                           : index("spec.levels", t.levels.size() - 1) + ".nodeLabel",
           step_verify_chain,
-          "final level is " + (t.levels.empty() ? std::string("missing") : t.levels.back()) + ", not " +
-              std::string(hostname_label));
+          "final level is " + (t.levels.empty() ? std::string("missing") : t.levels.back()) +
+              ", not " + std::string(hostname_label));
   }
 
   for (const auto& q : c.cluster_queues) {
@@ -388,12 +403,14 @@ chain_report check_chain(const cluster_objects& c) {
       const auto& f = q.flavors[i];
       ++per_group[f.group];
       if (!c.flavor(f.name))
-        add("queue-flavor", object, index("spec.resourceGroups", f.group) + ".flavors[" + f.name + "]",
-            step_verify_chain, "ResourceFlavor " + f.name + " does not exist");
+        add("queue-flavor", object,
+            index("spec.resourceGroups", f.group) + ".flavors[" + f.name + "]", step_verify_chain,
+            "ResourceFlavor " + f.name + " does not exist");
     }
     for (const auto& [g, n] : per_group)
       if (n > max_flavors_per_group)
-        add("queue-flavor-limit", object, index("spec.resourceGroups", g) + ".flavors", step_pending,
+        add("queue-flavor-limit", object, index("spec.resourceGroups", g) + ".flavors",
+            step_pending,
             std::to_string(n) + " flavors in one resource group, Kueue allows " +
                 std::to_string(max_flavors_per_group));
     const auto* tr = find_condition(q.conditions, "TopologyReady");
@@ -437,27 +454,32 @@ chain_report check_chain(const cluster_objects& c) {
     for (std::size_t i = 0; i < w.podsets.size(); ++i) {
       const auto& ps = w.podsets[i];
       const std::string base = index("spec.podSets", i) + ".topologyRequest";
-      for (const auto& [lv, field] : {std::pair{ps.required_level, "required"}, {ps.preferred_level, "preferred"}}) {
+      for (const auto& [lv, field] :
+           {std::pair{ps.required_level, "required"}, {ps.preferred_level, "preferred"}}) {
         if (lv.empty()) continue;
         ++r.requests;
         if (!c.topologies.empty() && !levels.count(lv))
           add("requested-level", object, base + "." + field, step_verify_chain,
-              "level " + lv + " is in no Topology of " + (q ? "ClusterQueue " + q->name + "'s flavors" : "the cluster"));
+              "level " + lv + " is in no Topology of " +
+                  (q ? "ClusterQueue " + q->name + "'s flavors" : "the cluster"));
       }
       if (md) {
         const std::string role = w.podsets.size() == 1 ? role_of(w) : ps.name;
         for (const auto& mr : md->roles)
-          if (mr.name == role && !mr.required_level.empty() && mr.required_level != ps.required_level)
+          if (mr.name == role && !mr.required_level.empty() &&
+              mr.required_level != ps.required_level)
             add("workload-request", object, base + ".required", step_verify_chain,
-                "role " + role + " of ModelDeployment " + md->name + " requires " + mr.required_level +
-                    " but the PodSet requests " + (ps.required_level.empty() ? "no level" : ps.required_level));
+                "role " + role + " of ModelDeployment " + md->name + " requires " +
+                    mr.required_level + " but the PodSet requests " +
+                    (ps.required_level.empty() ? "no level" : ps.required_level));
       }
     }
   }
   return r;
 }
 
-pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, std::string_view name) {
+pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
+                                std::string_view name) {
   pending_report r;
   const workload* w = c.find_workload(ns, name);
   if (!w) {
@@ -476,13 +498,15 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
 
   // 1. ModelDeployment progress.
   {
-    pending_step s{1, "Read the ModelDeployment progress message for the role and replica", verdict::info, {}};
+    pending_step s{
+        1, "Read the ModelDeployment progress message for the role and replica", verdict::info, {}};
     if (r.deployment.empty()) {
       s.result = verdict::skipped;
       s.lines.push_back("no ModelDeployment owns this Workload");
     } else if (!md) {
       s.result = verdict::skipped;
-      s.lines.push_back("ModelDeployment " + r.deployment + " (owner) was not among the objects read");
+      s.lines.push_back("ModelDeployment " + r.deployment +
+                        " (owner) was not among the objects read");
     } else {
       s.lines.push_back("ModelDeployment " + r.deployment + ", role " + role);
       for (const auto& cond : md->conditions) s.lines.push_back(render_condition(cond));
@@ -494,13 +518,17 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
 
   // 2. Workload conditions, topology request and assignment.
   {
-    pending_step s{2, "Read the generated Workload conditions and topology request/assignment", verdict::ok, {}};
+    pending_step s{2,
+                   "Read the generated Workload conditions and topology request/assignment",
+                   verdict::ok,
+                   {}};
     for (const auto& cond : w->conditions) s.lines.push_back(render_condition(cond));
     if (w->conditions.empty()) s.lines.push_back("no conditions");
     for (const auto& ps : w->podsets) {
       std::string req = ps.required_level.empty()
-                            ? (ps.preferred_level.empty() ? (ps.unconstrained ? "unconstrained" : "no topology request")
-                                                          : "preferred " + ps.preferred_level)
+                            ? (ps.preferred_level.empty()
+                                   ? (ps.unconstrained ? "unconstrained" : "no topology request")
+                                   : "preferred " + ps.preferred_level)
                             : "required " + ps.required_level;
       s.lines.push_back("PodSet " + ps.name + ": count " + std::to_string(ps.count) + ", " + req +
                         ", per Pod " + render_amounts(ps.requests));
@@ -526,7 +554,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
               mr.required_level != ps.required_level) {
             s.result = verdict::problem;
             s.lines.push_back("role " + mr.name + " requires " + mr.required_level +
-                              " but PodSet " + ps.name + " carries no matching topologyRequest.required");
+                              " but PodSet " + ps.name +
+                              " carries no matching topologyRequest.required");
           }
     }
     r.steps.push_back(std::move(s));
@@ -535,10 +564,14 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
   // 3. ClusterQueue TopologyReady and flavor count.
   const cluster_queue* q = queue_of(c, *w);
   {
-    pending_step s{3, "Check the ClusterQueue TopologyReady condition and resource-group flavor count", verdict::ok, {}};
+    pending_step s{3,
+                   "Check the ClusterQueue TopologyReady condition and resource-group flavor count",
+                   verdict::ok,
+                   {}};
     if (!q) {
       s.result = verdict::problem;
-      s.lines.push_back("no ClusterQueue found for queue " + (w->queue_name.empty() ? "(none)" : w->queue_name));
+      s.lines.push_back("no ClusterQueue found for queue " +
+                        (w->queue_name.empty() ? "(none)" : w->queue_name));
     } else {
       s.lines.push_back("ClusterQueue " + q->name);
       const auto* tr = find_condition(q->conditions, "TopologyReady");
@@ -548,14 +581,17 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
         std::vector<std::string> names;
         for (const auto& f : q->flavors)
           if (f.group == g) names.push_back(f.name);
-        s.lines.push_back("resource group " + std::to_string(g) + " (" + join(q->group_resources[g], ", ") + "): " +
-                          std::to_string(names.size()) + " flavor" + (names.size() == 1 ? "" : "s") + " of at most " +
+        s.lines.push_back("resource group " + std::to_string(g) + " (" +
+                          join(q->group_resources[g], ", ") + "): " + std::to_string(names.size()) +
+                          " flavor" + (names.size() == 1 ? "" : "s") + " of at most " +
                           std::to_string(max_flavors_per_group) + ": " + join(names, ", "));
         if (names.size() > max_flavors_per_group) s.result = verdict::problem;
       }
       if (!q->stop_policy.empty() && q->stop_policy != "None")
-        s.lines.push_back("stopPolicy " + q->stop_policy + " (a hierarchy change may be draining the queue)");
-      if (q->reserving_workloads) s.lines.push_back("reservingWorkloads " + std::to_string(*q->reserving_workloads));
+        s.lines.push_back("stopPolicy " + q->stop_policy +
+                          " (a hierarchy change may be draining the queue)");
+      if (q->reserving_workloads)
+        s.lines.push_back("reservingWorkloads " + std::to_string(*q->reserving_workloads));
     }
     r.steps.push_back(std::move(s));
   }
@@ -564,9 +600,13 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
   std::vector<std::string> flavor_names;
   for (const auto& ps : w->podsets)
     for (const auto& f : flavors_for(c, *w, ps))
-      if (std::find(flavor_names.begin(), flavor_names.end(), f) == flavor_names.end()) flavor_names.push_back(f);
+      if (std::find(flavor_names.begin(), flavor_names.end(), f) == flavor_names.end())
+        flavor_names.push_back(f);
   {
-    pending_step s{4, "Check every referenced ResourceFlavor's profile label and topologyName", verdict::ok, {}};
+    pending_step s{4,
+                   "Check every referenced ResourceFlavor's profile label and topologyName",
+                   verdict::ok,
+                   {}};
     if (flavor_names.empty()) {
       s.result = verdict::problem;
       s.lines.push_back("no ResourceFlavor is referenced");
@@ -591,7 +631,11 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
 
   // 5. Requested level against each Topology and the Nodes' labels.
   {
-    pending_step s{5, "Compare the requested level with each Kueue Topology and the actual Node labels", verdict::ok, {}};
+    pending_step s{
+        5,
+        "Compare the requested level with each Kueue Topology and the actual Node labels",
+        verdict::ok,
+        {}};
     for (const auto& ps : w->podsets) {
       const std::string level = ps.required_level.empty() ? ps.preferred_level : ps.required_level;
       if (level.empty()) {
@@ -600,7 +644,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
       }
       std::vector<std::string> with, without;
       for (const auto& t : c.topologies)
-        (std::find(t.levels.begin(), t.levels.end(), level) != t.levels.end() ? with : without).push_back(t.name);
+        (std::find(t.levels.begin(), t.levels.end(), level) != t.levels.end() ? with : without)
+            .push_back(t.name);
       std::size_t labelled = 0;
       for (const auto& n : c.nodes)
         if (find_label(n.labels, level)) ++labelled;
@@ -613,7 +658,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
       for (const auto& fn : flavors_for(c, *w, ps))
         if (const auto* f = c.flavor(fn))
           if (const auto* t = c.topology(f->topology_name))
-            if (std::find(t->levels.begin(), t->levels.end(), level) != t->levels.end()) in_flavor = true;
+            if (std::find(t->levels.begin(), t->levels.end(), level) != t->levels.end())
+              in_flavor = true;
       if (!in_flavor) {
         s.result = verdict::problem;
         s.lines.push_back("no flavor of the queue has a Topology with level " + level);
@@ -625,13 +671,16 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
   // 6. Capacity per domain.
   const auto used = node_usage(c, w);
   {
-    pending_step s{6, "Count CPU, memory, and requested extended resources inside one domain, not cluster-wide",
-                   verdict::ok, {}};
+    pending_step s{
+        6,
+        "Count CPU, memory, and requested extended resources inside one domain, not cluster-wide",
+        verdict::ok,
+        {}};
     for (const auto& ps : w->podsets) {
       podset_fit pf = fit_podset(c, *w, ps, used);
       const std::string lvl = pf.level.empty() ? "cluster" : pf.level;
-      std::string line = "PodSet " + ps.name + " (count " + std::to_string(pf.count) + "): cluster-wide " +
-                         std::to_string(pf.cluster_fits) + " fit; ";
+      std::string line = "PodSet " + ps.name + " (count " + std::to_string(pf.count) +
+                         "): cluster-wide " + std::to_string(pf.cluster_fits) + " fit; ";
       if (pf.fits_one_domain()) {
         line += "a " + lvl + " domain holds " + std::to_string(pf.best_domain);
       } else {
@@ -650,7 +699,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
   if (const owner_ref* o = deployment_owner(*w)) {
     for (const auto& x : c.workloads)
       if (x.namespace_ == w->namespace_)
-        if (const owner_ref* xo = deployment_owner(x); xo && xo->name == o->name) group.push_back(&x);
+        if (const owner_ref* xo = deployment_owner(x); xo && xo->name == o->name)
+          group.push_back(&x);
   }
   if (group.size() > 1) {
     // In the deployment's role order, then by name: the same report whatever order the
@@ -662,7 +712,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
           if (md->roles[i].name == role_of(*x)) break;
       return std::pair{i, x->name};
     };
-    std::sort(group.begin(), group.end(), [&](const workload* a, const workload* b) { return rank(a) < rank(b); });
+    std::sort(group.begin(), group.end(),
+              [&](const workload* a, const workload* b) { return rank(a) < rank(b); });
     for (const workload* x : group) {
       group_status g;
       g.workload = ns_name(x->namespace_, x->name);
@@ -690,24 +741,31 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns, s
   } else if (short_domain) {
     for (const auto& pf : last)
       if (!pf.fits_one_domain())
-        r.conclusion = "Pending: no single " + (pf.level.empty() ? std::string("cluster") : pf.level) +
+        r.conclusion = "Pending: no single " +
+                       (pf.level.empty() ? std::string("cluster") : pf.level) +
                        " domain holds PodSet " + pf.podset + " (" + std::to_string(pf.count) +
-                       " Pods): cluster-wide " + std::to_string(pf.cluster_fits) + " fit, the largest domain holds " +
-                       std::to_string(pf.best_domain);
+                       " Pods): cluster-wide " + std::to_string(pf.cluster_fits) +
+                       " fit, the largest domain holds " + std::to_string(pf.best_domain);
   } else {
     std::vector<std::string> problems;
     for (const auto& s : r.steps)
-      if (s.number >= 3 && s.number <= 5 && s.result == verdict::problem) problems.push_back(std::to_string(s.number));
-    r.conclusion = problems.empty()
-                       ? "Pending, yet a domain holds every PodSet and steps 3-5 pass: Kueue has not reserved quota "
-                         "yet (read the QuotaReserved message; quota or a competing Workload may hold it)"
-                       : "Pending, yet a domain holds every PodSet: the chain is broken at step " + join(problems, ", ");
+      if (s.number >= 3 && s.number <= 5 && s.result == verdict::problem)
+        problems.push_back(std::to_string(s.number));
+    r.conclusion =
+        problems.empty()
+            ? "Pending, yet a domain holds every PodSet and steps 3-5 pass: Kueue has not reserved "
+              "quota "
+              "yet (read the QuotaReserved message; quota or a competing Workload may hold it)"
+            : "Pending, yet a domain holds every PodSet: the chain is broken at step " +
+                  join(problems, ", ");
   }
   if (!r.groups.empty()) {
     std::vector<std::string> held, lacking;
     for (const auto& g : r.groups) {
-      if (g.quota_reserved) held.push_back(g.role + " (" + g.workload + ")");
-      else if (!g.fits) lacking.push_back(g.role + " (" + g.workload + ")");
+      if (g.quota_reserved)
+        held.push_back(g.role + " (" + g.workload + ")");
+      else if (!g.fits)
+        lacking.push_back(g.role + " (" + g.workload + ")");
     }
     if (!held.empty()) r.conclusion += "; reserved and held for the set: " + join(held, ", ");
     if (!lacking.empty()) r.conclusion += "; short of a domain: " + join(lacking, ", ");

@@ -66,7 +66,7 @@ struct flavor_capacity {
   std::string flavor, topology;
   bool level_in_topology = false;
   std::vector<domain_capacity> domains;
-  std::int64_t fits = 0;  // every counted Node of the flavor
+  std::int64_t fits = 0;                                      // every counted Node of the flavor
   std::vector<std::pair<std::string, std::string>> excluded;  // Node -> why it is not counted
 };
 
@@ -107,8 +107,8 @@ struct pending_report {
 
 // Pods of `per_pod` that fit into `free` (`pods` counted when allocatable lists it);
 // `unbounded` when the Pod requests nothing the Node counts.
-[[nodiscard]] std::int64_t pods_that_fit(const resource_amounts& free, const resource_amounts& per_pod,
-                                         std::int64_t unbounded);
+[[nodiscard]] std::int64_t pods_that_fit(const resource_amounts& free,
+                                         const resource_amounts& per_pod, std::int64_t unbounded);
 
 // Renderings for the command line: people's tables and JSON.
 [[nodiscard]] std::string render_chain_text(const chain_report& r);

@@ -85,16 +85,19 @@ void json_strings(std::string& out, std::string_view key, const std::vector<std:
 std::string render_chain_text(const chain_report& r) {
   std::string out;
   if (!r.findings.empty()) {
-    std::vector<std::vector<std::string>> rows{{"CHECK", "OBJECT", "FIELD", "RUNBOOK STEP", "DETAIL"}};
+    std::vector<std::vector<std::string>> rows{
+        {"CHECK", "OBJECT", "FIELD", "RUNBOOK STEP", "DETAIL"}};
     for (const auto& f : r.findings) rows.push_back({f.check, f.object, f.field, f.step, f.detail});
     out += table(rows);
     out += "\n";
   }
-  out += "checked " + std::to_string(r.managed_nodes) + " managed Nodes, " + std::to_string(r.flavors) +
-         " ResourceFlavors, " + std::to_string(r.topologies) + " Topologies, " + std::to_string(r.queues) +
-         " ClusterQueues, " + std::to_string(r.requests) + " level requests: " +
+  out += "checked " + std::to_string(r.managed_nodes) + " managed Nodes, " +
+         std::to_string(r.flavors) + " ResourceFlavors, " + std::to_string(r.topologies) +
+         " Topologies, " + std::to_string(r.queues) + " ClusterQueues, " +
+         std::to_string(r.requests) + " level requests: " +
          (r.findings.empty() ? std::string("the scheduling chain is complete")
-                             : std::to_string(r.findings.size()) + " finding" + (r.findings.size() == 1 ? "" : "s")) +
+                             : std::to_string(r.findings.size()) + " finding" +
+                                   (r.findings.size() == 1 ? "" : "s")) +
          "\n";
   return out;
 }
@@ -129,7 +132,8 @@ std::string render_pending_text(const pending_report& r) {
   out += "\n";
   if (!r.found) return out + r.conclusion + "\n";
   for (const auto& s : r.steps) {
-    out += "\n" + std::to_string(s.number) + ". " + s.title + ": " + std::string(to_string(s.result)) + "\n";
+    out += "\n" + std::to_string(s.number) + ". " + s.title + ": " +
+           std::string(to_string(s.result)) + "\n";
     for (const auto& l : s.lines) out += "   " + l + "\n";
   }
   for (const auto& pf : r.fits) {
@@ -143,8 +147,12 @@ std::string render_pending_text(const pending_report& r) {
       if (!each.empty()) each += " ";
       each += k + " " + amount(pf.per_pod, k);
     }
-    out += each + "; level " + (pf.level.empty() ? std::string("(none: one cluster-wide domain)") : pf.level) +
-           (pf.required ? " (required)" : pf.level.empty() ? "" : " (preferred)") + "\n";
+    out += each + "; level " +
+           (pf.level.empty() ? std::string("(none: one cluster-wide domain)") : pf.level) +
+           (pf.required        ? " (required)"
+            : pf.level.empty() ? ""
+                               : " (preferred)") +
+           "\n";
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> head{"FLAVOR", "DOMAIN", "NODE"};
     for (const auto& k : res) head.push_back(k + " FREE/ALLOC");
@@ -153,8 +161,10 @@ std::string render_pending_text(const pending_report& r) {
     rows.push_back(head);
     for (const auto& fc : pf.flavors) {
       if (!fc.level_in_topology) {
-        std::vector<std::string> row{fc.flavor, "(Topology " + (fc.topology.empty() ? std::string("none") : fc.topology) +
-                                                    " has no " + pf.level + " level)",
+        std::vector<std::string> row{fc.flavor,
+                                     "(Topology " +
+                                         (fc.topology.empty() ? std::string("none") : fc.topology) +
+                                         " has no " + pf.level + " level)",
                                      "-"};
         for (std::size_t i = 0; i < res.size(); ++i) row.push_back("-");
         row.push_back(fits_text(fc.fits));
@@ -166,7 +176,8 @@ std::string render_pending_text(const pending_report& r) {
         const std::string dom = d.values.empty() ? std::string("(cluster)") : d.values.back();
         for (const auto& n : d.nodes) {
           std::vector<std::string> row{fc.flavor, dom, n.name};
-          for (const auto& k : res) row.push_back(amount(n.free, k) + "/" + amount(n.allocatable, k));
+          for (const auto& k : res)
+            row.push_back(amount(n.free, k) + "/" + amount(n.allocatable, k));
           row.push_back(fits_text(n.fits));
           row.push_back("");
           rows.push_back(row);
@@ -180,17 +191,24 @@ std::string render_pending_text(const pending_report& r) {
     }
     out += table(rows, "  ");
     for (const auto& fc : pf.flavors)
-      for (const auto& [node, why] : fc.excluded) out += "  not counted in " + fc.flavor + ": " + node + " (" + why + ")\n";
+      for (const auto& [node, why] : fc.excluded)
+        out += "  not counted in " + fc.flavor + ": " + node + " (" + why + ")\n";
     out += "  cluster-wide " + fits_text(pf.cluster_fits) + " fit; largest " +
-           (pf.level.empty() ? std::string("domain") : pf.level + " domain") + " holds " + fits_text(pf.best_domain) +
-           "; the PodSet needs " + std::to_string(pf.count) + " in one domain\n";
+           (pf.level.empty() ? std::string("domain") : pf.level + " domain") + " holds " +
+           fits_text(pf.best_domain) + "; the PodSet needs " + std::to_string(pf.count) +
+           " in one domain\n";
   }
   if (!r.groups.empty()) {
     out += "\nGroups of ModelDeployment " + r.deployment + ":\n";
-    std::vector<std::vector<std::string>> rows{{"ROLE", "WORKLOAD", "QUOTA RESERVED", "ADMITTED", "DOMAIN", "ASSIGNMENT"}};
+    std::vector<std::vector<std::string>> rows{
+        {"ROLE", "WORKLOAD", "QUOTA RESERVED", "ADMITTED", "DOMAIN", "ASSIGNMENT"}};
     for (const auto& g : r.groups)
-      rows.push_back({g.role, g.workload, g.quota_reserved ? "True" : "False", g.admitted ? "True" : "False",
-                      g.quota_reserved ? "held" : g.fits ? "fits" : "none", g.assignment.empty() ? "-" : g.assignment});
+      rows.push_back({g.role, g.workload, g.quota_reserved ? "True" : "False",
+                      g.admitted ? "True" : "False",
+                      g.quota_reserved ? "held"
+                      : g.fits         ? "fits"
+                                       : "none",
+                      g.assignment.empty() ? "-" : g.assignment});
     out += table(rows, "  ");
   }
   out += "\n" + r.conclusion + "\n";

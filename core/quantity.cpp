@@ -64,9 +64,9 @@ bool interpret(std::string_view suffix, int& base, std::int64_t& exponent) noexc
     int exp;
   };
   static constexpr entry table[] = {
-      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},
-      {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
-      {"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
+      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
+      {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
+      {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
   };
   for (const entry& e : table) {
     if (e.s == suffix) {
@@ -128,7 +128,8 @@ std::int64_t ceil_scaled(const std::string& digits, std::int64_t e, bool tail_no
       remainder = remainder || !d.empty();
     } else {
       integer = d.substr(0, d.size() - drop);
-      remainder = remainder || d.substr(d.size() - drop).find_first_not_of('0') != std::string_view::npos;
+      remainder =
+          remainder || d.substr(d.size() - drop).find_first_not_of('0') != std::string_view::npos;
     }
     e = 0;
   }
@@ -190,7 +191,8 @@ std::int64_t amount_of(std::string_view resource, const quantity& q) noexcept {
 
 std::string format_amount(std::string_view resource, std::int64_t amount) {
   const bool neg = amount < 0;
-  const std::uint64_t a = neg ? 0 - static_cast<std::uint64_t>(amount) : static_cast<std::uint64_t>(amount);
+  const std::uint64_t a =
+      neg ? 0 - static_cast<std::uint64_t>(amount) : static_cast<std::uint64_t>(amount);
   std::string out = neg ? "-" : "";
   if (counted_in_milli(resource)) {
     if (a % 1000 == 0) return out + std::to_string(a / 1000);

@@ -54,8 +54,8 @@ constexpr std::string_view usage_text =
     "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
 
 int usage_error(std::string_view message) {
-  std::fprintf(stderr, "topogate diagnose: %.*s\n\n%.*s", static_cast<int>(message.size()), message.data(),
-               static_cast<int>(usage_text.size()), usage_text.data());
+  std::fprintf(stderr, "topogate diagnose: %.*s\n\n%.*s", static_cast<int>(message.size()),
+               message.data(), static_cast<int>(usage_text.size()), usage_text.data());
   return exit_usage;
 }
 
@@ -98,9 +98,9 @@ std::optional<int> parse_args(args a, options& o) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    static constexpr std::string_view valued[] = {"--output", "--from", "-f", "--file", "-n", "--namespace",
-                                                  "--kubeconfig", "--context", "--server", "--token-file",
-                                                  "--ca-file"};
+    static constexpr std::string_view valued[] = {
+        "--output",     "--from",    "-f",       "--file",       "-n",       "--namespace",
+        "--kubeconfig", "--context", "--server", "--token-file", "--ca-file"};
     if (std::find(std::begin(valued), std::end(valued), name) == std::end(valued))
       return usage_error("unknown option " + std::string(arg));
     if (!value) {
@@ -139,7 +139,8 @@ std::optional<int> parse_args(args a, options& o) {
     if (positional.size() != 2) return usage_error("pending needs one WORKLOAD");
     std::string w(positional[1]);
     if (const auto slash = w.find('/'); slash != std::string::npos) {
-      if (!ns.empty() && ns != w.substr(0, slash)) return usage_error("-n and NAMESPACE/NAME disagree");
+      if (!ns.empty() && ns != w.substr(0, slash))
+        return usage_error("-n and NAMESPACE/NAME disagree");
       ns = w.substr(0, slash);
       w.erase(0, slash + 1);
     }
@@ -153,7 +154,8 @@ std::optional<int> parse_args(args a, options& o) {
   const bool explicit_api = !o.server.empty() || !o.token_file.empty() || !o.ca_file.empty();
   if (explicit_api && (o.server.empty() || o.token_file.empty() || o.ca_file.empty()))
     return usage_error("--server, --token-file and --ca-file go together");
-  const int online_ways = (explicit_api ? 1 : 0) + (saw_kubeconfig ? 1 : 0) + (o.in_cluster ? 1 : 0);
+  const int online_ways =
+      (explicit_api ? 1 : 0) + (saw_kubeconfig ? 1 : 0) + (o.in_cluster ? 1 : 0);
   if (online_ways > 1) return usage_error("choose one of --kubeconfig, --server or --in-cluster");
   if (offline && online_ways) return usage_error("read files or the API, not both");
   if (!o.context.empty() && !saw_kubeconfig && std::getenv("KUBECONFIG") == nullptr)
@@ -164,16 +166,19 @@ std::optional<int> parse_args(args a, options& o) {
       o.in_cluster = true;
     } else if (const char* kc = std::getenv("KUBECONFIG"); kc && *kc) {
       o.kubeconfig = kc;
-      if (const auto colon = o.kubeconfig.find(':'); colon != std::string::npos) o.kubeconfig.erase(colon);
+      if (const auto colon = o.kubeconfig.find(':'); colon != std::string::npos)
+        o.kubeconfig.erase(colon);
     } else {
-      return usage_error("no input: give --from DIR, -f FILE, --kubeconfig FILE or run in a cluster");
+      return usage_error(
+          "no input: give --from DIR, -f FILE, --kubeconfig FILE or run in a cluster");
     }
   }
   return std::nullopt;
 }
 
 void warn_errors(const core::error_list& errors) {
-  for (const auto& e : errors) std::fprintf(stderr, "topogate diagnose: warning: %s\n", e.to_string().c_str());
+  for (const auto& e : errors)
+    std::fprintf(stderr, "topogate diagnose: warning: %s\n", e.to_string().c_str());
 }
 
 bool ends_with_any(const std::string& name) {
@@ -256,7 +261,8 @@ bool base64_decode(std::string_view in, std::string& out) {
   if (clean.size() % 4 != 0) return false;
   out.assign(clean.size() / 4 * 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(clean.data()), static_cast<int>(clean.size()));
+                                reinterpret_cast<const unsigned char*>(clean.data()),
+                                static_cast<int>(clean.size()));
   if (n < 0) return false;
   std::size_t len = static_cast<std::size_t>(n);
   if (!clean.empty() && clean.back() == '=') --len;
@@ -265,8 +271,8 @@ bool base64_decode(std::string_view in, std::string& out) {
   return true;
 }
 
-const core::doc_node* named(const core::doc_node& root, std::string_view list, std::string_view name,
-                            std::string_view field) {
+const core::doc_node* named(const core::doc_node& root, std::string_view list,
+                            std::string_view name, std::string_view field) {
   const core::doc_node* items = root.find(list);
   if (!items || !items->is_sequence()) return nullptr;
   for (const auto& item : items->items) {
@@ -281,7 +287,8 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, temp_files& tmp, std::string& error) {
+bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, temp_files& tmp,
+                              std::string& error) {
   std::string text;
   if (!server::read_file(o.kubeconfig, text, &error, 16u << 20)) return false;
   const auto d = core::decode_yaml(text);
@@ -321,7 +328,8 @@ bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, te
     }
     if (!tmp.write(pem, cfg.kube_ca_file, error)) return false;
   } else {
-    error = o.kubeconfig + ": the cluster has no certificate-authority (the API's CA is always verified)";
+    error = o.kubeconfig +
+            ": the cluster has no certificate-authority (the API's CA is always verified)";
     return false;
   }
   if (const std::string tf = field(user, "tokenFile"); !tf.empty()) {
@@ -329,7 +337,9 @@ bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, te
   } else if (const std::string token = field(user, "token"); !token.empty()) {
     if (!tmp.write(token, cfg.kube_token_file, error)) return false;
   } else {
-    error = o.kubeconfig + ": the user has no token or tokenFile (client certificates and exec plugins are not supported)";
+    error = o.kubeconfig +
+            ": the user has no token or tokenFile (client certificates and exec plugins are not "
+            "supported)";
     return false;
   }
   return true;
@@ -350,7 +360,9 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
       return true;
     }
     if (r.status != 200) {
-      error = "GET " + path + ": " + (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300) : r.error);
+      error =
+          "GET " + path + ": " +
+          (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300) : r.error);
       return false;
     }
     core::decode_limits limits;
@@ -390,15 +402,22 @@ bool read_online(const options& o, core::cluster_objects& objects, std::string& 
   const std::vector<resource> resources = {
       {{"/api/v1/nodes"}, "nodes"},
       {{"/api/v1/pods"}, "pods"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"}, "topologies"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/resourceflavors", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors"},
+      {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"},
+       "topologies"},
+      {{"/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors"},
        "resourceflavors"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"}, "clusterqueues"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/localqueues", "/apis/kueue.x-k8s.io/v1beta1/localqueues"}, "localqueues"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads"}, "workloads"},
-      {{"/apis/worker.gpustack.ai/v1/topologysources", "/apis/worker.gpustack.ai/v1alpha1/topologysources"},
+      {{"/apis/kueue.x-k8s.io/v1beta2/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"},
+       "clusterqueues"},
+      {{"/apis/kueue.x-k8s.io/v1beta2/localqueues", "/apis/kueue.x-k8s.io/v1beta1/localqueues"},
+       "localqueues"},
+      {{"/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads"},
+       "workloads"},
+      {{"/apis/worker.gpustack.ai/v1/topologysources",
+        "/apis/worker.gpustack.ai/v1alpha1/topologysources"},
        "topologysources"},
-      {{"/apis/worker.gpustack.ai/v1/modeldeployments", "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
+      {{"/apis/worker.gpustack.ai/v1/modeldeployments",
+        "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
        "modeldeployments"},
   };
   for (const auto& res : resources) {
@@ -420,7 +439,8 @@ int run_diagnose(args a) {
   core::cluster_objects objects;
   std::string error;
   const bool offline = !o.from_dir.empty() || !o.files.empty();
-  if (!(offline ? read_offline(o, objects, error) : read_online(o, objects, error))) return io_error(error);
+  if (!(offline ? read_offline(o, objects, error) : read_online(o, objects, error)))
+    return io_error(error);
 
   std::string out;
   int rc = exit_clean;

@@ -108,7 +108,7 @@ TEST(Quantity, ParseQuantityGrammarAndRounding) {
       {".5", true, 500, 1},
       {"1.", true, 1000, 1},
       {"1.G", true, 1000000000000, 1000000000},  // tolerated by ParseQuantity
-      {"-", true, 0, 0},                          // a bare sign is zero there too
+      {"-", true, 0, 0},                         // a bare sign is zero there too
       {"9223372036854775807", true, max, max},
       {"9223372036854775808", true, max, max},
       {"922337203685477580", true, max, 922337203685477580},
@@ -231,12 +231,14 @@ TEST(ClusterObjects, UnknownKindsAreSkippedNotRead) {
 }
 
 TEST(ClusterObjects, TopologyAssignmentV1beta1AndV1beta2Slices) {
-  const char* v1 = R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"a","namespace":"d"},
+  const char* v1 =
+      R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"a","namespace":"d"},
     "spec":{"podSets":[{"name":"main","count":3}]},
     "status":{"admission":{"clusterQueue":"q","podSetAssignments":[{"name":"main","count":3,
       "topologyAssignment":{"levels":["z","kubernetes.io/hostname"],
         "domains":[{"values":["z1","n1"],"count":2},{"values":["z1","n2"],"count":1}]}}]}}})";
-  const char* v2 = R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"b","namespace":"d"},
+  const char* v2 =
+      R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"b","namespace":"d"},
     "spec":{"podSets":[{"name":"main","count":5}]},
     "status":{"admission":{"clusterQueue":"q","podSetAssignments":[{"name":"main","count":5,
       "topologyAssignment":{"levels":["z","kubernetes.io/hostname"],"slices":[
@@ -289,17 +291,19 @@ TEST(Chain, BrokenFlavorTopologyQueueAndRequest) {
   const auto r = check_chain(c);
   const std::string pz = zone_profile;
   const std::string pr = "fnv64-8660349c2a183dfd";  // region, hostname
-  EXPECT_EQ(checks(r),
-            (std::vector<std::string>{
-                "flavor-topology ResourceFlavor/gpustack-" + pr + " spec.topologyName",
-                "flavor-topology-profile ResourceFlavor/gpustack-" + pz + " spec.topologyName",
-                "node-profile Node/worker-a2 metadata.labels[topology.gpustack.ai/profile]",
-                "node-profile-derivation Node/worker-b1 metadata.labels[topology.gpustack.ai/profile]",
-                "queue-flavor ClusterQueue/gpustack spec.resourceGroups[0].flavors[gpustack-fnv64-0000000000000000]",
-                "queue-topology-ready ClusterQueue/gpustack status.conditions[TopologyReady]",
-                "requested-level ModelDeployment/default/llm spec.roles[1].topology.requiredLevel",
-                "topology-hostname Topology/gpustack-" + pz + " spec.levels[1].nodeLabel",
-            }))
+  EXPECT_EQ(
+      checks(r),
+      (std::vector<std::string>{
+          "flavor-topology ResourceFlavor/gpustack-" + pr + " spec.topologyName",
+          "flavor-topology-profile ResourceFlavor/gpustack-" + pz + " spec.topologyName",
+          "node-profile Node/worker-a2 metadata.labels[topology.gpustack.ai/profile]",
+          "node-profile-derivation Node/worker-b1 metadata.labels[topology.gpustack.ai/profile]",
+          "queue-flavor ClusterQueue/gpustack "
+          "spec.resourceGroups[0].flavors[gpustack-fnv64-0000000000000000]",
+          "queue-topology-ready ClusterQueue/gpustack status.conditions[TopologyReady]",
+          "requested-level ModelDeployment/default/llm spec.roles[1].topology.requiredLevel",
+          "topology-hostname Topology/gpustack-" + pz + " spec.levels[1].nodeLabel",
+      }))
       << render_chain_text(r);
   for (const auto& f : r.findings) {
     if (f.check == "requested-level") {
@@ -317,7 +321,8 @@ TEST(Chain, EachCheckBothSides) {
   {  // a Node without its profile, then the profile restored
     auto c = base;
     auto& labels = c.nodes[0].labels;
-    labels.erase(std::find_if(labels.begin(), labels.end(), [](auto& l) { return l.first == profile_label; }));
+    labels.erase(std::find_if(labels.begin(), labels.end(),
+                              [](auto& l) { return l.first == profile_label; }));
     EXPECT_EQ(checks(check_chain(c)).size(), 1u);
   }
   {  // a Node the source does not select is not managed: no finding without a profile
@@ -325,7 +330,8 @@ TEST(Chain, EachCheckBothSides) {
     auto& labels = c.nodes[0].labels;
     labels.erase(std::find_if(labels.begin(), labels.end(),
                               [](auto& l) { return l.first == "node-role.kubernetes.io/worker"; }));
-    labels.erase(std::find_if(labels.begin(), labels.end(), [](auto& l) { return l.first == profile_label; }));
+    labels.erase(std::find_if(labels.begin(), labels.end(),
+                              [](auto& l) { return l.first == profile_label; }));
     const auto r = check_chain(c);
     EXPECT_TRUE(r.clean()) << render_chain_text(r);
     EXPECT_EQ(r.managed_nodes, 3u);
@@ -335,7 +341,8 @@ TEST(Chain, EachCheckBothSides) {
     c.topologies[0].levels.push_back("x/rack");
     const auto found = checks(check_chain(c));
     EXPECT_NE(std::find(found.begin(), found.end(),
-                        "topology-hostname Topology/gpustack-" + std::string(zone_profile) + " spec.levels[3].nodeLabel"),
+                        "topology-hostname Topology/gpustack-" + std::string(zone_profile) +
+                            " spec.levels[3].nodeLabel"),
               found.end());
   }
   {  // TopologyReady: True passes (above); missing and False fail
@@ -500,9 +507,9 @@ TEST(Pending, MultiRoleOneGroupReservedAnotherShortOfADomain) {
 
 TEST(Pending, ExcludedNodesAndMissingWorkload) {
   auto c = load("two-zones");
-  c.nodes[0].unschedulable = true;                               // worker-a1 cordoned
-  c.nodes[1].taints.push_back({"gpu", "", "NoSchedule"});        // worker-a2 tainted
-  c.nodes[2].ready = false;                                      // worker-b1 NotReady
+  c.nodes[0].unschedulable = true;                         // worker-a1 cordoned
+  c.nodes[1].taints.push_back({"gpu", "", "NoSchedule"});  // worker-a2 tainted
+  c.nodes[2].ready = false;                                // worker-b1 NotReady
   auto r = diagnose_pending(c, "default", "zone-trio");
   EXPECT_EQ(r.fits.at(0).cluster_fits, 1);
   EXPECT_EQ(r.fits.at(0).flavors.at(0).excluded.size(), 3u);
