@@ -53,6 +53,16 @@ constexpr std::string_view usage_text =
     "exit status: chain: 0 complete, 1 findings; pending: 0 the Workload holds a\n"
     "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
 
+// `kubectl get pods -A -o json` on a large cluster runs to hundreds of MiB and deep
+// nesting (managed fields); the defaults are for single objects.
+core::decode_limits object_limits() {
+  core::decode_limits limits;
+  limits.max_bytes = max_file_bytes;
+  limits.max_depth = 128;
+  limits.max_expanded_nodes = std::size_t{1} << 26;
+  return limits;
+}
+
 int usage_error(std::string_view message) {
   std::fprintf(stderr, "topogate diagnose: %.*s\n\n%.*s", static_cast<int>(message.size()),
                message.data(), static_cast<int>(usage_text.size()), usage_text.data());
@@ -210,13 +220,14 @@ bool read_offline(const options& o, core::cluster_objects& objects, std::string&
   for (const auto& f : files) {
     std::string text;
     if (!server::read_file(f == "-" ? "/dev/stdin" : f, text, &error, max_file_bytes)) return false;
-    core::cluster_objects one;
-    const auto errors = core::add_objects(objects, text, f);
     // An undecodable file is an input error; a field error inside an object is a warning.
-    if (!errors.empty() && errors.front().rule.empty() && errors.front().path == f) {
-      error = errors.front().to_string();
+    const auto d = core::decode_any(text, "", object_limits());
+    if (!d.ok()) {
+      error = f + ": " + d.errors.front().to_string();
       return false;
     }
+    auto errors = core::add_object(objects, d.root, "");
+    for (auto& e : errors) e.path = e.path.empty() ? f : f + ": " + e.path;
     warn_errors(errors);
   }
   return true;
@@ -352,7 +363,7 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
   found = true;
   std::string cont;
   do {
-    std::string target = path + "?limit=500";
+    std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=500";
     if (!cont.empty()) target += "&continue=" + inventory::detail::url_encode(cont);
     const auto r = client.request("GET", target, {}, std::chrono::seconds(60));
     if (r.status == 404) {
@@ -365,16 +376,14 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
           (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300) : r.error);
       return false;
     }
-    core::decode_limits limits;
-    limits.max_bytes = max_file_bytes;
-    limits.max_depth = 128;
-    limits.max_expanded_nodes = std::size_t{1} << 26;
-    const auto d = core::decode_json(r.body, "", limits);
+    const auto d = core::decode_json(r.body, "", object_limits());
     if (!d.ok()) {
       error = "GET " + path + ": " + d.errors.front().to_string();
       return false;
     }
-    warn_errors(core::add_object(objects, d.root, path));
+    auto errors = core::add_object(objects, d.root, "");
+    for (auto& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
+    warn_errors(errors);
     const core::doc_node* meta = d.root.find("metadata");
     const core::doc_node* c = meta ? meta->find("continue") : nullptr;
     cont = c ? c->text : "";
@@ -401,7 +410,10 @@ bool read_online(const options& o, core::cluster_objects& objects, std::string& 
   };
   const std::vector<resource> resources = {
       {{"/api/v1/nodes"}, "nodes"},
-      {{"/api/v1/pods"}, "pods"},
+      // Terminated Pods request nothing the diagnosis counts; the API leaves them out.
+      {{"/api/v1/pods?fieldSelector=" +
+        inventory::detail::url_encode("status.phase!=Succeeded,status.phase!=Failed")},
+       "pods"},
       {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"},
        "topologies"},
       {{"/apis/kueue.x-k8s.io/v1beta2/resourceflavors",

@@ -352,6 +352,18 @@ TEST(Chain, EachCheckBothSides) {
     c.cluster_queues[0].conditions.push_back({"TopologyReady", "False", "Migrating", "x"});
     EXPECT_EQ(check_chain(c).findings.at(0).check, "queue-topology-ready");
   }
+  {  // without sources, Nodes carrying a profile are the managed ones; one whose profile no
+     // flavor pins has its capacity in no flavor
+    auto c = base;
+    c.sources.clear();
+    EXPECT_TRUE(check_chain(c).clean());
+    for (auto& l : c.nodes[0].labels)
+      if (l.first == profile_label) l.second = "fnv64-0000000000000000";
+    const auto r = check_chain(c);
+    ASSERT_EQ(r.findings.size(), 1u) << render_chain_text(r);
+    EXPECT_EQ(r.findings[0].check, "node-flavor");
+    EXPECT_EQ(r.findings[0].object, "Node/worker-a1");
+  }
   {  // a source that is not Ready
     auto c = base;
     c.sources[0].conditions[0].status = "False";
