@@ -16,8 +16,9 @@ constexpr std::string_view usage =
     "  validate topologysource FILE    check a TopologySource (YAML or JSON)\n"
     "  validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_JSON]\n"
     "  validate modeldeployment FILE   check a ModelDeployment's role topology\n"
-    "  diagnose chain [--from DIR | --kubeconfig FILE]   verify the scheduling chain\n"
-    "  diagnose pending WORKLOAD [--from DIR | ...]       why a Workload is Pending\n"
+    "  diagnose chain [INPUT]          verify the scheduling chain (runbook checks)\n"
+    "  diagnose pending WORKLOAD [INPUT]  the runbook's six Pending checks, per domain\n"
+    "                                  INPUT: --from DIR, -f FILE, --kubeconfig FILE, ...\n"
     "  review FILE                     answer an AdmissionReview request (stdout)\n"
     "  version                         print the version\n";
 
