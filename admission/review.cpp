@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/document.hpp"
+#include "core/document_internal.hpp"
 #include "core/model_deployment.hpp"
 
 namespace topogate::admission {
@@ -68,20 +69,21 @@ std::string sanitize_warning(std::string_view w) {
 namespace {
 
 struct group_version_kind {
-  std::string group, version, kind;
+  std::string_view group, version, kind;
 };
 
+// Views into the decoder's envelope parser and buffer, valid until its next envelope.
 struct parsed_review {
-  std::string api_version;
-  std::string kind;
+  std::string_view api_version;
+  std::string_view kind;
   bool has_request = false;
   bool has_uid = false;
-  std::string uid;
+  std::string_view uid;
   group_version_kind request_kind;
-  std::string operation;
-  std::string name;
+  std::string_view operation;
+  std::string_view name;
   bool has_object = false;  // present and not null
-  std::string object_json;
+  std::string_view object_json;
 };
 
 // A Kubernetes Status document, the body of every HTTP error (what kubectl and the
@@ -111,19 +113,18 @@ outcome bad_request(std::string_view message) { return http_error(400, "BadReque
 std::string_view json_error_text(simdjson::error_code e) { return simdjson::error_message(e); }
 
 // Reads a string field; anything else is a malformed request.
-bool read_string(ondemand::value v, std::string& out) {
-  std::string_view s;
-  if (v.get_string().get(s) != simdjson::SUCCESS) return false;
-  out.assign(s);
-  return true;
+bool read_string(ondemand::value v, std::string_view& out) {
+  return v.get_string().get(out) == simdjson::SUCCESS;
 }
 
-// Parses the envelope. Returns an error message, empty on success.
-std::string parse_envelope(std::string_view body, parsed_review& r) {
-  thread_local ondemand::parser parser;
-  const simdjson::padded_string padded(body);
+// Parses the envelope with the decoder's outer parser, so that request.object can then be
+// decoded with its main one while these views stay valid. Returns an error message, empty
+// on success.
+std::string parse_envelope(core::detail::decoder_state& st, std::string_view body,
+                           parsed_review& r) {
+  const simdjson::padded_string_view padded = st.pad(st.outer, body);
   ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) {
+  if (auto e = st.outer_parser.iterate(padded).get(doc)) {
     return std::string("request body is not JSON: ") + std::string(json_error_text(e));
   }
   ondemand::object top;
@@ -172,7 +173,7 @@ std::string parse_envelope(std::string_view body, parsed_review& r) {
             if (std::move(kf_result).get(kf) != simdjson::SUCCESS) return "request body is not JSON";
             std::string_view kkey;
             if (kf.unescaped_key().get(kkey) != simdjson::SUCCESS) return "request body is not JSON";
-            std::string* dst = kkey == "group"     ? &r.request_kind.group
+            std::string_view* dst = kkey == "group" ? &r.request_kind.group
                                : kkey == "version" ? &r.request_kind.version
                                : kkey == "kind"    ? &r.request_kind.kind
                                                    : nullptr;
@@ -188,7 +189,7 @@ std::string parse_envelope(std::string_view body, parsed_review& r) {
           if (auto e = obj.raw_json().get(raw)) {
             return std::string("request.object is not JSON: ") + std::string(json_error_text(e));
           }
-          r.object_json.assign(raw);
+          r.object_json = raw;
           r.has_object = true;
         }
       }
@@ -202,12 +203,14 @@ std::string parse_envelope(std::string_view body, parsed_review& r) {
 void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
   // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
   // bracketed only when it holds more than one error.
-  std::string qualified = r.request_kind.kind;
+  std::string message(r.request_kind.kind);
   if (!r.request_kind.group.empty()) {
-    qualified += '.';
-    qualified += r.request_kind.group;
+    message += '.';
+    message += r.request_kind.group;
   }
-  std::string message = qualified + " \"" + r.name + "\" is invalid: ";
+  message += " \"";
+  message += r.name;
+  message += "\" is invalid: ";
   if (errors.size() > 1) message += '[';
   for (std::size_t i = 0; i < errors.size(); ++i) {
     if (i) message += ", ";
@@ -251,6 +254,12 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
 }  // namespace
 
 outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
+  core::json_decoder decoder;
+  return review(rt, body, meta, opts, decoder);
+}
+
+outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts,
+               core::json_decoder& decoder) {
   if (meta.content_type && !is_json_content_type(*meta.content_type)) {
     return http_error(415, "UnsupportedMediaType",
                       "Content-Type must be application/json, got \"" +
@@ -264,7 +273,7 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
 
   parsed_review r;
-  if (auto err = parse_envelope(body, r); !err.empty()) return bad_request(err);
+  if (auto err = parse_envelope(decoder.state(), body, r); !err.empty()) return bad_request(err);
   if (r.kind != "AdmissionReview") {
     return bad_request("kind must be AdmissionReview, got \"" + sanitize_warning(r.kind) + "\"");
   }
@@ -287,16 +296,18 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 
   core::error_list errors;
   std::vector<std::string> warnings;
+  core::decode_result decoded;  // outlives the response: r.name may view into it
   const bool validates = handled && (r.operation == "CREATE" || r.operation == "UPDATE");
   if (validates) {
-    if (!r.has_object) return bad_request("request.object is required for " + r.operation);
+    if (!r.has_object)
+      return bad_request("request.object is required for " + std::string(r.operation));
     if (meta.deadline && std::chrono::steady_clock::now() >= *meta.deadline) {
       auto t = http_error(504, "Timeout", "the request's timeout expired before validation started");
       t.uid = r.uid;
       t.kind = o.kind;
       return t;
     }
-    core::decode_result decoded = core::decode_json(r.object_json);
+    decoded = core::decode_json(decoder, r.object_json);
     if (!decoded.ok()) {
       errors = std::move(decoded.errors);
     } else if (is_source) {

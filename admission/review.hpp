@@ -54,6 +54,10 @@ struct outcome {
 
 [[nodiscard]] outcome review(route r, std::string_view body, const request_meta& meta,
                              const options& opts);
+// The same with the caller's parsing state (one per thread), which spares allocating the
+// parsers' buffers for every review.
+[[nodiscard]] outcome review(route r, std::string_view body, const request_meta& meta,
+                             const options& opts, core::json_decoder& decoder);
 
 // "application/json", optionally with parameters (charset=utf-8); case-insensitive.
 [[nodiscard]] bool is_json_content_type(std::string_view content_type) noexcept;

@@ -630,10 +630,8 @@ __attribute__((target("avx2"))) bool avx2_plain(const unsigned char* p, char* ou
   return _mm256_movemask_epi8(bad) == 0;
 }
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
+// libgcc fills in the CPU model before main; reading it is a load and a test.
+bool cpu_has_avx2() { return __builtin_cpu_supports("avx2"); }
 
 }  // namespace
 
@@ -1537,52 +1535,69 @@ decode_result decode_yaml(std::string_view text, std::string_view rule_id,
 // ---------------------------------------------------------------------------------------
 // JSON: simdjson On Demand (error codes only) into the same tree.
 
+json_decoder::json_decoder() : state_(std::make_unique<detail::decoder_state>()) {}
+json_decoder::~json_decoder() = default;
+json_decoder::json_decoder(json_decoder&&) noexcept = default;
+json_decoder& json_decoder::operator=(json_decoder&&) noexcept = default;
+
 namespace detail {
 
-json_scratch& thread_json_scratch() {
-  // Per-thread scratch space: the parser's index buffers and a padded copy of the input are
-  // reused across calls instead of being allocated (and page-faulted) for every document.
-  thread_local json_scratch scratch;
-  return scratch;
+simdjson::padded_string_view decoder_state::pad(std::vector<char>& into, std::string_view text) {
+  if (into.size() < text.size() + simdjson::SIMDJSON_PADDING)
+    into.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  if (!text.empty()) std::memcpy(into.data(), text.data(), text.size());
+  std::memset(into.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  return simdjson::padded_string_view(into.data(), text.size(), into.size());
 }
 
-simdjson::padded_string_view json_scratch::pad(std::string_view text) {
-  if (buffer.size() < text.size() + simdjson::SIMDJSON_PADDING)
-    buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
-  std::memcpy(buffer.data(), text.data(), text.size());
-  std::memset(buffer.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  return simdjson::padded_string_view(buffer.data(), text.size(), buffer.size());
+std::string render_path(const std::vector<path_segment>& segments, path_style style) {
+  std::string out;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const path_segment& seg = segments[i];
+    if (seg.is_index) {
+      out.push_back('[');
+      out += std::to_string(seg.index);
+      out.push_back(']');
+    } else {
+      append_path_key(out, seg.key, i == 0, style);
+    }
+  }
+  return out;
 }
 
 }  // namespace detail
 
 namespace {
 
+// Builds the tree with the decoder's stacks: each collection's children are gathered at
+// their depth and moved into a vector of the final size, one allocation per collection.
+// The location is kept as segments and rendered only for an error.
 class json_builder {
  public:
-  json_builder(std::string_view text, const char* base, std::string_view rule,
-               const decode_limits& limits, detail::path_style style)
-      : text_(text), base_(base), rule_(rule), limits_(limits), style_(style) {}
+  json_builder(detail::decoder_state& st, std::string_view text, const char* base,
+               std::string_view rule, const decode_limits& limits, detail::path_style style)
+      : st_(st), text_(text), base_(base), rule_(rule), limits_(limits), style_(style) {
+    st_.path.clear();
+  }
 
   error_list errors;
   // False when the text is not JSON that simdjson accepts (the caller then asks YAML).
   bool json_ok = true;
 
-  bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth, std::string& path) {
-    if (++count_ > limits_.max_expanded_nodes)
-      return limit("document exceeds the node limit", path);
+  bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth) {
+    if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit");
     simdjson::ondemand::json_type t;
     if (v.type().get(t)) return not_json();
     switch (t) {
       case simdjson::ondemand::json_type::object: {
         simdjson::ondemand::object obj;
         if (v.get_object().get(obj)) return not_json();
-        return object(obj, out, depth, path);
+        return object(obj, out, depth);
       }
       case simdjson::ondemand::json_type::array: {
         simdjson::ondemand::array arr;
         if (v.get_array().get(arr)) return not_json();
-        return array(arr, out, depth, path);
+        return array(arr, out, depth);
       }
       case simdjson::ondemand::json_type::string: {
         std::string_view s;
@@ -1621,40 +1636,52 @@ class json_builder {
     return not_json();
   }
 
-  bool object(simdjson::ondemand::object obj, doc_node& out, std::size_t depth, std::string& path) {
-    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit", path);
+  bool object(simdjson::ondemand::object obj, doc_node& out, std::size_t depth) {
+    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit");
     out.k = doc_node::kind::mapping;
-    const std::size_t path_len = path.size();
+    if (st_.maps.size() <= depth) st_.maps.resize(depth + 1);
+    st_.maps[depth].clear();
     for (auto field_result : obj) {
       simdjson::ondemand::field field;
       if (std::move(field_result).get(field)) return not_json();
       const char* raw = field.key().raw();
       const auto open = static_cast<std::size_t>(raw - base_) - 1;
-      if (!detail::json_key_fits_yaml(text_, open)) return not_json();
       std::string_view key;
       if (field.unescaped_key().get(key)) return not_json();
-      if (++count_ > limits_.max_expanded_nodes)
-        return limit("document exceeds the node limit", path);
-      out.map.emplace_back(std::string(key), doc_node{});
-      detail::append_path_key(path, key, depth == 0, style_);
-      if (!value(field.value(), out.map.back().second, depth + 1, path)) return false;
-      path.resize(path_len);
+      if (!key_fits_yaml(open, key.size())) return not_json();
+      if (++count_ > limits_.max_expanded_nodes) return limit("document exceeds the node limit");
+      // Deeper levels may grow `maps` itself; the children's storage does not move.
+      auto& kids = st_.maps[depth];
+      kids.emplace_back(std::string(key), doc_node{});
+      st_.path.push_back({key, 0, false});
+      if (!value(field.value(), kids.back().second, depth + 1)) return false;
+      st_.path.pop_back();
     }
-    check_duplicates(out, path);
+    auto& kids = st_.maps[depth];
+    out.map.reserve(kids.size());
+    for (auto& entry : kids) out.map.emplace_back(std::move(entry));
+    kids.clear();
+    check_duplicates(out);
     return true;
   }
 
-  bool array(simdjson::ondemand::array arr, doc_node& out, std::size_t depth, std::string& path) {
-    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit", path);
+  bool array(simdjson::ondemand::array arr, doc_node& out, std::size_t depth) {
+    if (depth >= limits_.max_depth) return limit("document nesting exceeds the depth limit");
     out.k = doc_node::kind::sequence;
-    const std::size_t path_len = path.size();
+    if (st_.items.size() <= depth) st_.items.resize(depth + 1);
+    st_.items[depth].clear();
     for (auto item_result : arr) {
       simdjson::ondemand::value item;
       if (std::move(item_result).get(item)) return not_json();
-      path = index(path, out.items.size());
-      if (!value(item, out.items.emplace_back(), depth + 1, path)) return false;
-      path.resize(path_len);
+      auto& kids = st_.items[depth];
+      st_.path.push_back({{}, kids.size(), true});
+      if (!value(item, kids.emplace_back(), depth + 1)) return false;
+      st_.path.pop_back();
     }
+    auto& kids = st_.items[depth];
+    out.items.reserve(kids.size());
+    for (auto& item : kids) out.items.emplace_back(std::move(item));
+    kids.clear();
     return true;
   }
 
@@ -1663,15 +1690,26 @@ class json_builder {
     json_ok = false;
     return false;
   }
-  bool limit(std::string_view msg, const std::string& path) {
-    field_error e = invalid(std::string(rule_), path, "", std::string(msg));
+  // The usual key has no escape and its `:` right after the closing quote: then its raw
+  // text is `n` bytes and yaml.v3's limit (1024 characters to the `:`) is a length check.
+  bool key_fits_yaml(std::size_t open, std::size_t n) const {
+    const std::size_t end = open + 1 + n;
+    if (n + 2 <= 1024 && end + 1 < text_.size() && text_[end] == '"' && text_[end + 1] == ':' &&
+        std::memchr(text_.data() + open + 1, '\\', n) == nullptr)
+      return true;
+    return detail::json_key_fits_yaml(text_, open);
+  }
+  bool limit(std::string_view msg) {
+    field_error e =
+        invalid(std::string(rule_), detail::render_path(st_.path, style_), "", std::string(msg));
     e.has_value = false;
     errors.push_back(std::move(e));
     return false;
   }
-  void check_duplicates(const doc_node& m, const std::string& path) {
+  void check_duplicates(const doc_node& m) {
     const std::size_t n = m.map.size();
     auto report = [&](std::size_t i) {
+      const std::string path = detail::render_path(st_.path, style_);
       std::string p = path;
       detail::append_path_key(p, m.map[i].first, path.empty(), style_);
       field_error e = duplicate(std::string(rule_), std::move(p), m.map[i].first);
@@ -1693,6 +1731,7 @@ class json_builder {
       if (!seen.insert(m.map[i].first, static_cast<std::uint32_t>(i)).second) report(i);
   }
 
+  detail::decoder_state& st_;
   std::string_view text_;
   const char* base_;
   std::string_view rule_;
@@ -1701,7 +1740,8 @@ class json_builder {
   std::size_t count_ = 0;
 };
 
-// On Demand does not report content after the root value; this finds the root's end.
+// The byte-wise judge of what follows the root, for a root whose span On Demand could not
+// find.
 bool only_white_space_after_root(std::string_view text) {
   std::size_t i = text.find_first_not_of(" \t\r\n");
   std::size_t depth = 0;
@@ -1723,9 +1763,9 @@ bool only_white_space_after_root(std::string_view text) {
 }  // namespace
 
 // Decodes JSON; `json_ok` is false when simdjson (or the JSON-as-YAML rules) refuse the text.
-decode_result detail::decode_json_styled(std::string_view text, std::string_view rule_id,
-                                         const decode_limits& limits, path_style style,
-                                         bool& json_ok) {
+decode_result detail::decode_json_styled(decoder_state& state, std::string_view text,
+                                         std::string_view rule_id, const decode_limits& limits,
+                                         path_style style, bool& json_ok) {
   json_ok = true;
   decode_result r;
   if (text.size() > limits.max_bytes) {
@@ -1740,30 +1780,59 @@ decode_result detail::decode_json_styled(std::string_view text, std::string_view
     json_ok = false;
     return detail::fail_with(rule_id, std::move(p));
   }
-  json_scratch& scratch = thread_json_scratch();
-  const simdjson::padded_string_view padded = scratch.pad(text);
+  const simdjson::padded_string_view padded = state.pad(text);
   simdjson::ondemand::document doc;
-  if (scratch.parser.iterate(padded).get(doc)) {
+  if (state.parser.iterate(padded).get(doc)) {
     json_ok = false;
     return detail::fail_with(rule_id, "invalid JSON");
   }
-  json_builder b(text, padded.data(), rule_id, limits, style);
-  std::string path;
-  simdjson::ondemand::json_type t;
+  json_builder b(state, text, padded.data(), rule_id, limits, style);
+  // On Demand does not look past the root value. The root's raw span (found by hopping over
+  // the structural index, then rewound) ends where the next token starts, or at the end of
+  // the text: only white space may follow it. When the span cannot be found (the root is
+  // malformed somewhere) the document is parsed again and the builder meets the problem
+  // where the byte-wise scan below is the judge, as it is for every other error.
+  bool tail_ok = true;
   bool ok = false;
+  auto root = [&](auto get, auto build, simdjson::ondemand::document& d) {
+    auto collection = get(d);
+    if (collection.error()) return false;
+    auto c = std::move(collection).value_unsafe();
+    std::string_view span;
+    if (!c.raw_json().get(span) && !c.reset().error()) {
+      const auto end = static_cast<std::size_t>(span.data() + span.size() - padded.data());
+      tail_ok = end >= text.size() ||
+                text.find_first_not_of(" \t\r\n", end) == std::string_view::npos;
+      return build(c);
+    }
+    simdjson::ondemand::document again;
+    if (state.parser.iterate(padded).get(again)) return false;
+    auto retry = get(again);
+    if (retry.error()) return false;
+    auto c2 = std::move(retry).value_unsafe();
+    const bool built = build(c2);
+    tail_ok = !built || only_white_space_after_root(text);
+    return built;
+  };
+  simdjson::ondemand::json_type t;
   if (doc.type().get(t)) {
     b.json_ok = false;
   } else if (t == simdjson::ondemand::json_type::object) {
-    simdjson::ondemand::object obj;
-    ok = !doc.get_object().get(obj) && b.object(obj, r.root, 0, path);
+    ok = root([](simdjson::ondemand::document& d) { return d.get_object(); },
+              [&](simdjson::ondemand::object& o) { return b.object(o, r.root, 0); }, doc);
   } else if (t == simdjson::ondemand::json_type::array) {
-    simdjson::ondemand::array arr;
-    ok = !doc.get_array().get(arr) && b.array(arr, r.root, 0, path);
+    ok = root([](simdjson::ondemand::document& d) { return d.get_array(); },
+              [&](simdjson::ondemand::array& a) { return b.array(a, r.root, 0); }, doc);
   } else {
     b.json_ok = false;  // a bare scalar: let YAML decide
   }
-  if (!ok && b.errors.empty()) b.json_ok = false;
-  if (ok && !only_white_space_after_root(text)) b.json_ok = false;
+  if (ok && !tail_ok) b.json_ok = false;
+  if (!ok) {
+    // Children of the collections left open stay in the stacks; drop them now.
+    for (auto& m : state.maps) m.clear();
+    for (auto& i : state.items) i.clear();
+    if (b.errors.empty()) b.json_ok = false;
+  }
   json_ok = b.json_ok;
   if (!json_ok) {
     r.root = doc_node{};
@@ -1774,23 +1843,45 @@ decode_result detail::decode_json_styled(std::string_view text, std::string_view
   return r;
 }
 
-decode_result decode_json(std::string_view text, std::string_view rule_id,
+decode_result decode_json(json_decoder& decoder, std::string_view text, std::string_view rule_id,
                           const decode_limits& limits) {
   bool json_ok = true;
-  return detail::decode_json_styled(text, rule_id, limits, detail::path_style::generic, json_ok);
+  return detail::decode_json_styled(decoder.state(), text, rule_id, limits,
+                                    detail::path_style::generic, json_ok);
+}
+
+decode_result decode_json(std::string_view text, std::string_view rule_id,
+                          const decode_limits& limits) {
+  json_decoder decoder;
+  return decode_json(decoder, text, rule_id, limits);
+}
+
+namespace {
+
+bool looks_like_json(std::string_view text, const decode_limits& limits) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
+         text.size() <= limits.max_bytes;
+}
+
+}  // namespace
+
+decode_result decode_any(json_decoder& decoder, std::string_view text, std::string_view rule_id,
+                         const decode_limits& limits) {
+  if (looks_like_json(text, limits)) {
+    bool json_ok = true;
+    decode_result r = detail::decode_json_styled(decoder.state(), text, rule_id, limits,
+                                                 detail::path_style::generic, json_ok);
+    if (json_ok) return r;
+  }
+  return decode_yaml(text, rule_id, limits);
 }
 
 decode_result decode_any(std::string_view text, std::string_view rule_id,
                          const decode_limits& limits) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
-      text.size() <= limits.max_bytes) {
-    bool json_ok = true;
-    decode_result r =
-        detail::decode_json_styled(text, rule_id, limits, detail::path_style::generic, json_ok);
-    if (json_ok) return r;
-  }
-  return decode_yaml(text, rule_id, limits);
+  if (!looks_like_json(text, limits)) return decode_yaml(text, rule_id, limits);
+  json_decoder decoder;
+  return decode_any(decoder, text, rule_id, limits);
 }
 
 }  // namespace topogate::core

@@ -49,6 +49,31 @@ struct doc_node {
   [[nodiscard]] std::string_view kind_name() const noexcept;  // "!!map", "!!seq", "!!str", ...
 };
 
+namespace detail {
+struct decoder_state;
+}
+
+// Reusable parsing state for JSON: simdjson's parsers with their index and string buffers,
+// a padded copy of the input, and the decoder's working stacks. The core keeps no state of
+// its own; a caller that decodes many documents keeps one of these (per thread: one object
+// must not be used by two threads at once) so that the buffers are allocated, and their
+// pages faulted in, once instead of per document. A moved-from decoder may only be assigned
+// to or destroyed.
+class json_decoder {
+ public:
+  json_decoder();
+  ~json_decoder();
+  json_decoder(json_decoder&&) noexcept;
+  json_decoder& operator=(json_decoder&&) noexcept;
+  json_decoder(const json_decoder&) = delete;
+  json_decoder& operator=(const json_decoder&) = delete;
+
+  [[nodiscard]] detail::decoder_state& state() noexcept { return *state_; }
+
+ private:
+  std::unique_ptr<detail::decoder_state> state_;
+};
+
 struct decode_limits {
   std::size_t max_bytes = 8u << 20;          // input size
   std::size_t max_depth = 64;                // nesting of collections
@@ -66,9 +91,14 @@ struct decode_result {
 decode_result decode_yaml(std::string_view text, std::string_view rule_id = "",
                           const decode_limits& limits = {});
 // Decodes JSON with simdjson; same tree and error rules as decode_yaml.
+decode_result decode_json(json_decoder& decoder, std::string_view text,
+                          std::string_view rule_id = "", const decode_limits& limits = {});
+// JSON when the first non-blank byte is '{' or '[' and simdjson accepts it, else YAML.
+decode_result decode_any(json_decoder& decoder, std::string_view text,
+                         std::string_view rule_id = "", const decode_limits& limits = {});
+// The same with a decoder of their own (allocated for this one call).
 decode_result decode_json(std::string_view text, std::string_view rule_id = "",
                           const decode_limits& limits = {});
-// JSON when the first non-blank byte is '{' or '[' and simdjson accepts it, else YAML.
 decode_result decode_any(std::string_view text, std::string_view rule_id = "",
                          const decode_limits& limits = {});
 

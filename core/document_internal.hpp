@@ -1,6 +1,7 @@
 #pragma once
-// Pieces of the document decoder shared with the snapshot fast path (snapshot.cpp) and
-// the node-list reader (nodes.cpp). Not part of the public core interface.
+// Pieces of the document decoder shared with the snapshot fast path (snapshot.cpp), the
+// node-list reader (nodes.cpp) and the AdmissionReview envelope reader (admission/), which
+// parses with a caller's json_decoder. Not part of the public core interface.
 
 #include <simdjson.h>
 
@@ -21,24 +22,46 @@ namespace topogate::core::detail {
 // decode errors use the same paths as the snapshot rules (`nodes[worker-a][key]`).
 enum class path_style : std::uint8_t { generic, snapshot };
 
+// One step of a location while decoding: a mapping key (a view into the parser's string
+// buffer) or a sequence index. Paths are rendered from these only when an error needs one.
+struct path_segment {
+  std::string_view key;
+  std::size_t index = 0;
+  bool is_index = false;
+};
+
+// What a json_decoder holds. Every member is reused from call to call for its capacity.
+struct decoder_state {
+  simdjson::ondemand::parser parser;  // decode_json
+  simdjson::dom::parser dom;          // the snapshot fast path
+  std::vector<char> buffer;           // padded input copy for both
+  // A second parser and buffer for a caller that decodes part of a document it parsed
+  // itself (an AdmissionReview's request.object): its views stay valid across decode_json.
+  simdjson::ondemand::parser outer_parser;
+  std::vector<char> outer;
+  // The JSON tree builder's working stacks: one list of finished children per depth, so
+  // that every mapping and sequence is allocated once, at its final size.
+  std::vector<std::vector<std::pair<std::string, doc_node>>> maps;
+  std::vector<std::vector<doc_node>> items;
+  std::vector<path_segment> path;
+
+  // A padded copy of `text` in `into` (buffer or outer), valid until that buffer is reused.
+  static simdjson::padded_string_view pad(std::vector<char>& into, std::string_view text);
+  simdjson::padded_string_view pad(std::string_view text) { return pad(buffer, text); }
+};
+
 decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id,
                                  const decode_limits& limits, path_style style);
 // `json_ok` is false when the text is not JSON that both simdjson and yaml.v3's scanner
 // accept; the caller then hands it to the YAML decoder for the verdict.
-decode_result decode_json_styled(std::string_view text, std::string_view rule_id,
-                                 const decode_limits& limits, path_style style, bool& json_ok);
+decode_result decode_json_styled(decoder_state& state, std::string_view text,
+                                 std::string_view rule_id, const decode_limits& limits,
+                                 path_style style, bool& json_ok);
 
 // Appends one mapping key to a path in the given style.
 void append_path_key(std::string& out, std::string_view key, bool top, path_style style);
-
-// Reusable per-thread simdjson state.
-struct json_scratch {
-  simdjson::ondemand::parser parser;
-  std::vector<char> buffer;
-  // A padded copy of `text` in `buffer`, valid until the next call.
-  simdjson::padded_string_view pad(std::string_view text);
-};
-json_scratch& thread_json_scratch();
+// Renders a path from its segments, as append_path_key and core::index would build it.
+std::string render_path(const std::vector<path_segment>& segments, path_style style);
 
 // A JSON key (opening quote at byte `open` of `text`) is also a YAML simple key: its `:` on
 // the same line and at most 1024 characters after the key's start (yaml.v3 scannerc.go).

@@ -85,17 +85,6 @@ bool small_duplicate(const label_ref* labels, std::uint32_t count) {
 // (known fields, string/null/bool values, no duplicates, short keys). Anything else returns
 // false and the exact decoder decides, so both paths give the same answer for the same text.
 
-struct dom_scratch {
-  simdjson::dom::parser parser;
-  std::vector<char> buffer;
-};
-
-dom_scratch& thread_dom_scratch() {
-  // Reused per thread: the parser's tape and string buffers and a padded input copy.
-  thread_local dom_scratch scratch;
-  return scratch;
-}
-
 // yaml.v3 reads a key longer than 1024 characters (quotes and escapes included) differently;
 // a short unescaped key cannot reach that even fully escaped.
 constexpr std::size_t fast_key_limit = 150;
@@ -136,10 +125,10 @@ bool scalar_text(simdjson::dom::element e, std::string_view& out) {
   }
 }
 
-bool decode_fast_json(std::string_view text, snapshot_ref& out) {
+// The caller's decoder holds the parser's tape and string buffers and the padded input copy.
+bool decode_fast_json(detail::decoder_state& s, std::string_view text, snapshot_ref& out) {
   const std::size_t first = text.find_first_not_of(" \r\n");
   if (first == std::string_view::npos || text[first] != '{') return false;
-  dom_scratch& s = thread_dom_scratch();
   if (s.buffer.size() < text.size() + simdjson::SIMDJSON_PADDING)
     s.buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
   // One pass copies the text into the padded buffer and rules out what needs a closer look.
@@ -149,7 +138,7 @@ bool decode_fast_json(std::string_view text, snapshot_ref& out) {
   }
   std::memset(s.buffer.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
   simdjson::dom::element root;
-  if (s.parser.parse(s.buffer.data(), text.size(), false).get(root)) return false;
+  if (s.dom.parse(s.buffer.data(), text.size(), false).get(root)) return false;
   simdjson::dom::object top;
   if (root.get_object().get(top)) return false;
   bool seen_api = false, seen_rev = false, seen_nodes = false;
@@ -275,10 +264,11 @@ bool walk_tree(const doc_node& root, snapshot_ref& out, error_sink& sink) {
   return true;
 }
 
-// Decodes into `out`; the bytes stay valid while `tree` (and this thread's simdjson
-// scratch) is untouched. Returns false when nothing could be decoded (a size, syntax or
-// duplicate-key error); type errors in single fields still leave the rest decoded.
-bool decode_ref(std::string_view text, snapshot_ref& out, doc_node& tree, error_sink& sink) {
+// Decodes into `out`; the bytes stay valid while `tree` (and the decoder) is untouched.
+// Returns false when nothing could be decoded (a size, syntax or duplicate-key error); type
+// errors in single fields still leave the rest decoded.
+bool decode_ref(detail::decoder_state& state, std::string_view text, snapshot_ref& out,
+                doc_node& tree, error_sink& sink) {
   if (text.size() > max_snapshot_bytes) {
     field_error e = too_long("S10", "", text.size(), max_snapshot_bytes);
     e.detail =
@@ -288,7 +278,7 @@ bool decode_ref(std::string_view text, snapshot_ref& out, doc_node& tree, error_
     sink.add(std::move(e));
     return false;
   }
-  if (decode_fast_json(text, out)) return true;
+  if (decode_fast_json(state, text, out)) return true;
   out = snapshot_ref{};
   decode_limits limits;
   limits.max_bytes = max_snapshot_bytes;
@@ -296,7 +286,8 @@ bool decode_ref(std::string_view text, snapshot_ref& out, doc_node& tree, error_
   const std::size_t first = text.find_first_not_of(" \r\n");
   bool json_ok = false;
   if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
-    r = detail::decode_json_styled(text, "S1", limits, detail::path_style::snapshot, json_ok);
+    r = detail::decode_json_styled(state, text, "S1", limits, detail::path_style::snapshot,
+                                   json_ok);
   }
   if (!json_ok) r = detail::decode_yaml_styled(text, "S1", limits, detail::path_style::snapshot);
   if (!r.ok()) {
@@ -635,12 +626,12 @@ std::vector<std::pair<const snapshot_node*, std::vector<const snapshot_label*>>>
 
 }  // namespace
 
-snapshot_decode_result decode_snapshot(std::string_view text) {
+snapshot_decode_result decode_snapshot(json_decoder& decoder, std::string_view text) {
   snapshot_decode_result result;
   error_sink sink(result.errors);
   snapshot_ref ref;
   doc_node tree;
-  decode_ref(text, ref, tree, sink);
+  decode_ref(decoder.state(), text, ref, tree, sink);
   sink.finish();
   if (result.errors.empty()) result.value = to_snapshot(ref);
   return result;
@@ -654,42 +645,154 @@ error_list validate_snapshot(const snapshot& snap, const snapshot_context& ctx) 
   return errors;
 }
 
-error_list check_snapshot(std::string_view text, const snapshot_context& ctx) {
+error_list check_snapshot(json_decoder& decoder, std::string_view text,
+                          const snapshot_context& ctx) {
   error_list errors;
   error_sink sink(errors);
   snapshot_ref ref;
   doc_node tree;
   // Fields that decoded are validated even when another field had a type error: every
   // error is reported, not the first.
-  if (decode_ref(text, ref, tree, sink)) validate_ref(ref, ctx, sink, /*check_duplicates=*/false);
+  if (decode_ref(decoder.state(), text, ref, tree, sink))
+    validate_ref(ref, ctx, sink, /*check_duplicates=*/false);
   sink.finish();
   return errors;
 }
 
-std::string render_snapshot_json(const snapshot& snap) {
-  std::string out;
-  out.reserve(64 + snap.nodes.size() * 96);
-  out += R"({"apiVersion":)";
-  append_json_string(out, snap.api_version);
-  out += R"(,"revision":)";
-  append_json_string(out, snap.revision);
-  out += R"(,"nodes":{)";
-  bool first_node = true;
-  for (const auto& [node, labels] : sorted_view(snap)) {
-    if (!first_node) out += ',';
-    first_node = false;
-    append_json_string(out, node->name);
-    out += ":{";
-    for (std::size_t i = 0; i < labels.size(); ++i) {
-      if (i) out += ',';
-      append_json_string(out, labels[i]->key);
-      out += ':';
-      append_json_string(out, labels[i]->value);
-    }
-    out += '}';
+snapshot_decode_result decode_snapshot(std::string_view text) {
+  json_decoder decoder;
+  return decode_snapshot(decoder, text);
+}
+
+error_list check_snapshot(std::string_view text, const snapshot_context& ctx) {
+  json_decoder decoder;
+  return check_snapshot(decoder, text, ctx);
+}
+
+namespace {
+
+// Writes the canonical JSON into a buffer sized for the common case (every string plain:
+// printable ASCII without `"` or `\\`, rendered as itself between quotes), so that each
+// piece is a memcpy; a string that needs escaping grows the buffer by what it needs.
+class json_writer {
+ public:
+  explicit json_writer(std::size_t estimate) {
+    out_.resize(estimate);
+    p_ = out_.data();
   }
-  out += "}}";
-  return out;
+  void raw(std::string_view s) {
+    room(s.size());
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void raw(char c) {
+    room(1);
+    *p_++ = c;
+  }
+  void string(std::string_view s) {
+    bool plain = true;
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      plain &= (u >= 0x20) & (u < 0x7f) & (c != '"') & (c != '\\');
+    }
+    if (!plain) {
+      std::string escaped;
+      append_json_string(escaped, s);
+      raw(escaped);
+      return;
+    }
+    room(s.size() + 2);
+    *p_++ = '"';
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    *p_++ = '"';
+  }
+  std::string finish() && {
+    out_.resize(static_cast<std::size_t>(p_ - out_.data()));
+    return std::move(out_);
+  }
+
+ private:
+  void room(std::size_t n) {
+    const auto used = static_cast<std::size_t>(p_ - out_.data());
+    if (used + n <= out_.size()) return;
+    out_.resize(std::max(out_.size() * 2, used + n));
+    p_ = out_.data() + used;
+  }
+  std::string out_;
+  char* p_;
+};
+
+// Go's encoding/json writes map keys sorted; a snapshot decoded from a rendering (the usual
+// case) is in order already, which one comparison per node confirms.
+std::vector<std::uint32_t> name_order(const snapshot& snap) {
+  std::vector<std::uint32_t> order(snap.nodes.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (std::size_t i = 1; i < snap.nodes.size(); ++i) {
+    if (!(snap.nodes[i - 1].name < snap.nodes[i].name)) {
+      std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return snap.nodes[a].name < snap.nodes[b].name;
+      });
+      break;
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+std::string render_snapshot_json(const snapshot& snap) {
+  // Exact for plain strings: quotes, `:` and `,` around every name, key and value.
+  std::size_t estimate = 64 + snap.api_version.size() + snap.revision.size();
+  for (const snapshot_node& n : snap.nodes) {
+    estimate += n.name.size() + 5;
+    for (const snapshot_label& l : n.labels) estimate += l.key.size() + l.value.size() + 6;
+  }
+  json_writer w(estimate);
+  w.raw(R"({"apiVersion":)");
+  w.string(snap.api_version);
+  w.raw(R"(,"revision":)");
+  w.string(snap.revision);
+  w.raw(R"(,"nodes":{)");
+  bool first_node = true;
+  std::vector<const snapshot_label*> many;
+  for (const std::uint32_t ni : name_order(snap)) {
+    const snapshot_node& node = snap.nodes[ni];
+    if (!first_node) w.raw(',');
+    first_node = false;
+    w.string(node.name);
+    w.raw(":{");
+    // Labels by key; a node has a handful, sorted in place by insertion.
+    std::array<const snapshot_label*, 16> few;
+    const snapshot_label** labels = few.data();
+    const std::size_t count = node.labels.size();
+    if (count > few.size()) {
+      many.resize(count);
+      labels = many.data();
+    }
+    if (count > few.size()) {
+      for (std::size_t i = 0; i < count; ++i) labels[i] = &node.labels[i];
+      std::sort(labels, labels + count, [](const snapshot_label* a, const snapshot_label* b) {
+        return a->key < b->key;
+      });
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        const snapshot_label* l = &node.labels[i];
+        std::size_t j = i;
+        for (; j > 0 && l->key < labels[j - 1]->key; --j) labels[j] = labels[j - 1];
+        labels[j] = l;
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i) w.raw(',');
+      w.string(labels[i]->key);
+      w.raw(':');
+      w.string(labels[i]->value);
+    }
+    w.raw('}');
+  }
+  w.raw("}}");
+  return std::move(w).finish();
 }
 
 std::string render_snapshot_yaml(const snapshot& snap) {

@@ -38,7 +38,9 @@ struct snapshot_decode_result {
   [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
 };
 
-// YAML or JSON, one document; JSON takes the simdjson path.
+// YAML or JSON, one document; JSON takes the simdjson path. The decoder's buffers are
+// reused (see json_decoder); the overload without one allocates its own.
+snapshot_decode_result decode_snapshot(json_decoder& decoder, std::string_view text);
 snapshot_decode_result decode_snapshot(std::string_view text);
 
 struct snapshot_context {
@@ -50,6 +52,8 @@ struct snapshot_context {
 error_list validate_snapshot(const snapshot& snap, const snapshot_context& ctx);
 
 // Decode + validate: every error, from S1 to S10.
+error_list check_snapshot(json_decoder& decoder, std::string_view text,
+                          const snapshot_context& ctx);
 error_list check_snapshot(std::string_view text, const snapshot_context& ctx);
 
 // topogate's canonical JSON rendering (what it serves): keys sorted like Go's

@@ -674,6 +674,17 @@ source_result validate_topology_source(const doc_node& object, const validation_
   return r;
 }
 
+source_result validate_topology_source_text(json_decoder& decoder, std::string_view text,
+                                            const validation_options& opts) {
+  auto decoded = decode_any(decoder, text, "");
+  if (!decoded.ok()) {
+    source_result r;
+    r.errors = std::move(decoded.errors);
+    return r;
+  }
+  return validate_topology_source(decoded.root, opts);
+}
+
 source_result validate_topology_source_text(std::string_view text, const validation_options& opts) {
   auto decoded = decode_any(text, "");
   if (!decoded.ok()) {

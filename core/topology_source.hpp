@@ -73,6 +73,8 @@ struct source_result {
 // From a decoded object (the whole TopologySource document, with apiVersion/kind/metadata/spec).
 source_result validate_topology_source(const doc_node& object, const validation_options& opts = {});
 // From YAML or JSON text (decode errors are reported as errors with an empty rule).
+source_result validate_topology_source_text(json_decoder& decoder, std::string_view text,
+                                            const validation_options& opts = {});
 source_result validate_topology_source_text(std::string_view text, const validation_options& opts = {});
 
 // Label-selector validation (T14 and reused elsewhere): errors under `path`.

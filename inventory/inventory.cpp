@@ -199,10 +199,12 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
   }
 
   const core::snapshot_context ctx{&cfg_.source, selected.get()};
-  auto decoded = core::decode_snapshot(bytes);
+  // One parser state per thread that validates: a 1 MiB snapshot's buffers are reused.
+  thread_local core::json_decoder decoder;
+  auto decoded = core::decode_snapshot(decoder, bytes);
   if (!decoded.ok()) {
     // The failure path decodes again so the core reports every error it can, S1 to S10.
-    p.result.errors = core::check_snapshot(bytes, ctx);
+    p.result.errors = core::check_snapshot(decoder, bytes, ctx);
     if (p.result.errors.empty()) p.result.errors = std::move(decoded.errors);
     return p;
   }

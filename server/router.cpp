@@ -380,7 +380,10 @@ response handle(const request& req, const peer_certificate& peer, const router_c
         info.detail = "errored";
       } else {
         static const admission::options defaults;
-        auto out = admission::review(which, req.body(), meta, ctx.admission ? *ctx.admission : defaults);
+        // One parser state per worker thread: its buffers are reused by every review.
+        thread_local core::json_decoder decoder;
+        auto out = admission::review(which, req.body(), meta, ctx.admission ? *ctx.admission : defaults,
+                                     decoder);
         if (ctx.m) ctx.m->admission_decision(out.kind, admission::to_string(out.result));
         info.detail = std::string(admission::to_string(out.result));
         res = make(static_cast<http::status>(out.http_status), json_type, std::move(out.body));
