@@ -157,7 +157,9 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
   if (snap != nullptr) {
     all.reserve(snap->nodes.size());
     for (const auto& n : snap->nodes) all.push_back({n.name, &n, nullptr});
-    std::sort(all.begin(), all.end(), [](const source_node& a, const source_node& b) { return a.name < b.name; });
+    // Served and exported snapshots usually list Nodes sorted already: one pass, no sort.
+    const auto by_name = [](const source_node& a, const source_node& b) { return a.name < b.name; };
+    if (!std::is_sorted(all.begin(), all.end(), by_name)) std::sort(all.begin(), all.end(), by_name);
   }
   if (selected != nullptr) {
     std::vector<source_node> merged;
