@@ -671,9 +671,18 @@ error_list check_snapshot(std::string_view text, const snapshot_context& ctx) {
 
 namespace {
 
+// Non-zero when a byte of `w` is not plain: below 0x20, 0x7f or above, a quote or a
+// backslash. Each test is the exact "some byte is zero / below n" word trick.
+constexpr std::uint64_t special_bytes(std::uint64_t w) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  auto zero_byte = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+  return ((w - ones * 0x20) & ~w & highs) | (w & highs) | zero_byte(w ^ (ones * '"')) |
+         zero_byte(w ^ (ones * '\\')) | zero_byte(w ^ (ones * 0x7f));
+}
+
 // Writes the canonical JSON into a buffer sized for the common case (every string plain:
-// printable ASCII without `"` or `\\`, rendered as itself between quotes), so that each
-// piece is a memcpy; a string that needs escaping grows the buffer by what it needs.
+// printable ASCII without a quote or a backslash, rendered as itself between quotes), so
+// each piece is a few word copies; a string that needs escaping grows the buffer.
 class json_writer {
  public:
   explicit json_writer(std::size_t estimate) {
@@ -690,22 +699,35 @@ class json_writer {
     *p_++ = c;
   }
   void string(std::string_view s) {
-    bool plain = true;
-    for (const char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      plain &= (u >= 0x20) & (u < 0x7f) & (c != '"') & (c != '\\');
+    // Eight bytes at a time: each word is checked and stored whole (the buffer keeps eight
+    // spare bytes; what lands past the string is overwritten by the next piece).
+    const std::size_t n = s.size();
+    room(n + 2 + 8);
+    char* q = p_ + 1;
+    std::uint64_t bad = 0;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      bad |= special_bytes(w);
+      std::memcpy(q + i, &w, 8);
     }
-    if (!plain) {
+    if (i < n) {
+      // The tail padded with 'a', which is plain.
+      std::uint64_t w = 0x6161616161616161ULL;
+      std::memcpy(&w, s.data() + i, n - i);
+      bad |= special_bytes(w);
+      std::memcpy(q + i, &w, 8);
+    }
+    if (bad != 0) {
       std::string escaped;
       append_json_string(escaped, s);
       raw(escaped);
       return;
     }
-    room(s.size() + 2);
-    *p_++ = '"';
-    std::memcpy(p_, s.data(), s.size());
-    p_ += s.size();
-    *p_++ = '"';
+    *p_ = '"';
+    q[n] = '"';
+    p_ = q + n + 1;
   }
   std::string finish() && {
     out_.resize(static_cast<std::size_t>(p_ - out_.data()));
