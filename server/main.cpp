@@ -16,6 +16,8 @@ constexpr std::string_view usage =
     "  validate topologysource FILE    check a TopologySource (YAML or JSON)\n"
     "  validate snapshot FILE --source TOPOLOGYSOURCE_FILE [--nodes NODES_JSON]\n"
     "  validate modeldeployment FILE   check a ModelDeployment's role topology\n"
+    "  validate nodelabels --source TOPOLOGYSOURCE_FILE --nodes NODES_JSON\n"
+    "                                  check the hierarchy of the labels Nodes carry\n"
     "  diagnose chain [INPUT]          verify the scheduling chain (runbook checks)\n"
     "  diagnose pending WORKLOAD [INPUT]  the runbook's six Pending checks, per domain\n"
     "                                  INPUT: --from DIR, -f FILE, --kubeconfig FILE, ...\n"
