@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <tuple>
 
@@ -106,24 +107,64 @@ bool bytes_less(std::string_view a, std::string_view b) noexcept {
   return a.size() < b.size();
 }
 
-bool scalar_text(simdjson::dom::element e, std::string_view& out) {
-  if (!e.get_string().get(out)) return true;  // the usual case first
-  switch (e.type()) {
-    case simdjson::dom::element_type::STRING:
-      return !e.get_string().get(out);
-    case simdjson::dom::element_type::NULL_VALUE:
-      out = {};
-      return true;
-    case simdjson::dom::element_type::BOOL: {
-      bool b = false;
-      if (e.get_bool().get(b)) return false;
-      out = b ? "true" : "false";
-      return true;
-    }
-    default:
-      return false;  // numbers keep their literal text: the exact path has it
+// simdjson's DOM tape read directly (its documented layout: one 64-bit word per scalar, the
+// type in the top byte; strings as an offset into the string buffer holding a 32-bit length
+// and the bytes; '{' and '[' carrying the index just past their closing word; numbers two
+// words). The element API re-derives the same facts per call; a snapshot has ~30 000 entries.
+class tape_view {
+ public:
+  explicit tape_view(const simdjson::dom::document& doc) noexcept
+      : tape_(doc.tape.get()), strings_(doc.string_buf.get()) {}
+  [[nodiscard]] char type(std::size_t i) const noexcept { return static_cast<char>(tape_[i] >> 56); }
+  [[nodiscard]] std::string_view string(std::size_t i) const noexcept {
+    const std::size_t offset = tape_[i] & 0x00ffffffffffffffULL;
+    std::uint32_t length = 0;
+    std::memcpy(&length, strings_ + offset, sizeof length);
+    return {reinterpret_cast<const char*>(strings_ + offset + sizeof length), length};
   }
-}
+  // Entries of the object or array at i (saturated at 2^24 - 1: a capacity hint only).
+  [[nodiscard]] std::size_t count(std::size_t i) const noexcept {
+    return static_cast<std::size_t>((tape_[i] >> 32) & 0xffffffULL);
+  }
+  // The index of the element after the one at i.
+  [[nodiscard]] std::size_t after(std::size_t i) const noexcept {
+    switch (type(i)) {
+      case '{':
+      case '[':
+        return static_cast<std::uint32_t>(tape_[i]);
+      case 'l':
+      case 'u':
+      case 'd':
+        return i + 2;
+      default:
+        return i + 1;
+    }
+  }
+  // A string, null or bool as the consumer's string field reads it; false for anything else
+  // (numbers keep their literal text: the exact path has it).
+  bool scalar_text(std::size_t i, std::string_view& out) const noexcept {
+    switch (type(i)) {
+      case '"':
+        out = string(i);
+        return true;
+      case 'n':
+        out = {};
+        return true;
+      case 't':
+        out = "true";
+        return true;
+      case 'f':
+        out = "false";
+        return true;
+      default:
+        return false;
+    }
+  }
+
+ private:
+  const std::uint64_t* tape_;
+  const std::uint8_t* strings_;
+};
 
 // The caller's decoder holds the parser's tape and string buffers and the padded input copy.
 bool decode_fast_json(detail::decoder_state& s, std::string_view text, snapshot_ref& out) {
@@ -139,23 +180,26 @@ bool decode_fast_json(detail::decoder_state& s, std::string_view text, snapshot_
   std::memset(s.buffer.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
   simdjson::dom::element root;
   if (s.dom.parse(s.buffer.data(), text.size(), false).get(root)) return false;
-  simdjson::dom::object top;
-  if (root.get_object().get(top)) return false;
+  const tape_view t(s.dom.doc);
+  // Word 0 is the root marker; the document's value starts at word 1.
+  if (t.type(1) != '{') return false;
   bool seen_api = false, seen_rev = false, seen_nodes = false;
-  for (auto [k, v] : top) {
+  for (std::size_t ki = 2; t.type(ki) != '}';) {
+    const std::string_view k = t.string(ki);
+    const std::size_t vi = ki + 1;
+    ki = t.after(vi);
     if (k == "apiVersion") {
-      if (seen_api || !scalar_text(v, out.api_version)) return false;
+      if (seen_api || !t.scalar_text(vi, out.api_version)) return false;
       seen_api = true;
     } else if (k == "revision") {
-      if (seen_rev || !scalar_text(v, out.revision)) return false;
+      if (seen_rev || !t.scalar_text(vi, out.revision)) return false;
       seen_rev = true;
     } else if (k == "nodes") {
       if (seen_nodes) return false;
       seen_nodes = true;
-      if (v.is_null()) continue;
-      simdjson::dom::object nodes;
-      if (v.get_object().get(nodes)) return false;
-      const std::size_t n = nodes.size();
+      if (t.type(vi) == 'n') continue;
+      if (t.type(vi) != '{') return false;
+      const std::size_t n = t.count(vi);
       out.nodes.reserve(n);
       out.labels.reserve(n * 4);
       // Duplicate names: none while names ascend (exports and topogate's own rendering are
@@ -163,7 +207,10 @@ bool decode_fast_json(detail::decoder_state& s, std::string_view text, snapshot_
       detail::string_index names;
       bool ascending = true;
       std::string_view previous;
-      for (auto [name, entry] : nodes) {
+      for (std::size_t ni = vi + 1; t.type(ni) != '}';) {
+        const std::string_view name = t.string(ni);
+        const std::size_t ei = ni + 1;
+        ni = t.after(ei);
         if (name.size() > fast_key_limit) return false;
         if (ascending && !out.nodes.empty() && !bytes_less(previous, name)) {
           ascending = false;
@@ -175,14 +222,15 @@ bool decode_fast_json(detail::decoder_state& s, std::string_view text, snapshot_
         node_ref node;
         node.name = name;
         node.first = static_cast<std::uint32_t>(out.labels.size());
-        if (!entry.is_null()) {
-          simdjson::dom::object labels;
-          if (entry.get_object().get(labels)) return false;
-          for (auto [lk, lv] : labels) {
+        if (t.type(ei) != 'n') {
+          if (t.type(ei) != '{') return false;
+          for (std::size_t li = ei + 1; t.type(li) != '}';) {
+            const std::string_view lk = t.string(li);
             if (lk.size() > fast_key_limit) return false;
             std::string_view value;
-            if (!scalar_text(lv, value)) return false;
+            if (!t.scalar_text(li + 1, value)) return false;
             out.labels.push_back({lk, value});
+            li = t.after(li + 1);
           }
         }
         node.count = static_cast<std::uint32_t>(out.labels.size()) - node.first;
@@ -332,6 +380,35 @@ std::string join_tuple(const std::vector<std::string>& levels, const snapshot_re
   return out;
 }
 
+// is_dns1123_subdomain eight bytes at a time: a Node name is mostly [a-z0-9], and only its
+// '-' and '.' need a look at their neighbours. Same answer for every input.
+bool dns1123_subdomain_words(std::string_view s) noexcept {
+  if constexpr (std::endian::native != std::endian::little) return is_dns1123_subdomain(s);
+  if (s.empty() || s.size() > max_dns1123_subdomain_length) return is_dns1123_subdomain(s);
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  // High bit of each byte set when the byte (below 0x80) is within [lo, hi].
+  const auto within = [](std::uint64_t w, std::uint64_t lo, std::uint64_t hi) {
+    return ((w | high) - ones * lo) & ~((w | high) - ones * (hi + 1)) & high;
+  };
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n; i += 8) {
+    const std::size_t m = std::min<std::size_t>(8, n - i);
+    std::uint64_t w = 0;
+    std::memcpy(&w, s.data() + i, m);
+    const std::uint64_t live = m == 8 ? high : high & ((std::uint64_t{1} << (8 * m)) - 1);
+    if (w & high) return is_dns1123_subdomain(s);
+    const std::uint64_t alnum = within(w, 'a', 'z') | within(w, '0', '9');
+    const std::uint64_t special = within(w, '-', '.');  // '-' and '.' are adjacent
+    if (((alnum | special) & live) != live) return false;
+    for (std::uint64_t sp = special & live; sp; sp &= sp - 1) {
+      const std::size_t at = i + static_cast<std::size_t>(__builtin_ctzll(sp)) / 8;
+      const char prev = at == 0 ? '.' : s[at - 1];
+      if (s[at] == '.' ? (prev == '.' || prev == '-') : prev == '.') return false;
+    }
+  }
+  return s.back() != '.' && s.back() != '-';
+}
+
 constexpr std::uint32_t none = UINT32_MAX;
 
 void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink& sink,
@@ -422,7 +499,7 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
                            exists ? "the Node is not selected by the source's nodeSelector"
                                   : "no Node with this name exists in the cluster"));
       }
-    } else if (is_dns1123_subdomain(n.name)) {
+    } else if (dns1123_subdomain_words(n.name)) {
       plain_name = true;
     } else if (sink.room("S3")) {
       std::string detail = "a node name must be a DNS-1123 subdomain";
