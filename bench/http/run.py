@@ -379,7 +379,7 @@ def print_table(args, results, memory, header_lines):
     out.append("| scenario | server | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | topogate/peer "
                "(req/s · p99 · CPU) | goal | met |")
     out.append("|---|---|---:|---:|---:|---:|---:|---|---|---|")
-    verdicts = []
+    verdicts, notes = [], []
     for scen in [s for s in ALL_SCENARIOS if s != "memory"]:
         if scen not in results:
             continue
@@ -387,7 +387,10 @@ def print_table(args, results, memory, header_lines):
         tg = results[scen]["topogate"]
         goals = {peer: (desc, check) for peer, desc, check in GOALS.get(scen, [])}
         for srv, r in results[scen].items():
-            cells = [title if srv == "topogate" else "", srv, f"{r['rps']:.0f}", f"{r['p50']:.3f}", f"{r['p99']:.3f}",
+            flagged = r["non2xx"] or any(n != "0" for n in re.findall(r"(\d+)", r["socket_errors"]))
+            if flagged:
+                notes.append(f"{srv}, {title}: non-2xx {r['non2xx']}, socket errors: {r['socket_errors'] or 'none'}")
+            cells = [title if srv == "topogate" else "", srv + (" ⚠" if flagged else ""), f"{r['rps']:.0f}", f"{r['p50']:.3f}", f"{r['p99']:.3f}",
                      f"{r['cpu_us_per_req']:.1f}", mib(r["peak_rss"])]
             if srv == "topogate":
                 cells += ["", "", ""]
@@ -420,6 +423,8 @@ def print_table(args, results, memory, header_lines):
                            f"{ratio(memory['idle'][1], hwm):.2f}× |  |  |")
     met = sum(1 for v in verdicts if v[3])
     out.append("")
+    for n in notes:
+        out.append(f"⚠ {n}  ")
     out.append(f"goals met: {met} of {len(verdicts)}")
     print("\n".join(out), flush=True)
     return out, verdicts
