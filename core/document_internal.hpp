@@ -104,6 +104,16 @@ enum class json_scan : std::uint8_t { ok, exact, refuse };
 [[nodiscard]] inline __attribute__((always_inline)) bool same_bytes(const char* a, const char* b,
                                                                     std::size_t n) noexcept {
   std::uint64_t x, y;
+  const auto word = [](const char* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  // Up to 32 bytes (most label keys): overlapping words, one branch.
+  if (n >= 8 && n <= 16) return ((word(a) ^ word(b)) | (word(a + n - 8) ^ word(b + n - 8))) == 0;
+  if (n > 16 && n <= 32)
+    return ((word(a) ^ word(b)) | (word(a + 8) ^ word(b + 8)) |
+            (word(a + n - 16) ^ word(b + n - 16)) | (word(a + n - 8) ^ word(b + n - 8))) == 0;
   if (n >= 8) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -129,7 +139,7 @@ enum class json_scan : std::uint8_t { ok, exact, refuse };
     if (a[i] != b[i]) return false;
   return true;
 }
-[[nodiscard]] inline bool same(std::string_view a, std::string_view b) noexcept {
+[[nodiscard]] inline __attribute__((always_inline)) bool same(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() && same_bytes(a.data(), b.data(), a.size());
 }
 

@@ -115,8 +115,8 @@ class tape_view {
  public:
   explicit tape_view(const simdjson::dom::document& doc) noexcept
       : tape_(doc.tape.get()), strings_(doc.string_buf.get()) {}
-  [[nodiscard]] char type(std::size_t i) const noexcept { return static_cast<char>(tape_[i] >> 56); }
-  [[nodiscard]] std::string_view string(std::size_t i) const noexcept {
+  [[gnu::always_inline]] [[nodiscard]] char type(std::size_t i) const noexcept { return static_cast<char>(tape_[i] >> 56); }
+  [[gnu::always_inline]] [[nodiscard]] std::string_view string(std::size_t i) const noexcept {
     const std::size_t offset = tape_[i] & 0x00ffffffffffffffULL;
     std::uint32_t length = 0;
     std::memcpy(&length, strings_ + offset, sizeof length);
@@ -127,7 +127,7 @@ class tape_view {
     return static_cast<std::size_t>((tape_[i] >> 32) & 0xffffffULL);
   }
   // The index of the element after the one at i.
-  [[nodiscard]] std::size_t after(std::size_t i) const noexcept {
+  [[gnu::always_inline]] [[nodiscard]] std::size_t after(std::size_t i) const noexcept {
     switch (type(i)) {
       case '{':
       case '[':
@@ -142,7 +142,7 @@ class tape_view {
   }
   // A string, null or bool as the consumer's string field reads it; false for anything else
   // (numbers keep their literal text: the exact path has it).
-  bool scalar_text(std::size_t i, std::string_view& out) const noexcept {
+  [[gnu::always_inline]] bool scalar_text(std::size_t i, std::string_view& out) const noexcept {
     switch (type(i)) {
       case '"':
         out = string(i);
@@ -394,7 +394,16 @@ bool dns1123_subdomain_words(std::string_view s) noexcept {
   for (std::size_t i = 0; i < n; i += 8) {
     const std::size_t m = std::min<std::size_t>(8, n - i);
     std::uint64_t w = 0;
-    std::memcpy(&w, s.data() + i, m);
+    if (m == 8) {
+      std::memcpy(&w, s.data() + i, 8);
+    } else if (n >= 8) {
+      // The tail as the last whole word, shifted down to its first m bytes.
+      std::memcpy(&w, s.data() + n - 8, 8);
+      w >>= 8 * (8 - m);
+    } else {
+      for (std::size_t j = 0; j < m; ++j)
+        w |= std::uint64_t{static_cast<unsigned char>(s[i + j])} << (8 * j);
+    }
     const std::uint64_t live = m == 8 ? high : high & ((std::uint64_t{1} << (8 * m)) - 1);
     if (w & high) return is_dns1123_subdomain(s);
     const std::uint64_t alnum = within(w, 'a', 'z') | within(w, '0', '9');

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/document_internal.hpp"
 #include "core/snapshot.hpp"
 #include "core/syntax.hpp"
 
@@ -71,6 +72,22 @@ TEST(SnapshotFastPath, ScalarValuesAndNullEntriesDecodeAsTheConsumerReadsThem) {
       decoder, R"({"apiVersion":"v","revision":"r","nodes":{"a":{"k":1.50}}})");
   ASSERT_TRUE(number.errors.empty());
   EXPECT_EQ(number.value.nodes.at(0).labels.at(0).value, "1.50");
+}
+
+// The short-string equality used for label keys and values: every length up to and past the
+// 32-byte word path, a difference at every position.
+TEST(SnapshotFastPath, ShortStringEqualityFindsEveryDifference) {
+  for (std::size_t n = 0; n <= 40; ++n) {
+    const std::string a(n, 'k');
+    EXPECT_TRUE(detail::same(a, std::string(n, 'k')));
+    EXPECT_FALSE(detail::same(a, std::string(n + 1, 'k')));
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string b = a;
+      b[at] = 'K';
+      SCOPED_TRACE(std::to_string(n) + "@" + std::to_string(at));
+      EXPECT_FALSE(detail::same(a, b));
+    }
+  }
 }
 
 }  // namespace
