@@ -53,6 +53,35 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
   return SSL_TLSEXT_ERR_NOACK;
 }
 
+// A write-only BIO appending to the std::string set as its data.
+int sink_write(BIO* bio, const char* data, std::size_t len, std::size_t* written) {
+  auto* out = static_cast<std::string*>(BIO_get_data(bio));
+  if (!out) return 0;
+  out->append(data, len);
+  *written = len;
+  return 1;
+}
+
+long sink_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int sink_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+BIO_METHOD* sink_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "topogate record sink");
+    if (m) {
+      BIO_meth_set_write_ex(m, sink_write);
+      BIO_meth_set_ctrl(m, sink_ctrl);
+      BIO_meth_set_create(m, sink_create);
+    }
+    return m;
+  }();
+  return method;
+}
+
 // Accept any client certificate at the handshake: the request decides, per inventory,
 // so a certificate from the wrong CA gets a 403 the client can read, not an alert.
 int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
@@ -105,6 +134,40 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
     else sk_X509_NAME_free(names);
   }
   return ctx;
+}
+
+tls_record_writer::tls_record_writer() {
+  if (BIO_METHOD* m = sink_method()) bio_ = BIO_new(m);
+}
+
+tls_record_writer::~tls_record_writer() {
+  if (bio_) BIO_free(bio_);
+}
+
+bool tls_record_writer::encrypt(SSL* ssl, std::string_view plain, std::string& out) {
+  if (!bio_ || !ssl) return false;
+  BIO* previous = SSL_get_wbio(ssl);
+  if (!previous) return false;
+  // SSL_set0_wbio consumes one reference of the BIO it installs and releases one of the
+  // BIO it replaces: hold one of each so both survive the swap and the swap back.
+  BIO_up_ref(previous);
+  BIO_up_ref(bio_);
+  SSL_set0_wbio(ssl, bio_);
+  BIO_set_data(bio_, &out);
+  bool ok = true;
+  while (!plain.empty()) {
+    std::size_t n = 0;
+    // Asio enables partial writes: each call may stop after one record.
+    if (SSL_write_ex(ssl, plain.data(), plain.size(), &n) != 1 || n == 0) {
+      ok = false;
+      break;
+    }
+    plain.remove_prefix(n);
+  }
+  BIO_set_data(bio_, nullptr);
+  SSL_set0_wbio(ssl, previous);
+  if (!ok) ERR_clear_error();
+  return ok;
 }
 
 credential_watcher::credential_watcher(const serve_config& cfg, metrics* m)

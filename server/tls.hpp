@@ -6,6 +6,8 @@
 // never touched and new ones see only fully loaded material. A file that fails to load
 // leaves the previous material in place; the failure is logged and counted.
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/ssl/context.hpp>
 
 #include <map>
@@ -37,6 +39,29 @@ std::shared_ptr<boost::asio::ssl::context> make_tls_context(const std::vector<tl
                                                             const std::vector<std::string>& client_ca_files,
                                                             std::vector<certificate_expiry>* expiries,
                                                             std::string* error);
+
+// The largest TLS record plaintext (RFC 8446 §5.1, RFC 5246 §6.2.1).
+inline constexpr std::size_t tls_record_plaintext = 16384;
+
+// Encrypts application data of an established connection straight into a caller's
+// buffer, so a whole response (or a large batch of it) leaves in one socket write
+// instead of one write, one BIO-pair copy and one completion per 16 KiB record (the
+// way an Asio ssl::stream writes). The connection's own write BIO is swapped out only
+// for the duration of encrypt(), while no Asio operation is pending on the stream.
+class tls_record_writer {
+ public:
+  tls_record_writer();
+  ~tls_record_writer();
+  tls_record_writer(const tls_record_writer&) = delete;
+  tls_record_writer& operator=(const tls_record_writer&) = delete;
+
+  // Appends the records carrying `plain` to `out`. False on a TLS error (the
+  // connection is then unusable and is closed).
+  bool encrypt(SSL* ssl, std::string_view plain, std::string& out);
+
+ private:
+  BIO* bio_ = nullptr;
+};
 
 class credential_watcher {
  public:
