@@ -1,7 +1,9 @@
 #include "field_error.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace topogate::core {
 
@@ -146,6 +148,35 @@ std::string render_text(const error_list& errors) {
   return out;
 }
 
+namespace {
+
+// The end of the run from i of bytes that go out as they are: printable ASCII other than
+// '"' and '\\'. Eight bytes at a time, as messages are mostly such text.
+std::size_t plain_run(std::string_view s, std::size_t i) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  // High bit of each byte set when the byte (below 0x80) is within [lo, hi].
+  const auto within = [](std::uint64_t w, std::uint64_t lo, std::uint64_t hi) {
+    return ((w | high) - ones * lo) & ~((w | high) - ones * (hi + 1)) & high;
+  };
+  if constexpr (std::endian::native == std::endian::little) {
+    while (i + 8 <= s.size()) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if ((w & high) || within(w, 0x20, 0x7e) != high || within(w, '"', '"') ||
+          within(w, '\\', '\\'))
+        break;
+      i += 8;
+    }
+  }
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') break;
+  }
+  return i;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
   // Escapes whatever YAML would refuse raw (the consumer decodes JSON with a YAML
   // parser): C0 and C1 controls, DEL, U+2028/9 for JavaScript readers, and invalid UTF-8
@@ -158,6 +189,11 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   std::size_t i = 0;
   while (i < s.size()) {
+    if (const std::size_t run = plain_run(s, i); run != i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
