@@ -497,6 +497,12 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
   auto chain = [&](std::uint32_t ni) -> std::size_t { return chain_length[ni]; };
   bool any_conflict = false;
 
+  // Raw views of the per-level tables for the hot loop (none of them grows in it).
+  const std::string* const level_keys = levels.data();
+  const char* const publishable_of = level_publishable.data();
+  const std::size_t* const json_size_of = level_json_size.data();
+  const label_ref* const all_labels = s.labels.data();
+  std::uint32_t* const ids = value_id.data();
   for (std::uint32_t ni = 0; ni < N; ++ni) {
     const node_ref& n = s.nodes[ni];
     bool plain_name = false;
@@ -519,13 +525,12 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     rendered += (plain_name ? n.name.size() + 2 : json_string_size(n.name)) + 3;
     if (n.count) rendered += n.count - 1;
     for (std::uint32_t li = 0; li < n.count; ++li) {
-      const std::uint32_t label_index = n.first + li;
-      const label_ref& l = s.labels[label_index];
+      const label_ref& l = all_labels[n.first + li];
       // Nodes of one inventory list their labels in the same order: the level found at this
       // position for the previous node is tried before hashing.
       std::uint32_t level = none;
       const std::uint32_t guess = li < predicted.size() ? predicted[li] : none;
-      if (guess != none && detail::same(levels[guess], l.key)) {
+      if (guess != none && detail::same(level_keys[guess], l.key)) {
         level = guess;
       } else if (const std::uint32_t* found = level_index.find(l.key)) {
         level = *found;
@@ -533,7 +538,7 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
       }
       if (src) {
         const bool publishable =
-            level != none ? level_publishable[level] != 0 : is_publishable_key(l.key, *src);
+            level != none ? publishable_of[level] != 0 : is_publishable_key(l.key, *src);
         if (level == none && sink.room("S4"))
           sink.add(invalid("S4", label_path(n.name, l.key), l.key,
                            "not a level of this TopologySource (spec.levels)"));
@@ -556,9 +561,9 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
           last_value[level] = l.value;
           last_id[level] = id;
         }
-        value_id[slot] = id;
+        ids[slot] = id;
         valid_value = infos[id].valid;
-        rendered += level_json_size[level] + 1;
+        rendered += json_size_of[level] + 1;
       } else {
         valid_value = !l.value.empty() && is_label_value(l.value);
         rendered += json_string_size(l.key) + 1;
@@ -569,7 +574,7 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     }
     // S8 (parent chain) and the S9 screen, once this node's levels are known.
     if (src && L) {
-      const std::uint32_t* mine = value_id.data() + static_cast<std::size_t>(ni) * L;
+      const std::uint32_t* mine = ids + static_cast<std::size_t>(ni) * L;
       std::size_t deepest = L;
       for (std::size_t i = L; i-- > 0;)
         if (mine[i] != none) {
@@ -589,8 +594,7 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
         for (std::size_t i = 1; i < k; ++i) {
           value_info& info = values[i][mine[i]];
           if (info.first_node == ni || info.conflict) continue;
-          const std::uint32_t* theirs =
-              value_id.data() + static_cast<std::size_t>(info.first_node) * L;
+          const std::uint32_t* theirs = ids + static_cast<std::size_t>(info.first_node) * L;
           bool same_parents = chain(info.first_node) > i;
           for (std::size_t j = 0; j < i && same_parents; ++j) same_parents = mine[j] == theirs[j];
           if (!same_parents) {
