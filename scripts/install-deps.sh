@@ -11,6 +11,7 @@ packages=(
   curl openssl python3 python3-yaml prometheus wrk nginx-light valgrind
   zlib1g-dev
   python3-pytest
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()
