@@ -115,9 +115,25 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 }
 
 void metrics::observe_request(std::string_view route, int status, double seconds) {
-  const std::string r(route);
-  requests_->Add({{"route", r}, {"code", std::to_string(status)}}).Increment();
-  durations_->Add({{"route", r}}, duration_buckets).Observe(seconds);
+  prometheus::Counter* counter = nullptr;
+  prometheus::Histogram* duration = nullptr;
+  {
+    std::lock_guard lock(series_mu_);
+    auto it = by_route_.find(route);
+    if (it == by_route_.end()) {
+      const std::string r(route);
+      it = by_route_.emplace(r, route_series{&durations_->Add({{"route", r}}, duration_buckets), {}}).first;
+    }
+    auto& codes = it->second.by_code;
+    auto c = codes.find(status);
+    if (c == codes.end()) {
+      c = codes.emplace(status, &requests_->Add({{"route", it->first}, {"code", std::to_string(status)}})).first;
+    }
+    counter = c->second;
+    duration = it->second.duration;
+  }
+  counter->Increment();
+  duration->Observe(seconds);
 }
 
 void metrics::handshake_failure(std::string_view reason) {
@@ -129,7 +145,19 @@ void metrics::auth_failure(std::string_view inventory, std::string_view reason) 
 }
 
 void metrics::admission_decision(std::string_view kind, std::string_view verdict) {
-  admission_->Add({{"kind", std::string(kind)}, {"verdict", std::string(verdict)}}).Increment();
+  prometheus::Counter* counter = nullptr;
+  {
+    std::lock_guard lock(series_mu_);
+    auto k = by_decision_.find(kind);
+    if (k == by_decision_.end()) k = by_decision_.emplace(std::string(kind), decltype(k->second){}).first;
+    auto v = k->second.find(verdict);
+    if (v == k->second.end()) {
+      v = k->second.emplace(std::string(verdict), &admission_->Add({{"kind", k->first}, {"verdict", std::string(verdict)}}))
+              .first;
+    }
+    counter = v->second;
+  }
+  counter->Increment();
 }
 
 void metrics::reconcile_attempt(std::string_view inventory, bool accepted) {

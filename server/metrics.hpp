@@ -72,6 +72,17 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* profiles_;
   std::mutex info_mu_;
   std::map<std::string, prometheus::Gauge*, std::less<>> info_by_inventory_;
+
+  // The per-request series, looked up once per label set: Family::Add builds a label map of
+  // fresh strings and hashes it on every call (a few microseconds per request). The
+  // families never remove these series, so the pointers stay valid.
+  struct route_series {
+    prometheus::Histogram* duration = nullptr;
+    std::map<int, prometheus::Counter*> by_code;
+  };
+  std::mutex series_mu_;
+  std::map<std::string, route_series, std::less<>> by_route_;
+  std::map<std::string, std::map<std::string, prometheus::Counter*, std::less<>>, std::less<>> by_decision_;
 };
 
 }  // namespace topogate::server

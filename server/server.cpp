@@ -576,7 +576,12 @@ class plain_session final : public http_session<plain_session>, public std::enab
 }  // namespace
 
 void server::impl::do_accept(tcp::acceptor& a, listener_kind kind) {
-  a.async_accept(net::make_strand(ioc), net::bind_executor(control, [this, &a, kind](beast::error_code ec, tcp::socket s) {
+  // With one thread every handler already runs in turn: a strand per connection would only add
+  // a mutex and a type-erased strand copy to each completion (about a tenth of the CPU of an
+  // admission POST). With several threads it keeps each connection's handlers serialised.
+  const net::any_io_executor conn_ex = thread_count() == 1 ? net::any_io_executor(ioc.get_executor())
+                                                            : net::any_io_executor(net::make_strand(ioc));
+  a.async_accept(conn_ex, net::bind_executor(control, [this, &a, kind](beast::error_code ec, tcp::socket s) {
     if (stopping.load() || !a.is_open()) return;
     if (ec) {
       if (ec == net::error::operation_aborted) return;
