@@ -417,7 +417,7 @@ def print_table(args, results, memory, header_lines):
             out.append(f"| {label} | topogate |  |  |  |  | {mib(hwm)} (now {mib(rss)}) |  | "
                        f"peak RSS ≤ {limit} MiB | {'met' if met else '**not met**'} |")
         for peer in ("nginx", "crwebhook"):
-            if f"idle-{peer}" in memory:
+            if f"idle-{peer}" in memory and "idle" in memory:
                 rss, hwm = memory[f"idle-{peer}"]
                 out.append(f"| RSS idle | {peer} |  |  |  |  | {mib(hwm)} (now {mib(rss)}) | "
                            f"{ratio(memory['idle'][1], hwm):.2f}× |  |  |")
