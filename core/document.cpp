@@ -1369,12 +1369,12 @@ class tree_builder final : public YAML::EventHandler {
     for (doc_node* s : sources) {
       for (auto& [k, v] : s->map) {
         if (present.find(k)) continue;
+        // The index views the source's key, which stays put (only the value moves out);
+        // a view of the copy in `added` would dangle when `added` reallocates.
+        present.insert(k, 0);
         added.emplace_back(k, std::move(v));
-        present.insert(added.back().first, 0);
       }
     }
-    // `present` views keys in `added`; re-reserve before moving to keep views valid is not
-    // needed since the index is not used after this point.
     for (auto& kv : added) map.push_back(std::move(kv));
   }
 

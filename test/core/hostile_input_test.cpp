@@ -132,6 +132,32 @@ TEST(Hostile, BillionLaughsStopsAtTheAliasBudget) {
   EXPECT_NE(excessive.errors[0].detail.find("excessive aliasing"), std::string::npos);
 }
 
+// A merge that contributes many keys: the copies collect in a vector that reallocates while
+// the duplicate index still looks keys up (once read freed memory; ASan found it through
+// MergeBombIsBounded). Every key arrives exactly once, the explicit one wins, and a key two
+// sources share keeps the first source's value.
+TEST(Hostile, MergeOfManyKeysKeepsEveryKeyOnce) {
+  std::string a = "a: &a {", b = "b: &b {";
+  for (int i = 0; i < 200; ++i) {
+    a += "long-key-from-the-first-source-" + std::to_string(i) + ": 1, ";
+    b += "long-key-from-the-first-source-" + std::to_string(i + 100) + ": 2, ";
+  }
+  a += "shared: 1}\n";
+  b += "shared: 2}\n";
+  const std::string text = a + b + "d:\n  explicit: 0\n  <<: [*a, *b]\n";
+  const decode_result r = decode_yaml(text);
+  ASSERT_TRUE(r.ok());
+  const doc_node* d = r.root.find("d");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->map.size(), 1u + 300u + 1u);  // explicit, 300 distinct long keys, shared
+  ASSERT_NE(d->find("shared"), nullptr);
+  EXPECT_EQ(d->find("shared")->text, "1");
+  ASSERT_NE(d->find("long-key-from-the-first-source-150"), nullptr);
+  EXPECT_EQ(d->find("long-key-from-the-first-source-150")->text, "1");
+  ASSERT_NE(d->find("long-key-from-the-first-source-299"), nullptr);
+  EXPECT_EQ(d->find("long-key-from-the-first-source-299")->text, "2");
+}
+
 TEST(Hostile, MergeBombIsBounded) {
   std::string text = "m0: &m0 {k0: v}\n";
   for (int i = 1; i < 40; ++i)
