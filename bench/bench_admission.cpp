@@ -1,7 +1,7 @@
 // In-process cost of one admission review: AdmissionReview bytes in, response bytes out,
 // through the same function the webhook routes call. The review is the HTTP benchmark's
 // (~2.6 KiB, a webhook TopologySource with the metadata the apiserver sends: labels,
-// annotations, managedFields), valid and invalid (four field errors).
+// annotations, managedFields), valid and invalid (seven causes).
 //
 // The server's goal (>= 1.0x nginx's static reply at 32 connections, p99 <= 1 ms) leaves a
 // few microseconds of CPU per review for this part.
@@ -11,7 +11,10 @@
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -22,70 +25,19 @@ namespace {
 
 using namespace topogate;
 
-// bench/http/run.py admission_review(), byte for byte.
-const std::string valid_review =
-    R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"705ab4f5-)"
-    R"(6393-11e8-b7cc-42010a800002","kind":{"group":"worker.gpustack.ai","version":"v1","kind":)"
-    R"("TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"to)"
-    R"(pologysources"},"requestKind":{"group":"worker.gpustack.ai","version":"v1","kind":"Topol)"
-    R"(ogySource"},"requestResource":{"group":"worker.gpustack.ai","version":"v1","resource":"t)"
-    R"(opologysources"},"name":"inventory-service","operation":"CREATE","userInfo":{"username":)"
-    R"("system:serviceaccount:gpustack-system:helm","uid":"b3c1e2d4-0000-4000-8000-000000000001)"
-    R"(","groups":["system:serviceaccounts","system:serviceaccounts:gpustack-system","system:au)"
-    R"(thenticated"]},"object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","m)"
-    R"(etadata":{"name":"inventory-service","uid":"2f7a4d36-9c0e-4f57-8f5e-3f1a6b0c9d21","gener)"
-    R"(ation":3,"creationTimestamp":"2026-11-01T08:00:00Z","resourceVersion":"918273","labels":)"
-    R"({"app.kubernetes.io/managed-by":"helm","app.kubernetes.io/part-of":"gpustack"},"annotati)"
-    R"(ons":{"meta.helm.sh/release-name":"gpustack","meta.helm.sh/release-namespace":"gpustack-)"
-    R"(system","kubectl.kubernetes.io/last-applied-configuration-hash":"sha256-9f9f9f9f9f9f9f9f)"
-    R"(9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f","gpustack.ai/owner":"platform-team@exa)"
-    R"(mple.com"},"managedFields":[{"manager":"helm","operation":"Update","apiVersion":"worker.)"
-    R"(gpustack.ai/v1","time":"2026-11-01T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:met)"
-    R"(adata":{"f:labels":{".":{},"f:app.kubernetes.io/managed-by":{},"f:app.kubernetes.io/part)"
-    R"(-of":{}}},"f:spec":{".":{},"f:levels":{},"f:nodeSelector":{},"f:webhook":{".":{},"f:url")"
-    R"(:{},"f:pollInterval":{},"f:timeout":{},"f:maxStaleness":{},"f:caBundleConfigMapRef":{},")"
-    R"(f:bearerTokenSecretRef":{}}}}}]},"spec":{"nodeSelector":{"matchLabels":{"node-role.kuber)"
-    R"(netes.io/gpu":"true"},"matchExpressions":[{"key":"topology.gpustack.ai/pool","operator":)"
-    R"("In","values":["training","inference"]}]},"levels":["topology.gpustack.ai/region","topol)"
-    R"(ogy.gpustack.ai/zone","topology.gpustack.ai/block","topology.gpustack.ai/rack"],"webhook)"
-    R"(":{"url":"https://topology-inventory.gpustack-system.svc/snapshots/data-center","pollInt)"
-    R"(erval":"1m","timeout":"10s","maxStaleness":"5m","caBundleConfigMapRef":{"namespace":"gpu)"
-    R"(stack-system","name":"topology-inventory-ca"},"bearerTokenSecretRef":{"namespace":"gpust)"
-    R"(ack-system","name":"topology-inventory-token"}}}},"oldObject":null,"dryRun":false,"optio)"
-    R"(ns":{"apiVersion":"meta.k8s.io/v1","kind":"CreateOptions","fieldManager":"helm"}}})";
-
-// The same review with a duplicate level (T4), a reserved level key (T5), plain http (T9) and
-// a malformed poll interval (T10).
-const std::string invalid_review =
-    R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"705ab4f5-)"
-    R"(6393-11e8-b7cc-42010a800003","kind":{"group":"worker.gpustack.ai","version":"v1","kind":)"
-    R"("TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"to)"
-    R"(pologysources"},"requestKind":{"group":"worker.gpustack.ai","version":"v1","kind":"Topol)"
-    R"(ogySource"},"requestResource":{"group":"worker.gpustack.ai","version":"v1","resource":"t)"
-    R"(opologysources"},"name":"inventory-service","operation":"CREATE","userInfo":{"username":)"
-    R"("system:serviceaccount:gpustack-system:helm","uid":"b3c1e2d4-0000-4000-8000-000000000001)"
-    R"(","groups":["system:serviceaccounts","system:serviceaccounts:gpustack-system","system:au)"
-    R"(thenticated"]},"object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","m)"
-    R"(etadata":{"name":"inventory-service","uid":"2f7a4d36-9c0e-4f57-8f5e-3f1a6b0c9d21","gener)"
-    R"(ation":3,"creationTimestamp":"2026-11-01T08:00:00Z","resourceVersion":"918273","labels":)"
-    R"({"app.kubernetes.io/managed-by":"helm","app.kubernetes.io/part-of":"gpustack"},"annotati)"
-    R"(ons":{"meta.helm.sh/release-name":"gpustack","meta.helm.sh/release-namespace":"gpustack-)"
-    R"(system","kubectl.kubernetes.io/last-applied-configuration-hash":"sha256-9f9f9f9f9f9f9f9f)"
-    R"(9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f","gpustack.ai/owner":"platform-team@exa)"
-    R"(mple.com"},"managedFields":[{"manager":"helm","operation":"Update","apiVersion":"worker.)"
-    R"(gpustack.ai/v1","time":"2026-11-01T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:met)"
-    R"(adata":{"f:labels":{".":{},"f:app.kubernetes.io/managed-by":{},"f:app.kubernetes.io/part)"
-    R"(-of":{}}},"f:spec":{".":{},"f:levels":{},"f:nodeSelector":{},"f:webhook":{".":{},"f:url")"
-    R"(:{},"f:pollInterval":{},"f:timeout":{},"f:maxStaleness":{},"f:caBundleConfigMapRef":{},")"
-    R"(f:bearerTokenSecretRef":{}}}}}]},"spec":{"nodeSelector":{"matchLabels":{"node-role.kuber)"
-    R"(netes.io/gpu":"true"},"matchExpressions":[{"key":"topology.gpustack.ai/pool","operator":)"
-    R"("In","values":["training","inference"]}]},"levels":["topology.gpustack.ai/region","topol)"
-    R"(ogy.gpustack.ai/zone","topology.gpustack.ai/zone","kubernetes.io/hostname"],"webhook":{")"
-    R"(url":"http://topology-inventory.gpustack-system.svc/snapshots/data-center","pollInterval)"
-    R"(":"1x","timeout":"2m","maxStaleness":"5m","caBundleConfigMapRef":{"namespace":"gpustack-)"
-    R"(system","name":"topology-inventory-ca"},"bearerTokenSecretRef":{"namespace":"gpustack-sy)"
-    R"(stem","name":"topology-inventory-token"}}}},"oldObject":null,"dryRun":false,"options":{")"
-    R"(apiVersion":"meta.k8s.io/v1","kind":"CreateOptions","fieldManager":"helm"}}})";
+// The bodies wrk posts (bench/http/review-*.json) and the instruction guard counts, so the
+// three measurements are of the same bytes.
+std::string read_review(const char* name) {
+  const std::string path = std::string(TOPOGATE_BENCH_DIR "/http/") + name;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "bench_admission: cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+const std::string valid_review = read_review("review-valid.json");
+const std::string invalid_review = read_review("review-invalid.json");
 
 const admission::request_meta json_meta{std::string_view("application/json"), std::nullopt};
 
