@@ -109,7 +109,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
 
   const auto t = root["tls"];
   if (!t) fail("tls", "is required (certFile and keyFile)");
-  check_keys(t, "tls", {"certFile", "keyFile", "minVersion", "extraCertificates"});
+  check_keys(t, "tls", {"certFile", "keyFile", "minVersion", "extraCertificates", "sessionTickets"});
   if (!t["certFile"] || !t["keyFile"]) fail("tls", "certFile and keyFile are required");
   cfg.certificates.push_back({resolve_path(base, str(t["certFile"], "tls.certFile")),
                               resolve_path(base, str(t["keyFile"], "tls.keyFile"))});
@@ -128,6 +128,13 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     if (cfg.min_tls_version != "1.2" && cfg.min_tls_version != "1.3") {
       fail("tls.minVersion", "must be \"1.2\" or \"1.3\" (older versions are refused)");
     }
+  }
+
+  if (auto st = t["sessionTickets"]) {
+    if (!st.IsScalar() || (st.Scalar() != "true" && st.Scalar() != "false")) {
+      fail("tls.sessionTickets", "must be true or false");
+    }
+    cfg.session_tickets = st.Scalar() == "true";
   }
 
   if (auto l = root["limits"]) {

@@ -46,6 +46,7 @@ struct serve_config {
   std::string health_address;  // defaults to address
   std::vector<tls_pair> certificates;  // tls.certFile/keyFile first, then tls.extraCertificates
   std::string min_tls_version = "1.2";  // "1.2" or "1.3"
+  bool session_tickets = true;  // tls.sessionTickets: resumption tickets after each full handshake
   limits_config limits;
   unsigned threads = 0;  // 0: one per core
   bool access_log = true;

@@ -210,10 +210,10 @@ class http_session : public drainable {
   void drain() override {
     net::post(derived().stream().get_executor(), [self = derived().shared_from_this()] {
       self->draining_ = true;
-      // An idle keep-alive connection is closed now; a busy one after its response. A
-      // request whose bytes have already arrived is in flight even if its header has not
-      // been parsed yet: it is answered, not cut off.
-      if (self->idle_ && !self->has_pending_input()) beast::get_lowest_layer(self->stream()).cancel();
+      // An idle keep-alive connection is closed after a short grace; a busy one after its
+      // response. A request whose bytes have already arrived is in flight even if its
+      // header has not been parsed yet: it is answered, not cut off.
+      if (self->idle_ && !self->has_pending_input()) self->arm_drain_grace();
     });
   }
 
@@ -227,14 +227,29 @@ class http_session : public drainable {
     return (!ec && queued > 0) || derived().tls_pending();
   }
 
+  // "Nothing pending" is not proof of an idle connection while a read is outstanding:
+  // Asio's reactor may already have taken the request's bytes off the socket for the
+  // pending read without its completion having run yet (another thread's reactor pass),
+  // and then neither the socket, nor OpenSSL, nor buffer_ shows them. So an idle
+  // connection is closed only if it is still idle after a grace period; bytes in that
+  // window complete the read and the request is answered (the response then closes the
+  // connection: keep_alive_ is false once stopping). The grace is far below any
+  // shutdownTimeout and delays the exit only while idle connections remain.
+  static constexpr std::chrono::milliseconds drain_idle_grace{100};
+
+  void arm_drain_grace() {
+    if (!drain_timer_) drain_timer_.emplace(derived().stream().get_executor());
+    drain_timer_->expires_after(drain_idle_grace);
+    drain_timer_->async_wait([self = derived().shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      if (self->idle_ && !self->has_pending_input()) beast::get_lowest_layer(self->stream()).cancel();
+    });
+  }
+
   void do_read() {
     // While draining, a connection whose next request has already arrived (for a new
-    // connection: sent right behind the handshake) is still answered; the response then
-    // closes it (keep_alive_ is false once stopping).
-    if ((draining_ || srv_.stopping.load()) && !has_pending_input()) {
-      derived().do_close();
-      return;
-    }
+    // connection: sent right behind the handshake) is still answered.
+    if ((draining_ || srv_.stopping.load()) && !has_pending_input()) arm_drain_grace();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.cfg.limits.header_bytes));
     // Beast checks Content-Length against the body limit while parsing the header; the
@@ -423,6 +438,7 @@ class http_session : public drainable {
   bool first_request_ = true;
   bool idle_ = false;
   bool draining_ = false;
+  std::optional<net::steady_timer> drain_timer_;  // created when a drain meets an idle read
   bool keep_alive_ = true;
   bool counted_ = false;
   bool linger_ = false;

@@ -90,7 +90,8 @@ int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
 
 std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pairs, std::string_view min_version,
                                                const std::vector<std::string>& client_ca_files,
-                                               std::vector<certificate_expiry>* expiries, std::string* error) {
+                                               std::vector<certificate_expiry>* expiries, std::string* error,
+                                               bool session_tickets) {
   ERR_clear_error();
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = ctx->native_handle();
@@ -105,6 +106,15 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER, accept_any_certificate);
   static constexpr unsigned char sid_ctx[] = {'t', 'o', 'p', 'o', 'g', 'a', 't', 'e'};
   SSL_CTX_set_session_id_context(native, sid_ctx, sizeof sid_ctx);
+  if (!session_tickets) {
+    // No resumption at all: no TLS 1.3 tickets after the handshake (OpenSSL sends two by
+    // default, encrypted per connection), no TLS 1.2 tickets, no server-side session cache.
+    // Clients that never resume (Go's net/http without a ClientSessionCache, which is how
+    // the apiserver and the consumer poll) then cost one handshake and nothing more.
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(native, 0);
+    SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+  }
 
   if (pairs.empty()) {
     if (error) *error = "no certificate configured";
@@ -171,7 +181,7 @@ bool tls_record_writer::encrypt(SSL* ssl, std::string_view plain, std::string& o
 }
 
 credential_watcher::credential_watcher(const serve_config& cfg, metrics* m)
-    : pairs_(cfg.certificates), min_version_(cfg.min_tls_version), metrics_(m) {
+    : pairs_(cfg.certificates), min_version_(cfg.min_tls_version), session_tickets_(cfg.session_tickets), metrics_(m) {
   for (const auto& a : cfg.auth) {
     sets_.push_back({a.name, false, a.readers, {}});
     if (!a.writers.empty()) sets_.push_back({a.name, true, a.writers, {}});
@@ -212,7 +222,7 @@ std::vector<std::string> files_of(const credential_files& c) {
 
 bool credential_watcher::reload_tls(std::string* error) {
   std::vector<certificate_expiry> expiries;
-  auto ctx = make_tls_context(pairs_, min_version_, client_ca_files(), &expiries, error);
+  auto ctx = make_tls_context(pairs_, min_version_, client_ca_files(), &expiries, error, session_tickets_);
   if (!ctx) return false;
   {
     std::lock_guard lock(mu_);

@@ -38,7 +38,7 @@ std::shared_ptr<boost::asio::ssl::context> make_tls_context(const std::vector<tl
                                                             std::string_view min_version,
                                                             const std::vector<std::string>& client_ca_files,
                                                             std::vector<certificate_expiry>* expiries,
-                                                            std::string* error);
+                                                            std::string* error, bool session_tickets = true);
 
 // The largest TLS record plaintext (RFC 8446 §5.1, RFC 5246 §6.2.1).
 inline constexpr std::size_t tls_record_plaintext = 16384;
@@ -89,6 +89,7 @@ class credential_watcher {
 
   std::vector<tls_pair> pairs_;
   std::string min_version_;
+  bool session_tickets_ = true;
   metrics* metrics_;
   std::vector<watched_set> sets_;
   std::vector<file_signature> tls_seen_;

@@ -3,6 +3,7 @@ real binary."""
 
 import http.client
 import json
+import socket
 import ssl
 import subprocess
 
@@ -161,3 +162,48 @@ def test_access_log_never_contains_the_token(server, pki):
     entries = [e for e in server.logs() if e.get("msg") == "request" and e.get("route") == "/snapshots/{name}"]
     assert any(e["status"] == 200 and e["peer"] == "bearer:demo" for e in entries)
     assert any(e["status"] == 403 for e in entries)
+
+
+def session_after_one_request(srv, pki, ctx, session=None):
+    """One GET over a fresh connection; returns (the TLS session, whether it was resumed)."""
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    with ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as tls:
+        tls.sendall(b"GET /snapshots/demo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    b"Authorization: Bearer " + pki.token.encode() + b"\r\n\r\n")
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200 "), data[:200]
+        # TLS 1.3 tickets arrive after the handshake; reading the response consumed them.
+        return tls.session, tls.session_reused
+
+
+def tls13_context(pki):
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    return ctx
+
+
+def test_session_tickets_on_by_default_and_resumable(server, pki):
+    ctx = tls13_context(pki)
+    session, reused = session_after_one_request(server, pki, ctx)
+    assert session.has_ticket and not reused
+    _, reused = session_after_one_request(server, pki, ctx, session)
+    assert reused
+
+
+def test_session_tickets_off_issues_none(make_server, pki):
+    from conftest import default_config
+
+    def config(d):
+        cfg = default_config(pki, d)
+        return cfg.replace(f"tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}",
+                           f"tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}, sessionTickets: false}}")
+
+    srv = make_server(config)
+    ctx = tls13_context(pki)
+    session, reused = session_after_one_request(srv, pki, ctx)
+    assert not session.has_ticket and not reused
+    # Offering the ticketless session back gets a full handshake, and the request works.
+    _, reused = session_after_one_request(srv, pki, ctx, session)
+    assert not reused

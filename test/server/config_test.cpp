@@ -49,6 +49,7 @@ TEST_F(ConfigTest, MinimalWithDefaults) {
   ASSERT_TRUE(cfg) << err;
   EXPECT_EQ(cfg->port, 8443u);
   EXPECT_EQ(cfg->address, "0.0.0.0");
+  EXPECT_TRUE(cfg->session_tickets);
   EXPECT_EQ(cfg->limits.header_bytes, 16384u);
   EXPECT_EQ(cfg->limits.admission_body_bytes, 7340032u);
   EXPECT_EQ(cfg->limits.push_body_bytes, 1048576u);
@@ -69,7 +70,8 @@ TEST_F(ConfigTest, EveryKey) {
   std::string err;
   auto cfg = parse(R"(
 listen: {address: 127.0.0.1, port: 9443, healthPort: 9090}
-tls: {certFile: /abs/tls.crt, keyFile: tls.key, minVersion: "1.3", extraCertificates: [{certFile: rsa.crt, keyFile: rsa.key}]}
+tls: {certFile: /abs/tls.crt, keyFile: tls.key, minVersion: "1.3", sessionTickets: false,
+      extraCertificates: [{certFile: rsa.crt, keyFile: rsa.key}]}
 limits: {maxConnections: 10, headerBytes: 8192, admissionBodyBytes: 1000, pushBodyBytes: 2000,
          handshakeTimeout: 1s, readTimeout: 2s, idleTimeout: 3s, shutdownTimeout: 1m}
 threads: 3
@@ -92,6 +94,7 @@ inventories:
   EXPECT_EQ(cfg->port, 9443u);
   EXPECT_EQ(cfg->health_port, 9090u);
   EXPECT_EQ(cfg->min_tls_version, "1.3");
+  EXPECT_FALSE(cfg->session_tickets);
   EXPECT_EQ(cfg->certificates.size(), 2u);
   EXPECT_EQ(cfg->certificates[0].cert_file, "/abs/tls.crt");
   EXPECT_EQ(cfg->limits.max_connections, 10u);
@@ -132,6 +135,8 @@ TEST_F(ConfigTest, Rejections) {
       {minimal + "limits: {maxConnections: -1}\n", "maxConnections"},
       {minimal + "listen: {port: 70000}\n", "port"},
       {"tls: {certFile: a, keyFile: b, minVersion: '1.1'}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "minVersion"},
+      {"tls: {certFile: a, keyFile: b, sessionTickets: 'no'}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "sessionTickets"},
+      {"tls: {certFile: a, keyFile: b, sessionTickets: [true]}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "sessionTickets"},
       {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: source.yaml, snapshot: s}]\n", "readers"},
       {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: missing.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "source"},
       {"tls: {certFile: a, keyFile: b}\ninventories: [{name: Bad_Name, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "name"},
