@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "core/syntax.hpp"
@@ -55,7 +57,115 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// True when the canonical rendering lists Nodes and labels in the snapshot's own order
+// (names, then each Node's keys, strictly increasing): decoding json_body then gives back
+// this very snapshot, order included, and no packed copy is needed.
+bool in_canonical_order(const core::snapshot& s) {
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    if (i != 0 && !(s.nodes[i - 1].name < s.nodes[i].name)) return false;
+    const auto& labels = s.nodes[i].labels;
+    for (std::size_t j = 1; j < labels.size(); ++j) {
+      if (!(labels[j - 1].key < labels[j].key)) return false;
+    }
+  }
+  return true;
+}
+
+// Length-prefixed strings (native-endian u32; the packed form never leaves the process):
+// exact for any string, order preserved, no size limit to trip over when read back (the
+// unpruned snapshot of a pruned revision may render larger than S10 allows).
+void put_u32(std::string& out, std::size_t n) {
+  const auto v = static_cast<std::uint32_t>(n);
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_str(std::string& out, std::string_view s) {
+  put_u32(out, s.size());
+  out.append(s);
+}
+
+std::string pack(const core::snapshot& s) {
+  std::size_t size = 12 + s.api_version.size() + s.revision.size();
+  for (const auto& n : s.nodes) {
+    size += 8 + n.name.size();
+    for (const auto& l : n.labels) size += 8 + l.key.size() + l.value.size();
+  }
+  std::string out;
+  out.reserve(size);
+  put_str(out, s.api_version);
+  put_str(out, s.revision);
+  put_u32(out, s.nodes.size());
+  for (const auto& n : s.nodes) {
+    put_str(out, n.name);
+    put_u32(out, n.labels.size());
+    for (const auto& l : n.labels) {
+      put_str(out, l.key);
+      put_str(out, l.value);
+    }
+  }
+  return out;
+}
+
+bool get_u32(std::string_view& in, std::uint32_t& v) {
+  if (in.size() < sizeof v) return false;
+  std::memcpy(&v, in.data(), sizeof v);
+  in.remove_prefix(sizeof v);
+  return true;
+}
+
+bool get_str(std::string_view& in, std::string& s) {
+  std::uint32_t n = 0;
+  if (!get_u32(in, n) || in.size() < n) return false;
+  s.assign(in.data(), n);
+  in.remove_prefix(n);
+  return true;
+}
+
+bool unpack(std::string_view in, core::snapshot& s) {
+  std::uint32_t nodes = 0;
+  if (!get_str(in, s.api_version) || !get_str(in, s.revision) || !get_u32(in, nodes)) return false;
+  s.nodes.clear();
+  s.nodes.reserve(nodes);
+  for (std::uint32_t i = 0; i < nodes; ++i) {
+    auto& n = s.nodes.emplace_back();
+    std::uint32_t labels = 0;
+    if (!get_str(in, n.name) || !get_u32(in, labels)) return false;
+    n.labels.resize(labels);
+    for (auto& l : n.labels) {
+      if (!get_str(in, l.key) || !get_str(in, l.value)) return false;
+    }
+  }
+  return in.empty();
+}
+
+// Not reachable: an accepted revision always reads back. Reported as its own error rather
+// than evaluating an empty snapshot.
+core::error_list unreadable_revision() {
+  return {core::invalid("S1", "", "", "the accepted revision could not be read back")};
+}
+
 }  // namespace
+
+const std::string& revision::yaml_body() const {
+  std::call_once(yaml_cache->once, [this] {
+    // json_body is the canonical rendering of exactly the served snapshot: decoding it gives
+    // that snapshot back. A decoder of its own, freed on return: the parser buffers for a
+    // 1 MiB body are several times its size and this runs once per revision.
+    auto decoded = core::decode_snapshot(json_body);
+    if (!decoded.ok()) return;  // not reachable: json_body passed the same decoder
+    yaml_cache->text = core::render_snapshot_yaml(decoded.value);
+    yaml_cache->text.shrink_to_fit();
+  });
+  return yaml_cache->text;
+}
+
+bool revision::accepted_snapshot(core::snapshot& out) const {
+  if (accepted_packed) return unpack(*accepted_packed, out);
+  auto decoded = core::decode_snapshot(json_body);
+  if (!decoded.ok()) return false;
+  out = std::move(decoded.value);
+  return true;
+}
 
 const clock& system_clock() {
   static const real_clock c;
@@ -101,8 +211,8 @@ bool inventory::if_match_matches(std::string_view header, const std::string* cur
   return false;
 }
 
-inventory::evaluation inventory::evaluate(const core::snapshot& snap,
-                                          const core::node_list* selected) const {
+inventory::evaluation inventory::evaluate(const core::snapshot& snap, const core::node_list* selected,
+                                          const revision* from) const {
   evaluation ev;
   const core::snapshot_context ctx{&cfg_.source, selected};
   ev.errors = core::validate_snapshot(snap, ctx);
@@ -135,10 +245,15 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
     ev.errors.push_back(core::too_long("S10", "", rev->json_body.size(), core::max_snapshot_bytes));
     return ev;
   }
-  rev->yaml_body = core::render_snapshot_yaml(*served);
   rev->etag = etag_of(rev->json_body);
   rev->revision_id = served->revision;
-  rev->snapshot = snap;
+  rev->accepted_revision_id = snap.revision;
+  rev->node_count = served->nodes.size();
+  if (!gone.empty() || !in_canonical_order(snap)) {
+    rev->accepted_packed = from != nullptr && from->accepted_packed
+                               ? from->accepted_packed
+                               : std::make_shared<const std::string>(pack(snap));
+  }
   rev->profiles = std::make_shared<const core::profile_assignment>(
       core::assign_profiles(cfg_.source, served, selected));
   rev->pruned_nodes = std::move(gone);
@@ -257,7 +372,13 @@ void inventory::commit(const prepared& p) {
   if (stale_nodes) {
     // The Node list changed between prepare() and commit(): what is served must be a
     // function of the current list, so evaluate the accepted snapshot again.
-    auto ev = evaluate(p.candidate->snapshot, selected.get());
+    core::snapshot snap;
+    evaluation ev;
+    if (p.candidate->accepted_snapshot(snap)) {
+      ev = evaluate(snap, selected.get(), p.candidate.get());
+    } else {
+      ev.errors = unreadable_revision();
+    }
     if (ev.rev) {
       ev.rev->accepted_at = p.candidate->accepted_at;
       ev.rev->origin = p.candidate->origin;
@@ -271,12 +392,12 @@ void inventory::commit(const prepared& p) {
 
   const auto now = clock_.now();
   std::lock_guard lk(mu_);
-  // The accepted snapshot (unpruned) is what a later Node change re-evaluates.
-  auto base = std::make_shared<revision>(*p.candidate);
-  base_ = std::move(base);
+  // The accepted snapshot (unpruned) is what a later Node change re-evaluates. The candidate
+  // itself, not a copy: its bodies are what current_ serves when nothing was pruned.
+  base_ = p.candidate;
   attempt a;
   a.at = now;
-  a.revision_id = p.candidate->snapshot.revision;
+  a.revision_id = p.candidate->accepted_revision_id;
   a.origin = p.candidate->origin;
   a.actor = p.candidate->actor;
   if (rev) {
@@ -301,7 +422,7 @@ void inventory::commit(const prepared& p) {
     }
   } else {
     current_ = nullptr;
-    unavailable_reason_ = "revision " + p.candidate->snapshot.revision +
+    unavailable_reason_ = "revision " + p.candidate->accepted_revision_id +
                           " is not valid for the current Nodes (" + summarize(errors) + ")";
     a.errors = std::move(errors);
     a.note = "Node list changed before publication";
@@ -391,13 +512,21 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
   }
   if (!base) return;
 
-  auto ev = evaluate(base->snapshot, selected.get());
+  evaluation ev;
+  {
+    core::snapshot snap;
+    if (base->accepted_snapshot(snap)) {
+      ev = evaluate(snap, selected.get(), base.get());
+    } else {
+      ev.errors = unreadable_revision();
+    }
+  }
   const auto now = clock_.now();
   std::lock_guard lk(mu_);
   attempt a;
   a.at = now;
   a.origin = "nodes";
-  a.revision_id = base->snapshot.revision;
+  a.revision_id = base->accepted_revision_id;
   if (ev.rev) {
     // The cluster already changed: the impact is recorded and counted, never refused.
     auto impact = impact_between(last_served_, ev.rev);
@@ -431,7 +560,7 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
     current_ = std::move(ev.rev);
     last_served_ = current_;
   } else {
-    const auto reason = "revision " + base->snapshot.revision +
+    const auto reason = "revision " + base->accepted_revision_id +
                         " is not valid for the current Nodes (" + summarize(ev.errors) + ")";
     if (!current_ && unavailable_reason_ == reason) return;
     // A revision the consumer would reject is not served: 503 with the reason instead.

@@ -29,13 +29,35 @@ class clock {
 };
 const clock& system_clock();
 
+namespace detail {
+// Text made on first use and then kept: std::call_once makes concurrent first readers wait
+// for the one rendering instead of each making their own.
+struct once_text {
+  std::once_flag once;
+  std::string text;
+};
+}  // namespace detail
+
 // A published, validated revision. Immutable once built.
+//
+// Memory is what limits how many inventories one replica carries (16 inventories of 1 MiB
+// are the sizing target), so a revision keeps what serving needs and nothing that can be
+// rebuilt from it: the JSON body; the YAML body only once someone asks for YAML; the
+// accepted snapshot not as a parsed tree (a string per Node name, label key and value, three
+// times the size of its JSON) but as json_body itself when that is exactly the snapshot, else
+// in a packed form, decoded again on the rare Node-list change that re-validates it.
 struct revision {
   std::string revision_id;  // snapshot.revision (suffixed when pruned)
   std::string etag;         // quoted strong ETag: "\"" + hex digest of json_body + "\""
   std::string json_body;    // canonical JSON rendering, rendered once
-  std::string yaml_body;    // the same as YAML, rendered once
-  core::snapshot snapshot;  // as accepted (before any pruning)
+  // The same as YAML: rendered from json_body on the first call (once per revision, never
+  // per request, thread-safe), then kept for the revision's lifetime.
+  [[nodiscard]] const std::string& yaml_body() const;
+  std::string accepted_revision_id;  // snapshot.revision as accepted (before any pruning)
+  std::size_t node_count = 0;        // Nodes in json_body
+  // The snapshot as accepted (before any pruning), in document order. False only when the
+  // revision's own bytes no longer decode, which the inventory never builds.
+  [[nodiscard]] bool accepted_snapshot(core::snapshot& out) const;
   std::chrono::system_clock::time_point accepted_at;
   std::string origin;  // "file:/path", "push", "store"
   std::string actor;   // who pushed (identity, never a credential), empty for files
@@ -45,6 +67,12 @@ struct revision {
   // The profile of every managed Node once this revision is projected (the served, pruned
   // snapshot over the selected Nodes). Never null for a revision built by the inventory.
   std::shared_ptr<const core::profile_assignment> profiles;
+  // The accepted snapshot packed (length-prefixed strings in document order) when json_body
+  // is not exactly it (pruned, or the input's Nodes or labels were not in canonical order);
+  // null when decoding json_body gives it back. Shared by the revisions derived from it.
+  std::shared_ptr<const std::string> accepted_packed;
+  // Copies of a revision share the YAML rendering (a copy is the same revision).
+  std::shared_ptr<detail::once_text> yaml_cache = std::make_shared<detail::once_text>();
 };
 
 // One accept/reject decision, kept in a bounded history.
@@ -183,7 +211,9 @@ class inventory {
   };
   // The one deterministic function from (accepted snapshot, selected Nodes, policy) to
   // what is served, shared by offers and Node changes so every replica agrees.
-  [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected) const;
+  // `from` (may be null) is the revision `snap` was unpacked from: its packed form is reused.
+  [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected,
+                                    const revision* from = nullptr) const;
   void push_history(attempt a);                     // mu_ held
 
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it

@@ -55,7 +55,7 @@ TEST(Inventory, ValidOfferIsServedWithAStrongSha256ETag) {
   EXPECT_EQ(d.rev->etag.back(), '"');
   EXPECT_EQ(d.rev->etag.find_first_not_of("0123456789abcdef", 1), 65u);
   EXPECT_EQ(d.rev->etag, inventory::etag_of(d.rev->json_body));
-  EXPECT_FALSE(d.rev->yaml_body.empty());
+  EXPECT_FALSE(d.rev->yaml_body().empty());
   EXPECT_TRUE(inv.ready());
 }
 

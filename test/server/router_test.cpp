@@ -4,8 +4,10 @@
 #include <openssl/pem.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
@@ -173,7 +175,46 @@ TEST_F(RouterTest, IfNoneMatchAndYaml) {
   auto y = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
   EXPECT_EQ(y.result_int(), 200u);
   EXPECT_EQ(y[http::field::content_type], "application/yaml");
-  EXPECT_EQ(body(y), rev->yaml_body);
+  EXPECT_EQ(body(y), rev->yaml_body());
+}
+
+TEST_F(RouterTest, YamlAfterAReloadIsTheNewRevisionsWithTheSameETagAsJson) {
+  auto y1 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  ASSERT_EQ(y1.result_int(), 200u);
+  EXPECT_NE(body(y1).find("inventory-42"), std::string::npos);
+  const std::string etag1(y1[http::field::etag]);
+
+  std::string next(snapshot_yaml);
+  next.replace(next.find("inventory-42"), 12, "inventory-43");
+  write("snapshot.yaml", next);
+  registry_->resync();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (registry_->find("alpha")->current()->revision_id != "inventory-43" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto rev = registry_->find("alpha")->current();
+  ASSERT_EQ(rev->revision_id, "inventory-43");
+
+  // The first YAML request after the reload renders the new revision.
+  auto y2 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  ASSERT_EQ(y2.result_int(), 200u);
+  EXPECT_EQ(y2[http::field::content_type], "application/yaml");
+  EXPECT_NE(body(y2).find("inventory-43"), std::string::npos);
+  EXPECT_EQ(body(y2).find("inventory-42"), std::string::npos);
+  EXPECT_EQ(body(y2), rev->yaml_body());
+  // Served from the revision's bytes, rendered once: a second request gets the same buffer.
+  auto y3 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  EXPECT_EQ(y3.body().data.data(), y2.body().data.data());
+  // One validator per revision, whichever representation: the JSON body's ETag.
+  const std::string etag2(y2[http::field::etag]);
+  EXPECT_NE(etag2, etag1);
+  EXPECT_EQ(etag2, rev->etag);
+  auto j = get("/snapshots/alpha", {bearer("alpha-old")});
+  EXPECT_EQ(std::string(j[http::field::etag]), etag2);
+  auto nm = get("/snapshots/alpha",
+                {bearer("alpha-old"), {http::field::accept, "application/yaml"}, {http::field::if_none_match, etag2}});
+  EXPECT_EQ(nm.result_int(), 304u);
 }
 
 TEST_F(RouterTest, HeadHasLengthButNoBody) {
