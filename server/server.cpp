@@ -291,6 +291,14 @@ class http_session : public drainable {
     }
     parser_->body_limit(limit);
     if (parser_->is_done()) return on_request();
+    // Beast reads max(512, free capacity) at a time, and the buffer starts empty: a 2.6 KiB
+    // AdmissionReview would otherwise come out of OpenSSL's decrypted record in six 512-byte
+    // reads, each a full pass through the composed read operations. Room for the rest of
+    // the body (up to one 64 KiB read) makes it one read.
+    if (const auto len = parser_->content_length(); len && *len > buffer_.size()) {
+      const std::size_t want = buffer_.size() + std::min<std::uint64_t>(*len - buffer_.size(), 65536);
+      if (want > buffer_.capacity()) buffer_.reserve(std::min(want, buffer_.max_size()));
+    }
     beast::get_lowest_layer(derived().stream()).expires_after(srv_.cfg.limits.read_timeout);
     const auto expect = hdr[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
@@ -392,6 +400,9 @@ class http_session : public drainable {
     }
     if (ec || !keep_alive_) return derived().do_close();
     first_request_ = false;
+    // An idle keep-alive connection does not keep a large body's read buffer; the usual
+    // request's (a few KiB) stays, so the next one is again a single read.
+    if (buffer_.size() == 0 && buffer_.capacity() > 16384) buffer_.shrink_to_fit();
     do_read();
   }
 
