@@ -379,6 +379,34 @@ doc_node::scalar_tag resolve_plain(std::string_view text, bool* is_null) noexcep
 // ---------------------------------------------------------------------------------------
 // Character-level checks yaml.v3 makes before and while scanning.
 
+namespace {
+
+bool cpu_has_avx2();
+
+// check_yaml_characters' test of plain bytes (printable ASCII, tab, LF, CR) 32 at a time,
+// where the CPU has AVX2 (chosen at run time); returns the end of the plain run from `i`,
+// rounded down to a block.
+__attribute__((target("avx2"))) std::size_t avx2_printable_run(const unsigned char* p,
+                                                               std::size_t n, std::size_t i) {
+  const __m256i c20 = _mm256_set1_epi8(0x20), c7f = _mm256_set1_epi8(0x7f),
+                nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r'),
+                tab = _mm256_set1_epi8('\t');
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
+    const __m256i low = _mm256_cmpgt_epi8(c20, v);
+    const __m256i ok_ws = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(v, nl), _mm256_cmpeq_epi8(v, cr)),
+        _mm256_cmpeq_epi8(v, tab));
+    const __m256i bad =
+        _mm256_or_si256(_mm256_andnot_si256(ok_ws, low), _mm256_cmpeq_epi8(v, c7f));
+    if (_mm256_movemask_epi8(bad) != 0) break;
+  }
+  return i;
+}
+
+}  // namespace
+
 std::string check_yaml_characters(std::string_view text, bool* has_line_separators) {
   bool separators = false;
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
@@ -390,7 +418,14 @@ std::string check_yaml_characters(std::string_view text, bool* has_line_separato
     if (has_line_separators) *has_line_separators = separators;
     return at_line(line_of(text, at), what);
   };
+  const bool avx2 = cpu_has_avx2();
   while (i < n) {
+    if (avx2 && i + 32 <= n) {
+      if (const std::size_t run = avx2_printable_run(p, n, i); run != i) {
+        i = run;
+        continue;
+      }
+    }
     if (i + 16 <= n) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
       // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
@@ -1740,6 +1775,163 @@ class json_builder {
   std::size_t count_ = 0;
 };
 
+// The admission path's builder: the same acceptance rules as json_builder, but it writes
+// into the tree the previous document left in the decoder, assigning keys and scalars into
+// strings and vectors that keep their capacity, so that a stream of similar documents
+// (AdmissionReview objects) costs no allocation, no move and no destruction per node. It
+// reports no errors: any document json_builder would not accept without error makes it
+// return false, and the caller asks decode_json for the exact verdict.
+class reuse_builder {
+ public:
+  reuse_builder(std::string_view text, const char* base, const decode_limits& limits)
+      : text_(text),
+        base_(base),
+        limits_(limits),
+        escapes_(std::memchr(text.data(), '\\', text.size()) != nullptr) {}
+
+  bool object(simdjson::ondemand::object obj, doc_node& out, std::size_t depth) {
+    if (depth >= limits_.max_depth) return false;
+    become(out, doc_node::kind::mapping);
+    auto& m = out.map;
+    std::size_t n = 0;
+    for (auto field_result : obj) {
+      simdjson::ondemand::field field;
+      if (std::move(field_result).get(field)) return false;
+      const char* raw = field.key().raw();
+      const auto open = static_cast<std::size_t>(raw - base_) - 1;
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return false;
+      if (!key_fits_yaml(open, key.size())) return false;
+      if (++count_ > limits_.max_expanded_nodes) return false;
+      if (n < m.size())
+        set_text(m[n].first, key);
+      else
+        m.emplace_back(std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple());
+      // Only this child's subtree changes while it is built: `m` itself stays put.
+      if (!value(field.value(), m[n].second, depth + 1)) return false;
+      ++n;
+    }
+    if (n < m.size()) m.erase(m.begin() + static_cast<std::ptrdiff_t>(n), m.end());
+    return unique_keys(m);
+  }
+
+ private:
+  bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth) {
+    if (++count_ > limits_.max_expanded_nodes) return false;
+    simdjson::ondemand::json_type t;
+    if (v.type().get(t)) return false;
+    switch (t) {
+      case simdjson::ondemand::json_type::object: {
+        simdjson::ondemand::object obj;
+        if (v.get_object().get(obj)) return false;
+        return object(obj, out, depth);
+      }
+      case simdjson::ondemand::json_type::array: {
+        simdjson::ondemand::array arr;
+        if (v.get_array().get(arr)) return false;
+        return array(arr, out, depth);
+      }
+      case simdjson::ondemand::json_type::string: {
+        std::string_view s;
+        if (v.get_string().get(s)) return false;
+        scalar(out, doc_node::scalar_tag::str, s);
+        return true;
+      }
+      case simdjson::ondemand::json_type::number: {
+        std::string_view raw = v.raw_json_token();
+        while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                                raw.back() == '\t'))
+          raw.remove_suffix(1);
+        if (!detail::is_json_number(raw)) return false;
+        scalar(out, detail::resolve_plain(raw, nullptr), raw);
+        return true;
+      }
+      case simdjson::ondemand::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b)) return false;
+        scalar(out, doc_node::scalar_tag::bool_, b ? "true" : "false");
+        return true;
+      }
+      case simdjson::ondemand::json_type::null: {
+        bool is_null = false;
+        if (v.is_null().get(is_null) || !is_null) return false;
+        become(out, doc_node::kind::null);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool array(simdjson::ondemand::array arr, doc_node& out, std::size_t depth) {
+    if (depth >= limits_.max_depth) return false;
+    become(out, doc_node::kind::sequence);
+    auto& items = out.items;
+    std::size_t n = 0;
+    for (auto item_result : arr) {
+      simdjson::ondemand::value item;
+      if (std::move(item_result).get(item)) return false;
+      if (n == items.size()) items.emplace_back();
+      if (!value(item, items[n], depth + 1)) return false;
+      ++n;
+    }
+    if (n < items.size()) items.erase(items.begin() + static_cast<std::ptrdiff_t>(n), items.end());
+    return true;
+  }
+
+  // Every member is set, whatever the node held for the previous document.
+  static void become(doc_node& n, doc_node::kind k) {
+    n.k = k;
+    n.tag = doc_node::scalar_tag::str;
+    n.line = 0;
+    n.text.clear();
+    if (k != doc_node::kind::mapping && !n.map.empty()) n.map.clear();
+    if (k != doc_node::kind::sequence && !n.items.empty()) n.items.clear();
+  }
+  // Keys, and many values, repeat from one review to the next: comparing is cheaper than
+  // assigning.
+  static void set_text(std::string& s, std::string_view text) {
+    if (!detail::same(s, text)) s.assign(text.data(), text.size());
+  }
+  static void scalar(doc_node& n, doc_node::scalar_tag tag, std::string_view text) {
+    n.k = doc_node::kind::scalar;
+    n.tag = tag;
+    n.line = 0;
+    if (!n.map.empty()) n.map.clear();
+    if (!n.items.empty()) n.items.clear();
+    set_text(n.text, text);
+  }
+
+  // As json_builder::key_fits_yaml (a text without any backslash has no escaped key).
+  bool key_fits_yaml(std::size_t open, std::size_t n) const {
+    const std::size_t end = open + 1 + n;
+    if (n + 2 <= 1024 && end + 1 < text_.size() && text_[end] == '"' && text_[end + 1] == ':' &&
+        (!escapes_ || std::memchr(text_.data() + open + 1, '\\', n) == nullptr))
+      return true;
+    return detail::json_key_fits_yaml(text_, open);
+  }
+
+  bool unique_keys(const std::vector<std::pair<std::string, doc_node>>& m) {
+    const std::size_t n = m.size();
+    if (n <= 16) {
+      for (std::size_t i = 1; i < n; ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (detail::same(m[i].first, m[j].first)) return false;
+      return true;
+    }
+    seen_.reset(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!seen_.insert(m[i].first, static_cast<std::uint32_t>(i)).second) return false;
+    return true;
+  }
+
+  std::string_view text_;
+  const char* base_;
+  const decode_limits& limits_;
+  bool escapes_;
+  std::size_t count_ = 0;
+  detail::string_index seen_;
+};
+
 // The byte-wise judge of what follows the root, for a root whose span On Demand could not
 // find.
 bool only_white_space_after_root(std::string_view text) {
@@ -1841,6 +2033,38 @@ decode_result detail::decode_json_styled(decoder_state& state, std::string_view 
   r.errors = std::move(b.errors);
   if (!r.errors.empty()) r.root = doc_node{};
   return r;
+}
+
+bool detail::json_text_acceptable(std::string_view text, const decode_limits& limits) {
+  return text.size() <= limits.max_bytes && detail::check_yaml_characters(text, nullptr).empty() &&
+         detail::check_json_as_yaml(text).empty();
+}
+
+bool detail::build_object_reusing(decoder_state& state, simdjson::ondemand::object& obj,
+                                  std::string_view rest, const decode_limits& limits) {
+  reuse_builder b(rest, rest.data(), limits);
+  return b.object(obj, state.tree, 0);
+}
+
+bool detail::decode_json_object_reusing(decoder_state& state, std::string_view text,
+                                        const decode_limits& limits) {
+  // decode_json_styled's checks of the text, in the same order.
+  if (!json_text_acceptable(text, limits)) return false;
+  const simdjson::padded_string_view padded = state.pad(text);
+  simdjson::ondemand::document doc;
+  if (state.parser.iterate(padded).get(doc)) return false;
+  simdjson::ondemand::json_type t;
+  if (doc.type().get(t) || t != simdjson::ondemand::json_type::object) return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  // As decode_json_styled: only white space may follow the root's span.
+  std::string_view span;
+  if (obj.raw_json().get(span) || obj.reset().error()) return false;
+  const auto end = static_cast<std::size_t>(span.data() + span.size() - padded.data());
+  if (end < text.size() && text.find_first_not_of(" \t\r\n", end) != std::string_view::npos)
+    return false;
+  reuse_builder b(text, padded.data(), limits);
+  return b.object(obj, state.tree, 0);
 }
 
 decode_result decode_json(json_decoder& decoder, std::string_view text, std::string_view rule_id,

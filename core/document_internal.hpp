@@ -44,6 +44,9 @@ struct decoder_state {
   std::vector<std::vector<std::pair<std::string, doc_node>>> maps;
   std::vector<std::vector<doc_node>> items;
   std::vector<path_segment> path;
+  // The tree the reusing decoders below build into. Its strings and vectors keep their
+  // capacity from one document to the next, so that similar documents cost no allocation.
+  doc_node tree;
 
   // A padded copy of `text` in `into` (buffer or outer), valid until that buffer is reused.
   static simdjson::padded_string_view pad(std::vector<char>& into, std::string_view text);
@@ -57,6 +60,24 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
 decode_result decode_json_styled(decoder_state& state, std::string_view text,
                                  std::string_view rule_id, const decode_limits& limits,
                                  path_style style, bool& json_ok);
+
+// A JSON object decoded into `state.tree`, over whatever the previous document left there.
+// True only when decode_json would accept `text` without any error and build the same tree
+// (then `state.tree` is that tree); false says nothing about the text (and leaves
+// `state.tree` unspecified): the caller asks decode_json for the verdict. The tree's
+// strings view nothing; it stays valid until the next reusing decode with `state`.
+bool decode_json_object_reusing(decoder_state& state, std::string_view text,
+                                const decode_limits& limits);
+// The same for an object open in the caller's own On Demand document, so that one parse of
+// the caller's input serves both its envelope and this object. `rest` starts at the
+// object's `{` and runs to the end of the input. The caller then finds the object's text (to
+// the next token, as raw_json() would have) and must check it with json_text_acceptable: the
+// tree is decode_json's only when both succeed.
+bool build_object_reusing(decoder_state& state, simdjson::ondemand::object& obj,
+                          std::string_view rest, const decode_limits& limits);
+// decode_json_styled's checks of the text itself (size, yaml.v3's character and escape
+// rules), which come before any parsing.
+bool json_text_acceptable(std::string_view text, const decode_limits& limits);
 
 // Appends one mapping key to a path in the given style.
 void append_path_key(std::string& out, std::string_view key, bool top, path_style style);
