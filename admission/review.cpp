@@ -68,6 +68,10 @@ std::string sanitize_warning(std::string_view w) {
 
 namespace {
 
+// Reviews up to this size leave their object's tree in the decoder for the next review to
+// reuse (and the convenience overload keeps a decoder per thread for them).
+constexpr std::size_t keep_tree_below = 64 * 1024;
+
 struct group_version_kind {
   std::string_view group, version, kind;
 };
@@ -84,7 +88,18 @@ struct parsed_review {
   std::string_view name;
   bool has_object = false;  // present and not null
   std::string_view object_json;
+  // object_json's first byte when the decoder's reusable tree holds that object, built
+  // while the envelope was read.
+  const char* built_object = nullptr;
 };
+
+// The kinds and operations review() validates (the others are allowed unread).
+bool handles(route rt, const group_version_kind& gvk) {
+  if (gvk.group != "worker.gpustack.ai") return false;
+  return rt == route::topology_sources ? gvk.kind == "TopologySource"
+                                       : gvk.kind == "ModelDeployment";
+}
+bool validates_operation(std::string_view op) { return op == "CREATE" || op == "UPDATE"; }
 
 // A Kubernetes Status document, the body of every HTTP error (what kubectl and the
 // apiserver log show for a failed webhook call).
@@ -120,9 +135,16 @@ bool read_string(ondemand::value v, std::string_view& out) {
 // Parses the envelope with the decoder's outer parser, so that request.object can then be
 // decoded with its main one while these views stay valid. Returns an error message, empty
 // on success.
+//
+// With `build` set, an object that will be validated (the apiserver sends request.kind and
+// request.operation before request.object) is built into the decoder's reusable tree from
+// this same parse, instead of a second parse of its text. Only a clean build counts: when it
+// fails, `rebuild` is set and the caller reads the envelope again without building, so that
+// every verdict on a malformed object comes from decode_json as before.
 std::string parse_envelope(core::detail::decoder_state& st, std::string_view body,
-                           parsed_review& r) {
+                           parsed_review& r, route rt, bool build, bool& rebuild) {
   const simdjson::padded_string_view padded = st.pad(st.outer, body);
+  const char* const body_end = padded.data() + body.size();
   ondemand::document doc;
   if (auto e = st.outer_parser.iterate(padded).get(doc)) {
     return std::string("request body is not JSON: ") + std::string(json_error_text(e));
@@ -183,8 +205,30 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
           ondemand::value ov = rf.value();
           bool null_object = false;
           if (ov.is_null().get(null_object) == simdjson::SUCCESS && null_object) continue;
+          const char* obj_start = ov.raw_json_token().data();
           ondemand::object obj;
           if (ov.get_object().get(obj) != simdjson::SUCCESS) return "request.object must be an object";
+          r.built_object = nullptr;
+          if (build && handles(rt, r.request_kind) && validates_operation(r.operation)) {
+            // Built as it is read; its text (raw_json()'s span: to the next token) is known
+            // only afterwards, and checked then. Any failure reads the envelope again.
+            const char* start = obj_start;
+            const char* end = nullptr;
+            const std::string_view rest(start, static_cast<std::size_t>(body_end - start));
+            if (!core::detail::build_object_reusing(st, obj, rest, core::decode_limits{}) ||
+                doc.current_location().get(end) != simdjson::SUCCESS || end < start) {
+              rebuild = true;
+              return {};
+            }
+            r.object_json = std::string_view(start, static_cast<std::size_t>(end - start));
+            r.has_object = true;
+            if (!core::detail::json_text_acceptable(r.object_json, core::decode_limits{})) {
+              rebuild = true;
+              return {};
+            }
+            r.built_object = start;
+            continue;
+          }
           std::string_view raw;
           if (auto e = obj.raw_json().get(raw)) {
             return std::string("request.object is not JSON: ") + std::string(json_error_text(e));
@@ -202,7 +246,8 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
 // `admission webhook "..." denied the request: <message>`.
 void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
   // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
-  // bracketed only when it holds more than one error.
+  // bracketed only when it holds more than one error. Each error is rendered once: the
+  // message holds every text, and the causes below cut theirs out of it.
   std::string message(r.request_kind.kind);
   if (!r.request_kind.group.empty()) {
     message += '.';
@@ -212,9 +257,12 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
   message += r.name;
   message += "\" is invalid: ";
   if (errors.size() > 1) message += '[';
+  std::vector<std::pair<std::size_t, std::size_t>> texts(errors.size());  // offset, length
   for (std::size_t i = 0; i < errors.size(); ++i) {
     if (i) message += ", ";
+    const std::size_t at = message.size();
     message += errors[i].to_string();
+    texts[i] = {at, message.size() - at};
   }
   if (errors.size() > 1) message += ']';
 
@@ -227,18 +275,22 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
   out += R"(,"kind":)";
   core::append_json_string(out, r.request_kind.kind);
   out += R"(,"causes":[)";
+  std::string msg;
   for (std::size_t i = 0; i < errors.size(); ++i) {
     const auto& e = errors[i];
     if (i) out += ',';
     // The cause message is apimachinery's ErrorBody() (the error without its field),
     // prefixed with the stable rule id so tooling can match on it.
-    std::string full = e.to_string();
-    std::string_view body_text = full;
+    std::string_view body_text = std::string_view(message).substr(texts[i].first, texts[i].second);
     if (body_text.size() >= e.path.size() + 2 && body_text.substr(0, e.path.size()) == e.path) {
       body_text.remove_prefix(e.path.size() + 2);
     }
-    std::string msg;
-    if (!e.rule.empty()) msg = "[" + e.rule + "] ";
+    msg.clear();
+    if (!e.rule.empty()) {
+      msg += '[';
+      msg += e.rule;
+      msg += "] ";
+    }
     msg += body_text;
     out += R"({"reason":)";
     core::append_json_string(out, cause_type(e.type));
@@ -254,6 +306,12 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
 }  // namespace
 
 outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
+  // One decoder per thread, as the webhook routes keep, for the bodies a review usually
+  // has; a large body gets a decoder of its own, so that no thread keeps its buffers.
+  if (body.size() <= keep_tree_below) {
+    thread_local core::json_decoder decoder;
+    return review(rt, body, meta, opts, decoder);
+  }
   core::json_decoder decoder;
   return review(rt, body, meta, opts, decoder);
 }
@@ -272,8 +330,25 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   }
   if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
 
+  core::detail::decoder_state& st = decoder.state();
   parsed_review r;
-  if (auto err = parse_envelope(decoder.state(), body, r); !err.empty()) return bad_request(err);
+  // The reusable tree keeps the capacity of the largest object it held: after a large
+  // body it is dropped when the review is done (r.name may view into it until then),
+  // whatever the outcome, so that no thread keeps a large tree for the rest of its life.
+  struct drop_large_tree {
+    core::detail::decoder_state& st;
+    bool large;
+    ~drop_large_tree() {
+      if (large) st.tree = core::doc_node{};
+    }
+  } const drop{st, body.size() > keep_tree_below};
+  bool rebuild = false;
+  std::string err = parse_envelope(st, body, r, rt, true, rebuild);
+  if (rebuild) {
+    r = parsed_review{};
+    err = parse_envelope(st, body, r, rt, false, rebuild);
+  }
+  if (!err.empty()) return bad_request(err);
   if (r.kind != "AdmissionReview") {
     return bad_request("kind must be AdmissionReview, got \"" + sanitize_warning(r.kind) + "\"");
   }
@@ -286,18 +361,15 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 
   outcome o;
   o.uid = r.uid;
-  const bool is_source = r.request_kind.group == "worker.gpustack.ai" &&
-                         r.request_kind.kind == "TopologySource";
-  const bool is_deployment = r.request_kind.group == "worker.gpustack.ai" &&
-                             r.request_kind.kind == "ModelDeployment";
-  const bool handled =
-      (rt == route::topology_sources && is_source) || (rt == route::model_deployments && is_deployment);
+  const bool handled = handles(rt, r.request_kind);
+  const bool is_source = handled && rt == route::topology_sources;
   o.kind = handled ? r.request_kind.kind : "other";
 
   core::error_list errors;
   std::vector<std::string> warnings;
   core::decode_result decoded;  // outlives the response: r.name may view into it
-  const bool validates = handled && (r.operation == "CREATE" || r.operation == "UPDATE");
+  const core::doc_node* root = nullptr;  // st.tree or decoded.root
+  const bool validates = handled && validates_operation(r.operation);
   if (validates) {
     if (!r.has_object)
       return bad_request("request.object is required for " + std::string(r.operation));
@@ -307,22 +379,31 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
       t.kind = o.kind;
       return t;
     }
-    decoded = core::decode_json(decoder, r.object_json);
-    if (!decoded.ok()) {
-      errors = std::move(decoded.errors);
-    } else if (is_source) {
-      auto res = core::validate_topology_source(decoded.root, opts.validation);
-      errors = std::move(res.errors);
-      warnings = std::move(res.warnings);
+    if (r.built_object != nullptr && r.built_object == r.object_json.data()) {
+      root = &st.tree;
+    } else if (core::detail::decode_json_object_reusing(st, r.object_json, core::decode_limits{})) {
+      root = &st.tree;
     } else {
-      auto res = core::validate_model_deployment(decoded.root);
-      errors = std::move(res.errors);
-      warnings = std::move(res.warnings);
+      // Whatever the reusing decoders refused gets decode_json's exact verdict.
+      decoded = core::decode_json(decoder, r.object_json);
+      if (decoded.ok()) root = &decoded.root;
+      else errors = std::move(decoded.errors);
     }
-    if (r.name.empty()) {
-      // CREATE with generateName: the apiserver leaves request.name empty.
-      if (const auto* md = decoded.root.find("metadata")) {
-        if (const auto* n = md->find("name"); n && n->is_scalar()) r.name = n->text;
+    if (root != nullptr) {
+      if (is_source) {
+        auto res = core::validate_topology_source(*root, opts.validation);
+        errors = std::move(res.errors);
+        warnings = std::move(res.warnings);
+      } else {
+        auto res = core::validate_model_deployment(*root);
+        errors = std::move(res.errors);
+        warnings = std::move(res.warnings);
+      }
+      if (r.name.empty()) {
+        // CREATE with generateName: the apiserver leaves request.name empty.
+        if (const auto* md = root->find("metadata")) {
+          if (const auto* n = md->find("name"); n && n->is_scalar()) r.name = n->text;
+        }
       }
     }
   }
