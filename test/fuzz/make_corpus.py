@@ -182,13 +182,68 @@ def main() -> int:
         b"Transfer-Encoding: chunked\r\n\r\n" + format(len(snapshot), "x").encode() + b"\r\n" + snapshot +
         b"\r\n0\r\n\r\n",
     ]
-    for route_bit, body in reviews[:20]:
+    # The wire forms a hostile or unusual client sends: parser edge cases (chunk extensions,
+    # trailers, obs-fold, bare LF, conflicting lengths, absolute and asterisk forms),
+    # pipelining, authentication variants (scheme case, a token one byte off, a writer on a
+    # read route) and path tricks on /snapshots/{name}.
+    def chunked(data: bytes, size: int = 7) -> bytes:
+        parts = [format(len(data[i:i + size]), "x").encode() + b";ext=1\r\n" + data[i:i + size] + b"\r\n"
+                 for i in range(0, len(data), size)]
+        return b"".join(parts) + b"0\r\nX-Trailer: t\r\n\r\n"
+    alpha = b"Authorization: Bearer alpha-old\r\n"
+    requests += [
+        b"HEAD /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET /snapshots/alpha/status HTTP/1.1\r\nHost: x\r\nAuthorization: bearer alpha-writer\r\n\r\n",
+        b"GET /snapshots/push/history HTTP/1.1\r\nHost: x\r\nAuthorization: BEARER \t alpha-new \r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-writeR\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWxwaGEtb2xk\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"Authorization: Bearer nope\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n alpha-old\r\n\r\n",
+        b"GET /snapshots/ HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET /snapshots/alpha/../beta HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET /snapshots/%61lpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET /snapshots/alpha%2f..%2fbeta?x=%00 HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET /snapshots//alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"GET http://x/snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
+        b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.0\r\n" + alpha + b"\n",
+        b"GET /snapshots/alpha HTTP/1.1\nHost: x\n" + alpha.replace(b"\r\n", b"\n") + b"\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"X-Long: " + b"a" * 8300 + b"\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+        b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz?verbose=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /livez HTTP/1.1\r\n\r\n",
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n"
+        b"GET /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"If-None-Match: *\r\n\r\n",
+        b"POST /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"Content-Length: 0\r\n\r\n",
+        b"DELETE /validate/topologysources HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
+        b"Topogate-Accept-Impact: *\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(small),
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-old\r\n"
+        b"Content-Length: " + str(len(small)).encode() + b"\r\n\r\n" + small,
+        b"PUT /snapshots/beta HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
+        b"Content-Length: 99999999999999999999\r\n\r\n",
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n8001\r\n" + b"a" * 0x8001 + b"\r\n0\r\n\r\n",
+        b"POST /validate/topologysources?timeout=-1s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+        b"POST /validate/modeldeployments?timeout=1h&x HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b'{"kind":"AdmissionReview","request":{}}', 5),
+    ]
+    # Admission reviews within the harness's 32 KiB admission limit, and one past it (413).
+    fitting = [[rb for rb in reviews if rb[0] == bit and len(rb[1]) <= 30_000][:12] for bit in (0, 1)]
+    over = [rb for rb in reviews if 32 * 1024 < len(rb[1]) <= 60_000][:1]
+    for route_bit, body in fitting[0] + fitting[1] + over:
         path = b"/validate/modeldeployments" if route_bit else b"/validate/topologysources"
         requests.append(b"POST " + path + b"?timeout=10s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    # Byte 0: the client certificate (none, trusted, foreign) for every request; the plain
+    # health listener and draining (fuzz_http.cpp, `conditions`) for the first few.
     for i, r in enumerate(requests):
-        for peer in (0, 1, 2):
-            put("fuzz_http", bytes([peer]) + r)
+        for first in (0, 1, 2) + ((3, 7, 9) if i < 12 else ()):
+            put("fuzz_http", bytes([first]) + r)
     for d in corpora.values():
         print(f"{d.name}: {sum(1 for _ in d.iterdir())} seeds")
     return 0
