@@ -85,9 +85,37 @@ std::vector<std::string> subject_alt_names(X509* cert) {
 
 }  // namespace
 
+namespace {
+// One SHA-256 context per thread, fetched and initialised once: EVP_Digest() would fetch
+// the algorithm from the provider and create and free a context for every bearer token
+// checked (about three quarters of the check's instructions).
+struct digest_context {
+  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  digest_context() {
+    if (md && ctx && EVP_DigestInit_ex2(ctx, md, nullptr) != 1) {
+      EVP_MD_CTX_free(ctx);
+      ctx = nullptr;
+    }
+  }
+  ~digest_context() {
+    EVP_MD_CTX_free(ctx);
+    EVP_MD_free(md);
+  }
+  digest_context(const digest_context&) = delete;
+  digest_context& operator=(const digest_context&) = delete;
+};
+}  // namespace
+
 digest sha256(std::string_view data) {
   digest d{};
   unsigned int len = 0;
+  thread_local digest_context tls;
+  // Re-initialising with a null type keeps the fetched digest and the provider context.
+  if (tls.ctx && EVP_DigestInit_ex2(tls.ctx, nullptr, nullptr) == 1 &&
+      EVP_DigestUpdate(tls.ctx, data.data(), data.size()) == 1 && EVP_DigestFinal_ex(tls.ctx, d.data(), &len) == 1) {
+    return d;
+  }
   EVP_Digest(data.data(), data.size(), d.data(), &len, EVP_sha256(), nullptr);
   return d;
 }
