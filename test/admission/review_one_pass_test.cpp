@@ -59,22 +59,24 @@ std::vector<std::string> rendered(const core::error_list& errors) {
 std::string object_first(const std::string& body) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
+  simdjson::dom::object top;
   EXPECT_EQ(parser.parse(body).get(root), simdjson::SUCCESS);
+  EXPECT_EQ(root.get_object().get(top), simdjson::SUCCESS);
   std::string out = "{";
-  bool first_top = true;
-  for (auto [key, value] : root.get_object().value()) {
-    if (!first_top) out += ',';
-    first_top = false;
-    out += '"' + std::string(key) + "\":";
-    if (key != "request") {
-      out += simdjson::to_string(value);
+  for (const simdjson::dom::key_value_pair field : top) {
+    if (out.size() > 1) out += ',';
+    out += '"' + std::string(field.key) + "\":";
+    simdjson::dom::object req;
+    if (field.key != "request" || field.value.get_object().get(req) != simdjson::SUCCESS) {
+      out += simdjson::to_string(field.value);
       continue;
     }
-    simdjson::dom::object req = value.get_object().value();
-    out += "{\"object\":" + simdjson::to_string(req["object"].value());
-    for (auto [rkey, rvalue] : req) {
-      if (rkey == "object") continue;
-      out += ",\"" + std::string(rkey) + "\":" + simdjson::to_string(rvalue);
+    simdjson::dom::element object;
+    EXPECT_EQ(req["object"].get(object), simdjson::SUCCESS);
+    out += "{\"object\":" + simdjson::to_string(object);
+    for (const simdjson::dom::key_value_pair rfield : req) {
+      if (rfield.key == "object") continue;
+      out += ",\"" + std::string(rfield.key) + "\":" + simdjson::to_string(rfield.value);
     }
     out += '}';
   }
