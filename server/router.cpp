@@ -177,6 +177,17 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
   return r.status == auth_status::missing ? unauthorized() : forbidden();
 }
 
+// RFC 9110 §5.5: a field value is visible characters, obs-text, and SP/HTAB inside, never at
+// either end (a parser strips them). Beast writes a value as given, so a value with CR or LF
+// would add header lines, or end the header, in the response.
+bool is_field_value(std::string_view v) {
+  if (v.empty() || v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t') return false;
+  return std::all_of(v.begin(), v.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c == '\t' || (c >= 0x20 && c != 0x7f);
+  });
+}
+
 response serve_snapshot(const request& req, const router_context& ctx, std::string_view name) {
   if (ctx.registry->reads_node_labels(name)) {
     // The consumer reads a nodeLabels source's Nodes itself and never polls a URL for it:
@@ -201,7 +212,10 @@ response serve_snapshot(const request& req, const router_context& ctx, std::stri
   res.set(http::field::etag, rev->etag);
   res.set(http::field::vary, "Accept");
   res.set(http::field::cache_control, "private, no-cache");
-  res.set("X-Topogate-Revision", rev->revision_id);
+  // The revision is opaque (SPEC S2: any string not blank), so a pushed or file revision may
+  // hold a line break: it is then served without this header (the body carries it), never
+  // copied into the header section of every reader's response.
+  if (is_field_value(rev->revision_id)) res.set("X-Topogate-Revision", rev->revision_id);
   const std::string_view inm = header(req, http::field::if_none_match);
   if (!inm.empty() && etag_matches(inm, rev->etag)) {
     res.result(http::status::not_modified);

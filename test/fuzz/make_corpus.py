@@ -191,6 +191,8 @@ def main() -> int:
                  for i in range(0, len(data), size)]
         return b"".join(parts) + b"0\r\nX-Trailer: t\r\n\r\n"
     alpha = b"Authorization: Bearer alpha-old\r\n"
+    crlf_revision = small.replace(b"revision: r1", b'revision: "r2\\r\\nSet-Cookie: s=1"')
+    assert crlf_revision != small
     requests += [
         b"HEAD /snapshots/alpha HTTP/1.1\r\nHost: x\r\n" + alpha + b"\r\n",
         b"GET /snapshots/alpha/status HTTP/1.1\r\nHost: x\r\nAuthorization: bearer alpha-writer\r\n\r\n",
@@ -228,6 +230,11 @@ def main() -> int:
         b"Content-Length: 99999999999999999999\r\n\r\n",
         b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n8001\r\n" + b"a" * 0x8001 + b"\r\n0\r\n\r\n",
+        # A writer's revision with a line break, then a reader's GET on the same connection
+        # (it was copied into X-Topogate-Revision: header injection).
+        b"PUT /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer push-writer\r\n"
+        b"Topogate-Accept-Impact: *\r\nContent-Length: " + str(len(crlf_revision)).encode() + b"\r\n\r\n" +
+        crlf_revision + b"GET /snapshots/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alpha-old\r\n\r\n",
         b"POST /validate/topologysources?timeout=-1s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
         b"POST /validate/modeldeployments?timeout=1h&x HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b'{"kind":"AdmissionReview","request":{}}', 5),

@@ -7,7 +7,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/write.hpp>
 
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
@@ -326,6 +330,68 @@ TEST_F(RouterTest, PlainListenerServesOnlyHealthAndMetrics) {
   ctx_.listener = listener_kind::plain_health;
   EXPECT_EQ(get("/snapshots/alpha", {bearer("alpha-old")}).result_int(), 404u);
   EXPECT_EQ(get("/metrics").result_int(), 200u);
+}
+
+// The response as a client reads it off the wire: serialized by Beast, parsed back.
+http::response<http::string_body> over_the_wire(const response& r, std::string* wire) {
+  std::ostringstream os;
+  os << r;
+  *wire = os.str();
+  http::response_parser<http::string_body> p;
+  p.eager(true);
+  boost::beast::error_code ec;
+  const std::size_t used = p.put(boost::asio::buffer(*wire), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(p.is_done());
+  EXPECT_EQ(used, wire->size()) << "bytes after the response";
+  return p.release();
+}
+
+// Found by fuzz_http: a revision (opaque, SPEC S2) holding CR/LF was copied verbatim into
+// X-Topogate-Revision, so whoever writes the snapshot (a push, the file, the ConfigMap) could
+// add header lines such as Set-Cookie to every reader's response.
+TEST_F(RouterTest, RevisionHeaderNeverCarriesALineBreak) {
+  auto serve_revision = [&](std::string_view yaml_scalar, std::string_view expected) {
+    std::string next(snapshot_yaml);
+    next.replace(next.find("inventory-42"), 12, std::string(yaml_scalar));
+    write("snapshot.yaml", next);
+    registry_->resync();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (registry_->find("alpha")->current()->revision_id != expected &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return registry_->find("alpha")->current()->revision_id == expected;
+  };
+  std::string wire;
+
+  // A revision that is a field value is carried verbatim, inner SP and HTAB included.
+  auto plain = get("/snapshots/alpha", {bearer("alpha-old")});
+  EXPECT_EQ(plain["X-Topogate-Revision"], "inventory-42");
+  ASSERT_TRUE(serve_revision("\"r 1\\t2\"", "r 1\t2"));
+  auto inner = over_the_wire(get("/snapshots/alpha", {bearer("alpha-old")}), &wire);
+  EXPECT_EQ(inner["X-Topogate-Revision"], "r 1\t2");
+
+  for (const auto& [scalar, revision] :
+       std::vector<std::pair<std::string, std::string>>{{"\"r2\\r\\nSet-Cookie: session=1\"", "r2\r\nSet-Cookie: session=1"},
+                                                        {"\"r3\\nSet-Cookie: session=1\"", "r3\nSet-Cookie: session=1"},
+                                                        {"\"r4\\rX: y\"", "r4\rX: y"},
+                                                        {"\"r5\\x01\"", "r5\x01"},
+                                                        {"\"r6\\x7f\"", "r6\x7f"},
+                                                        {"\" r7\"", " r7"}}) {
+    SCOPED_TRACE(scalar);
+    ASSERT_TRUE(serve_revision(scalar, revision));
+    const response r = get("/snapshots/alpha", {bearer("alpha-old")});
+    ASSERT_EQ(r.result_int(), 200u) << body(r);
+    EXPECT_EQ(r.count("X-Topogate-Revision"), 0u);
+    const auto back = over_the_wire(r, &wire);
+    EXPECT_EQ(back.count(http::field::set_cookie), 0u) << wire;
+    EXPECT_EQ(back.count("X"), 0u) << wire;
+    EXPECT_EQ(std::distance(back.begin(), back.end()), std::distance(r.begin(), r.end())) << wire;
+    // The body still carries the revision, JSON-escaped.
+    EXPECT_EQ(back.body(), std::string(r.body().data));
+    EXPECT_NE(back.body().find("\"revision\":\"" + std::string(revision.substr(0, 2))), std::string::npos);
+  }
 }
 
 TEST(BodyLimit, PerRoute) {
