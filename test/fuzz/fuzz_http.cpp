@@ -162,13 +162,6 @@ struct world {
     health.listening = true;
     health.certificates_loaded = true;
   }
-  ~world() {
-    registry->stop();
-    X509_free(client);
-    X509_free(stranger);
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
   std::string path(const std::string& name) const { return (dir / name).string(); }
   void write(const std::string& name, std::string_view data) const { std::ofstream(dir / name) << data; }
   static X509* load(const std::string& pem) {
@@ -179,9 +172,20 @@ struct world {
   }
 };
 
+world* the_instance = nullptr;
+
 world& the_world() {
-  static world* w = new world();  // never destroyed: libFuzzer exits without unwinding
-  return *w;
+  if (!the_instance) {
+    // Never destroyed (libFuzzer exits without unwinding); at a normal exit the registry's
+    // threads are stopped and the directory removed, so runs leave nothing in /dev/shm.
+    the_instance = new world();
+    std::atexit([] {
+      the_instance->registry->stop();
+      std::error_code ec;
+      fs::remove_all(the_instance->dir, ec);
+    });
+  }
+  return *the_instance;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
