@@ -234,7 +234,9 @@ void check_authorization(const server::request& req, unsigned status, bool trust
   fuzz::check(entitled(name, write, token, trusted_cert), "snapshot route served without a valid credential", detail);
 }
 
-// Serializes `res` as the session writes it and parses it back as a client would.
+// Serializes `res` with Beast's serializer and parses it back as a client would. (The TLS
+// session renders the same status line and fields itself, render_header in server/server.cpp,
+// which this target does not link: both write a field value as given.)
 void check_wire_form(server::response& res, bool head, const std::string& detail) {
   std::string wire;
   http::response_serializer<server::shared_body> sr{res};
