@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "admission/review.hpp"
+#include "test/admission/fixture.hpp"
 #include "core/document.hpp"
 #include "core/document_internal.hpp"
 #include "core/model_deployment.hpp"
@@ -21,15 +22,8 @@
 namespace topogate::admission {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) + "/test/integration/fixtures/admission/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_FALSE(ss.str().empty()) << name;
-  return ss.str();
-}
-
-const request_meta json_meta{std::string_view("application/json"), std::nullopt};
+using test::fixture;
+using test::json_meta;
 
 // The reference: request.object's text through decode_json and the route's validator.
 core::error_list reference_errors(route rt, const std::string& body) {

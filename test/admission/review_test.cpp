@@ -1,4 +1,5 @@
 #include "admission/review.hpp"
+#include "test/admission/fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -11,15 +12,8 @@
 namespace topogate::admission {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) + "/test/integration/fixtures/admission/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_FALSE(ss.str().empty()) << name;
-  return ss.str();
-}
-
-const request_meta json_meta{std::string_view("application/json"), std::nullopt};
+using test::fixture;
+using test::json_meta;
 
 struct parsed {
   simdjson::dom::parser parser;
