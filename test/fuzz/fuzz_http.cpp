@@ -234,10 +234,12 @@ void check_authorization(const server::request& req, unsigned status, bool trust
   fuzz::check(entitled(name, write, token, trusted_cert), "snapshot route served without a valid credential", detail);
 }
 
-// Serializes `res` with Beast's serializer and parses it back as a client would. (The TLS
-// session renders the same status line and fields itself, render_header in server/server.cpp,
-// which this target does not link: both write a field value as given.)
+// Serializes `res` with Beast's serializer and parses it back as a client would; the TLS
+// session's own header rendering (server::render_header) must write the same bytes as the
+// serializer's header part.
 void check_wire_form(server::response& res, bool head, const std::string& detail) {
+  std::string ours;
+  fuzz::check(server::render_header(res, ours), "render_header writes the header", detail);
   std::string wire;
   http::response_serializer<server::shared_body> sr{res};
   boost::beast::error_code ec;
@@ -248,6 +250,8 @@ void check_wire_form(server::response& res, bool head, const std::string& detail
     });
   }
   fuzz::check(!ec, "response serializes", ec.message());
+  fuzz::check(wire.compare(0, ours.size(), ours) == 0 && wire.size() - ours.size() == res.body().data.size(),
+              "render_header matches the serializer's header", detail + "\n" + ours + "\n---\n" + wire);
 
   http::response_parser<http::string_body> back;
   back.eager(true);
