@@ -16,30 +16,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/corpus.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
 
 namespace {
 
 using namespace topogate::core;
-
-const char* data_center_source = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata:
-  name: data-center
-spec:
-  nodeSelector: {}
-  levels:
-    - topology.gpustack.ai/region
-    - topology.gpustack.ai/zone
-    - topology.gpustack.ai/rack
-  configMap:
-    configMapRef:
-      namespace: gpustack-system
-      name: topology-inventory
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
+namespace bench = topogate::bench;
 
 // The runbook's webhook source.
 const char* webhook_source = R"(apiVersion: worker.gpustack.ai/v1
@@ -70,40 +54,18 @@ struct corpus {
   std::string yaml;
 };
 
-// 4 regions x 4 zones x 16 racks, Nodes spread round-robin; every rack in one zone, every
-// zone in one region. As many Nodes as keep both renderings within 1 MiB: names and values
-// are short so that about 8000 Nodes fit.
+// bench/corpus.hpp's data-center inventory with short names and values, as many Nodes as
+// keep the YAML rendering (the larger one) within 1 MiB: about 8000.
 const corpus& data() {
   static const corpus c = [] {
     corpus out;
-    source_result src = validate_topology_source_text(data_center_source);
+    source_result src = validate_topology_source_text(bench::data_center_source);
     if (!src.ok()) std::abort();
     out.source = src.source;
     out.snap.api_version = snapshot_api_version;
     out.snap.revision = "inventory-42";
-    auto add = [&](std::size_t i) {
-      const std::size_t rack = i % 256, zone = rack / 16, region = zone / 4;
-      char name[32], r[32], z[32], k[32];
-      std::snprintf(name, sizeof name, "n%04zu", i);
-      std::snprintf(r, sizeof r, "r%zu", region);
-      std::snprintf(z, sizeof z, "z%02zu", zone);
-      std::snprintf(k, sizeof k, "k%03zu", rack);
-      out.snap.nodes.push_back({name,
-                                {{"topology.gpustack.ai/region", r},
-                                 {"topology.gpustack.ai/zone", z},
-                                 {"topology.gpustack.ai/rack", k}}});
-    };
-    std::size_t i = 0;
-    add(i++);
-    add(i++);
-    // Every node renders to the same number of bytes (fixed-width names and values).
-    const std::size_t two = render_snapshot_yaml(out.snap).size();
-    out.snap.nodes.pop_back();
-    const std::size_t per = two - render_snapshot_yaml(out.snap).size();
-    const std::size_t fixed = two - 2 * per;
-    i = 1;
-    while (fixed + (i + 1) * per <= max_snapshot_bytes) add(i++);
-    while (render_snapshot_yaml(out.snap).size() > max_snapshot_bytes) out.snap.nodes.pop_back();
+    bench::fill_round_robin(out.snap, {"n%04zu", "r%zu", "z%02zu", "k%03zu"},
+                            [](const snapshot& s) { return render_snapshot_yaml(s); });
     out.json = render_snapshot_json(out.snap);
     out.yaml = render_snapshot_yaml(out.snap);
     const snapshot_context ctx{&out.source, nullptr};

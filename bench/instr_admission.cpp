@@ -13,15 +13,7 @@
 #include <string>
 
 #include "admission/review.hpp"
-
-// Instrumentation on only around the counted call: valgrind runs everything else (corpus
-// construction, warm-up) uninstrumented, which keeps the guard fast on a Debug build.
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#else
-#define CALLGRIND_START_INSTRUMENTATION
-#define CALLGRIND_STOP_INSTRUMENTATION
-#endif
+#include "bench/callgrind.hpp"
 
 namespace {
 

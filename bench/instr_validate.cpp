@@ -10,71 +10,24 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/callgrind.hpp"
+#include "bench/corpus.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
-
-// Instrumentation on only around the counted call: valgrind runs everything else (corpus
-// construction, warm-up) uninstrumented, which keeps the guard fast on a Debug build.
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#else
-#define CALLGRIND_START_INSTRUMENTATION
-#define CALLGRIND_STOP_INSTRUMENTATION
-#endif
 
 namespace {
 
 using namespace topogate::core;
+namespace bench = topogate::bench;
 
-const char* const source_text = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata:
-  name: data-center
-spec:
-  nodeSelector: {}
-  levels:
-    - topology.gpustack.ai/region
-    - topology.gpustack.ai/zone
-    - topology.gpustack.ai/rack
-  configMap:
-    configMapRef:
-      namespace: gpustack-system
-      name: topology-inventory
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
-
-// 4 regions x 4 zones x 16 racks, Nodes spread round-robin, as many as keep the served
-// JSON within S10's 1 MiB.
 std::string make_snapshot_json() {
   snapshot snap;
   snap.api_version = snapshot_api_version;
   snap.revision = "inventory-42";
-  auto add = [&](std::size_t i) {
-    const std::size_t rack = i % 256, zone = rack / 16, region = zone / 4;
-    char name[32], r[32], z[32], k[32];
-    std::snprintf(name, sizeof name, "worker-%05zu", i);
-    std::snprintf(r, sizeof r, "region-%zu", region);
-    std::snprintf(z, sizeof z, "zone-%zu", zone);
-    std::snprintf(k, sizeof k, "rack-%03zu", rack);
-    snap.nodes.push_back({name,
-                          {{"topology.gpustack.ai/region", r},
-                           {"topology.gpustack.ai/zone", z},
-                           {"topology.gpustack.ai/rack", k}}});
-  };
-  std::size_t i = 0;
-  add(i++);
-  const std::size_t one = render_snapshot_json(snap).size();
-  add(i++);
-  const std::size_t per = render_snapshot_json(snap).size() - one;
-  while (one + i * per < max_snapshot_bytes) add(i++);
-  std::string json = render_snapshot_json(snap);
-  while (json.size() > max_snapshot_bytes) {
-    snap.nodes.pop_back();
-    json = render_snapshot_json(snap);
-  }
+  bench::fill_round_robin(snap, {"worker-%05zu", "region-%zu", "zone-%zu", "rack-%03zu"},
+                          [](const snapshot& s) { return render_snapshot_json(s); });
   std::printf("nodes %zu\n", snap.nodes.size());
-  return json;
+  return render_snapshot_json(snap);
 }
 
 }  // namespace
@@ -87,7 +40,7 @@ extern "C" __attribute__((noinline)) std::size_t instr_region(json_decoder& deco
 }
 
 int main() {
-  const source_result src = validate_topology_source_text(source_text);
+  const source_result src = validate_topology_source_text(bench::data_center_source);
   if (!src.ok()) {
     std::fprintf(stderr, "instr_validate: the TopologySource does not validate\n");
     return 2;

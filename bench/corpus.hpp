@@ -1,0 +1,68 @@
+#pragma once
+
+// The data-center inventory the snapshot benchmarks and the instruction guard measure:
+// the runbook's configMap TopologySource (region/zone/rack), and a snapshot of as many
+// Nodes as fit in S10's 1 MiB, spread round-robin over 4 regions x 4 zones x 16 racks
+// (every rack in one zone, every zone in one region).
+
+#include <cstdio>
+#include <string>
+
+#include "core/snapshot.hpp"
+
+namespace topogate::bench {
+
+inline constexpr const char* data_center_source = R"(apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata:
+  name: data-center
+spec:
+  nodeSelector: {}
+  levels:
+    - topology.gpustack.ai/region
+    - topology.gpustack.ai/zone
+    - topology.gpustack.ai/rack
+  configMap:
+    configMapRef:
+      namespace: gpustack-system
+      name: topology-inventory
+    key: snapshot.yaml
+    maxStaleness: 10m
+)";
+
+// printf formats (one %zu each) for the Node name and the three label values; fixed-width
+// formats make every Node render to the same number of bytes.
+struct node_names {
+  const char* node;
+  const char* region;
+  const char* zone;
+  const char* rack;
+};
+
+// Appends Nodes to `snap` while `render(snap)` stays within S10's limit: the most Nodes
+// that fit.
+template <class Render>
+void fill_round_robin(core::snapshot& snap, const node_names& f, Render render) {
+  auto add = [&](std::size_t i) {
+    const std::size_t rack = i % 256, zone = rack / 16, region = zone / 4;
+    char name[32], r[32], z[32], k[32];
+    std::snprintf(name, sizeof name, f.node, i);
+    std::snprintf(r, sizeof r, f.region, region);
+    std::snprintf(z, sizeof z, f.zone, zone);
+    std::snprintf(k, sizeof k, f.rack, rack);
+    snap.nodes.push_back({name,
+                          {{"topology.gpustack.ai/region", r},
+                           {"topology.gpustack.ai/zone", z},
+                           {"topology.gpustack.ai/rack", k}}});
+  };
+  const std::size_t first = snap.nodes.size();
+  add(first);
+  const std::size_t one = render(snap).size();
+  add(first + 1);
+  const std::size_t per = render(snap).size() - one;
+  // Rendering ~1 MiB per step would be slow: extrapolate, then trim to the exact limit.
+  for (std::size_t i = first + 2; one + (i - first) * per <= core::max_snapshot_bytes; ++i) add(i);
+  while (render(snap).size() > core::max_snapshot_bytes) snap.nodes.pop_back();
+}
+
+}  // namespace topogate::bench
