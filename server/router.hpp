@@ -62,9 +62,8 @@ struct request_info {
 
 // Appends the status line and header fields of `res` (and the blank line after them) to
 // `out`, byte for byte as Beast's serializer writes them: the TLS session encrypts this
-// and the body itself. False only for a version or status outside what Beast's message
-// accepts (it asserts 0 < version < 100 and throws on a status above 999).
-[[nodiscard]] bool render_header(const response& res, std::string& out);
+// and the body itself.
+void render_header(const response& res, std::string& out);
 
 struct body_limits {
   std::size_t admission = admission::default_max_body_bytes;

@@ -461,7 +461,7 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
   // never copied in plaintext) goes out in batches of records, one socket write each.
   void write_response(response& res) {
     plain_.clear();
-    if (!render_header(res, plain_)) return on_write(http::error::bad_field, 0);
+    render_header(res, plain_);
     body_left_ = res.body().data;
     wire_.clear();
     written_ = 0;

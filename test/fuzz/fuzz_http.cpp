@@ -239,7 +239,7 @@ void check_authorization(const server::request& req, unsigned status, bool trust
 // serializer's header part.
 void check_wire_form(server::response& res, bool head, const std::string& detail) {
   std::string ours;
-  fuzz::check(server::render_header(res, ours), "render_header writes the header", detail);
+  server::render_header(res, ours);
   std::string wire;
   http::response_serializer<server::shared_body> sr{res};
   boost::beast::error_code ec;

@@ -486,7 +486,7 @@ TEST(RenderHeader, MatchesBeastsSerializerByteForByte) {
   }
   for (auto& res : cases) {
     std::string ours;
-    ASSERT_TRUE(render_header(res, ours));
+    render_header(res, ours);
     EXPECT_EQ(ours, beast_header(res)) << res.result_int();
   }
 }
