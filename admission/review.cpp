@@ -3,7 +3,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "core/document.hpp"
 #include "core/document_internal.hpp"
@@ -45,7 +44,7 @@ bool is_json_content_type(std::string_view ct) noexcept {
   constexpr std::string_view want = "application/json";
   return media.size() == want.size() &&
          std::equal(media.begin(), media.end(), want.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
+           return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
          });
 }
 
@@ -246,57 +245,60 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
 // `admission webhook "..." denied the request: <message>`.
 void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
   // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
-  // bracketed only when it holds more than one error. Each error is rendered once: the
-  // message holds every text, and the causes below cut theirs out of it.
-  std::string message(r.request_kind.kind);
+  // bracketed only when it holds more than one error. Each error is rendered and escaped
+  // once, straight into the message: every piece of it is split off next to an ASCII byte,
+  // so the escaped pieces are the escaped message, and each cause copies its escaped text
+  // out of the message.
+  out += R"("status":{"metadata":{},"status":"Failure","message":")";
+  core::append_json_chars(out, r.request_kind.kind);
   if (!r.request_kind.group.empty()) {
-    message += '.';
-    message += r.request_kind.group;
+    out += '.';
+    core::append_json_chars(out, r.request_kind.group);
   }
-  message += " \"";
-  message += r.name;
-  message += "\" is invalid: ";
-  if (errors.size() > 1) message += '[';
-  std::vector<std::pair<std::size_t, std::size_t>> texts(errors.size());  // offset, length
+  out += R"( \")";
+  core::append_json_chars(out, r.name);
+  out += R"(\" is invalid: )";
+  if (errors.size() > 1) out += '[';
+  // Where each error's text without its field (apimachinery's ErrorBody()) lies in `out`.
+  std::vector<std::pair<std::size_t, std::size_t>> bodies(errors.size());  // offset, length
+  std::string text;
   for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (i) message += ", ";
-    const std::size_t at = message.size();
-    message += errors[i].to_string();
-    texts[i] = {at, message.size() - at};
+    if (i) out += ", ";
+    text.clear();
+    errors[i].append_to(text);
+    // The text is "<field>: <body>".
+    const std::size_t split = errors[i].path.size() + 2;
+    core::append_json_chars(out, std::string_view(text).substr(0, split));
+    const std::size_t at = out.size();
+    core::append_json_chars(out, std::string_view(text).substr(split));
+    bodies[i] = {at, out.size() - at};
   }
-  if (errors.size() > 1) message += ']';
+  if (errors.size() > 1) out += ']';
 
-  out += R"("status":{"metadata":{},"status":"Failure","message":)";
-  core::append_json_string(out, message);
-  out += R"(,"reason":"Invalid","details":{"name":)";
+  out += R"(","reason":"Invalid","details":{"name":)";
   core::append_json_string(out, r.name);
   out += R"(,"group":)";
   core::append_json_string(out, r.request_kind.group);
   out += R"(,"kind":)";
   core::append_json_string(out, r.request_kind.kind);
   out += R"(,"causes":[)";
-  std::string msg;
   for (std::size_t i = 0; i < errors.size(); ++i) {
     const auto& e = errors[i];
     if (i) out += ',';
-    // The cause message is apimachinery's ErrorBody() (the error without its field),
-    // prefixed with the stable rule id so tooling can match on it.
-    std::string_view body_text = std::string_view(message).substr(texts[i].first, texts[i].second);
-    if (body_text.size() >= e.path.size() + 2 && body_text.substr(0, e.path.size()) == e.path) {
-      body_text.remove_prefix(e.path.size() + 2);
-    }
-    msg.clear();
+    // The reasons are plain ASCII identifiers: nothing to escape.
+    out += R"({"reason":")";
+    out += cause_type(e.type);
+    out += '"';
+    // The cause message is the error without its field, prefixed with the stable rule id
+    // so tooling can match on it.
+    out += R"(,"message":")";
     if (!e.rule.empty()) {
-      msg += '[';
-      msg += e.rule;
-      msg += "] ";
+      out += '[';
+      core::append_json_chars(out, e.rule);
+      out += "] ";
     }
-    msg += body_text;
-    out += R"({"reason":)";
-    core::append_json_string(out, cause_type(e.type));
-    out += R"(,"message":)";
-    core::append_json_string(out, msg);
-    out += R"(,"field":)";
+    out.append(out, bodies[i].first, bodies[i].second);
+    out += R"(","field":)";
     core::append_json_string(out, e.path);
     out += '}';
   }
@@ -391,9 +393,7 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     }
     if (root != nullptr) {
       if (is_source) {
-        auto res = core::validate_topology_source(*root, opts.validation);
-        errors = std::move(res.errors);
-        warnings = std::move(res.warnings);
+        core::check_topology_source(*root, opts.validation, errors, warnings);
       } else {
         auto res = core::validate_model_deployment(*root);
         errors = std::move(res.errors);
@@ -409,7 +409,13 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   }
 
   std::string& out = o.body;
-  out.reserve(256 + errors.size() * 160);
+  // A denial holds each error's texts twice (in the message and in its cause) and its
+  // field three times: reserved at once, as growing a long body copies it.
+  std::size_t expected = 256;
+  for (const auto& e : errors)
+    expected += 160 + 2 * (e.detail.size() + e.bad_value.size() + e.rule.size()) + 3 * e.path.size();
+  for (const auto& w : warnings) expected += 4 + w.size();
+  out.reserve(expected);
   out += R"({"apiVersion":)";
   core::append_json_string(out, r.api_version);
   out += R"(,"kind":"AdmissionReview","response":{"uid":)";

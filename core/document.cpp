@@ -30,8 +30,9 @@ doc_node::~doc_node() = default;
 
 const doc_node* doc_node::find(std::string_view key) const noexcept {
   if (k != kind::mapping) return nullptr;
+  // Validators look up a handful of short keys in every object: compared inline.
   for (const auto& [name, value] : map)
-    if (name == key) return &value;
+    if (detail::same(name, key)) return &value;
   return nullptr;
 }
 

@@ -1,6 +1,7 @@
 #include "field_error.hpp"
 
-#include <bit>
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -67,12 +68,17 @@ void append_go_quoted(std::string& out, std::string_view s) {
 }  // namespace
 
 std::string field_error::to_string() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void field_error::append_to(std::string& out) const {
   // apimachinery's field.Error.Error(): "<field>: <type>[: <value>][: <detail>]".
   const bool shows_value = has_value && type != error_type::required &&
                            type != error_type::forbidden && type != error_type::too_long;
   // One allocation for the usual error (a value without escapes).
-  std::string out;
-  out.reserve(path.size() + 2 + core::to_string(type).size() +
+  out.reserve(out.size() + path.size() + 2 + core::to_string(type).size() +
               (shows_value ? 4 + bad_value.size() : 0) + (detail.empty() ? 0 : 2 + detail.size()));
   out += path;
   out += ": ";
@@ -85,7 +91,6 @@ std::string field_error::to_string() const {
     out += ": ";
     out += detail;
   }
-  return out;
 }
 
 field_error required(std::string rule, std::string path, std::string detail) {
@@ -166,6 +171,37 @@ std::string key(std::string_view parent, std::string_view k) {
   return out;
 }
 
+void field_path::append_to(std::string& out) const {
+  if (parent_ != nullptr) parent_->append_to(out);
+  switch (step_) {
+    case step::root: out += name_; return;
+    case step::child:
+      if (!out.empty()) out.push_back('.');
+      out += name_;
+      return;
+    case step::index: {
+      char digits[24];
+      const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, index_);
+      (void)ec;  // 24 characters hold any size_t
+      out.push_back('[');
+      out.append(digits, end);
+      out.push_back(']');
+      return;
+    }
+    case step::key:
+      out.push_back('[');
+      out += name_;
+      out.push_back(']');
+      return;
+  }
+}
+
+std::string field_path::str() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
 std::string render_text(const error_list& errors) {
   std::string out;
   for (const auto& e : errors) {
@@ -182,76 +218,121 @@ std::string render_text(const error_list& errors) {
 
 namespace {
 
-// The end of the run from i of bytes that go out as they are: printable ASCII other than
-// '"' and '\\'. Eight bytes at a time, as messages are mostly such text.
-std::size_t plain_run(std::string_view s, std::size_t i) noexcept {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-  // High bit of each byte set when the byte (below 0x80) is within [lo, hi].
-  const auto within = [](std::uint64_t w, std::uint64_t lo, std::uint64_t hi) {
-    return ((w | high) - ones * lo) & ~((w | high) - ones * (hi + 1)) & high;
-  };
+// Bytes that go out as they are: printable ASCII other than '"' and '\\'.
+constexpr std::array<bool, 256> plain_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
+
+// The length of the run of plain bytes that starts s.
+std::size_t plain_prefix(const char* p, std::size_t n) noexcept {
+  std::size_t i = 0;
 #if defined(__SSE2__)
-  // Sixteen bytes at a time; the first byte that is not plain ends the run exactly.
-  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f),
-                quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-  while (i + 16 <= s.size()) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
-    const __m128i bad =
+  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
+                backslash = _mm_set1_epi8('\\');
+  // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
+  const auto bad_mask = [&](const char* at) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    return static_cast<unsigned>(_mm_movemask_epi8(
         _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
-                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-    if (const int mask = _mm_movemask_epi8(bad); mask != 0)
-      return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    i += 16;
+                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)))));
+  };
+  for (; i + 16 <= n; i += 16) {
+    if (const unsigned m = bad_mask(p + i)) return i + static_cast<std::size_t>(__builtin_ctz(m));
+  }
+  if (i != n && n >= 16) {
+    // The last sixteen bytes, overlapping the ones already seen (all plain).
+    const unsigned m = bad_mask(p + n - 16) >> (16 - (n - i));
+    return m ? i + static_cast<std::size_t>(__builtin_ctz(m)) : n;
   }
 #endif
-  if constexpr (std::endian::native == std::endian::little) {
-    while (i + 8 <= s.size()) {
-      std::uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      if ((w & high) || within(w, 0x20, 0x7e) != high || within(w, '"', '"') ||
-          within(w, '\\', '\\'))
-        break;
-      i += 8;
-    }
-  }
-  for (; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') break;
-  }
+  while (i < n && plain_bytes[static_cast<unsigned char>(p[i])]) ++i;
   return i;
 }
 
 }  // namespace
 
-void append_json_string(std::string& out, std::string_view s) {
+void append_json_chars(std::string& out, std::string_view s) {
   // Escapes whatever YAML would refuse raw (the consumer decodes JSON with a YAML
   // parser): C0 and C1 controls, DEL, U+2028/9 for JavaScript readers, and invalid UTF-8
   // (replaced by U+FFFD so the output is always valid).
+  //
+  // Most texts (names, paths, rule ids) need no escape: appended at once.
+  const std::size_t lead = plain_prefix(s.data(), s.size());
+  out.append(s.data(), lead);
+  if (lead == s.size()) return;
+  s.remove_prefix(lead);
   static constexpr char hex[] = "0123456789abcdef";
-  auto u_escape = [&](std::uint32_t cp) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out.push_back(hex[(cp >> shift) & 0xf]);
+  // The output is assembled in a stack buffer and appended in blocks: messages quote values
+  // and patterns, and one append per escape would cost more than the escaping itself.
+  constexpr std::size_t block = 512;
+  char buf[block + 32];  // one 16-byte store or one escape may start below `block`
+  std::size_t w = 0;
+  const auto u_escape = [&](std::uint32_t cp) {
+    buf[w++] = '\\';
+    buf[w++] = 'u';
+    for (int shift = 12; shift >= 0; shift -= 4) buf[w++] = hex[(cp >> shift) & 0xf];
   };
-  out.push_back('"');
+  const char* const p = s.data();
+  const std::size_t n = s.size();
   std::size_t i = 0;
-  while (i < s.size()) {
-    if (const std::size_t run = plain_run(s, i); run != i) {
-      out.append(s.data() + i, run - i);
-      i = run;
-      continue;
+  while (i < n) {
+    if (w >= block) {
+      out.append(buf, w);
+      w = 0;
     }
-    const auto c = static_cast<unsigned char>(s[i]);
+    // A run of bytes that go out as they are: printable ASCII other than '"' and '\\'.
+#if defined(__SSE2__)
+    {
+      // Sixteen bytes are stored whatever they hold; the first byte that is not plain ends
+      // the run exactly, and what was stored past it is overwritten. The last bytes (and a
+      // short text) are read from a zeroed copy: a zero byte is not plain, so the run stops
+      // at the end of the text.
+      const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f),
+                    quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+      __m128i v;
+      if (i + 16 <= n) {
+        v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      } else {
+        alignas(16) char tail[16] = {};
+        std::memcpy(tail, p + i, n - i);
+        v = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(buf + w), v);
+      // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
+      const __m128i bad =
+          _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
+                       _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+      const int mask = _mm_movemask_epi8(bad);
+      if (mask == 0) {
+        i += 16;
+        w += 16;
+        continue;
+      }
+      const auto k = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+      i += k;
+      w += k;
+      if (i >= n) break;
+    }
+#else
+    {
+      const std::size_t stop = std::min(n, i + 16);
+      while (i < stop && plain_bytes[static_cast<unsigned char>(p[i])]) buf[w++] = p[i++];
+      if (i == stop) continue;
+    }
+#endif
+    const auto c = static_cast<unsigned char>(p[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"': buf[w++] = '\\'; buf[w++] = '"'; break;
+        case '\\': buf[w++] = '\\'; buf[w++] = '\\'; break;
+        case '\n': buf[w++] = '\\'; buf[w++] = 'n'; break;
+        case '\r': buf[w++] = '\\'; buf[w++] = 'r'; break;
+        case '\t': buf[w++] = '\\'; buf[w++] = 't'; break;
         default:
           if (c < 0x20 || c == 0x7f) u_escape(c);
-          else out.push_back(static_cast<char>(c));
+          else buf[w++] = static_cast<char>(c);
       }
       ++i;
       continue;
@@ -262,9 +343,9 @@ void append_json_string(std::string& out, std::string_view s) {
     if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
     else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
     else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    bool ok = len != 0 && i + len <= s.size();
+    bool ok = len != 0 && i + len <= n;
     for (std::size_t j = 1; ok && j < len; ++j) {
-      const auto cc = static_cast<unsigned char>(s[i + j]);
+      const auto cc = static_cast<unsigned char>(p[i + j]);
       if ((cc & 0xc0) != 0x80) ok = false;
       cp = (cp << 6) | (cc & 0x3f);
     }
@@ -282,10 +363,17 @@ void append_json_string(std::string& out, std::string_view s) {
         cp == 0xfffe || cp == 0xffff) {
       u_escape(cp);
     } else {
-      out.append(s.substr(i, len));
+      std::memcpy(buf + w, p + i, len);
+      w += len;
     }
     i += len;
   }
+  out.append(buf, w);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  append_json_chars(out, s);
   out.push_back('"');
 }
 

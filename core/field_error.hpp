@@ -33,6 +33,8 @@ struct field_error {
 
   // Kubernetes rendering: `spec.levels[2]: Duplicate value: "topology.kubernetes.io/zone"`.
   [[nodiscard]] std::string to_string() const;
+  // The same appended to `out` (a caller rendering many errors reuses one buffer).
+  void append_to(std::string& out) const;
 };
 
 using error_list = std::vector<field_error>;
@@ -53,6 +55,36 @@ std::string child(std::string_view parent, std::string_view name);
 std::string index(std::string_view parent, std::size_t i);
 std::string key(std::string_view parent, std::string_view k);
 
+// A path built as the validator walks, rendered only when an error names it: a valid
+// object (the usual case) records no error and so pays for no path string. Each step
+// refers to its parent, which must outlive it (steps are locals of the walk).
+// str() renders exactly what child(), index() and key() above build.
+class field_path {
+ public:
+  constexpr explicit field_path(std::string_view root) noexcept : name_(root) {}
+  [[nodiscard]] constexpr field_path child(std::string_view name) const noexcept {
+    return field_path(this, step::child, name, 0);
+  }
+  [[nodiscard]] constexpr field_path index(std::size_t i) const noexcept {
+    return field_path(this, step::index, {}, i);
+  }
+  [[nodiscard]] constexpr field_path key(std::string_view k) const noexcept {
+    return field_path(this, step::key, k, 0);
+  }
+  [[nodiscard]] std::string str() const;
+
+ private:
+  enum class step : unsigned char { root, child, index, key };
+  constexpr field_path(const field_path* parent, step s, std::string_view name, std::size_t i) noexcept
+      : parent_(parent), name_(name), index_(i), step_(s) {}
+  void append_to(std::string& out) const;
+
+  const field_path* parent_ = nullptr;
+  std::string_view name_;
+  std::size_t index_ = 0;
+  step step_ = step::root;
+};
+
 // Every error on its own line: "[T4] spec.levels[2]: Duplicate value: ...".
 std::string render_text(const error_list& errors);
 // A JSON array of {"rule","field","type","value"?,"detail"} objects.
@@ -60,5 +92,9 @@ std::string render_json(const error_list& errors);
 // JSON string literal with YAML-safe escaping (control and non-printable characters
 // as \uXXXX), used by every JSON writer in the project.
 void append_json_string(std::string& out, std::string_view s);
+// The same without the quotes: the escaped characters alone. Escaping is per character and
+// never joins an ASCII byte to its neighbours, so the pieces of a text split next to an ASCII
+// byte escape to the pieces of the escaped text.
+void append_json_chars(std::string& out, std::string_view s);
 
 }  // namespace topogate::core

@@ -3,6 +3,10 @@
 #include <array>
 #include <cstdio>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace topogate::core {
 
 namespace {
@@ -177,7 +181,100 @@ std::vector<std::string> check_label_value(std::string_view value) {
   return errs;
 }
 
+#if defined(__SSE2__)
+namespace {
+
+// The fast predicates test names of up to 64 bytes (nearly every label key, value and
+// name) on bit masks of their byte classes, sixteen bytes at a time; longer ones take the
+// byte-wise matchers above. Bit i of each mask stands for byte i.
+struct name_masks {
+  std::uint64_t lower_alnum = 0;  // [a-z0-9]
+  std::uint64_t upper = 0;        // [A-Z]
+  std::uint64_t dot = 0, dash = 0, underscore = 0, slash = 0;
+};
+
+constexpr std::size_t mask_bytes = 64;
+
+constexpr std::uint64_t low_bits(std::size_t n) noexcept {
+  return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+}
+
+name_masks classify(std::string_view s) noexcept {
+  name_masks m;
+  const std::size_t n = s.size();
+  const __m128i a1 = _mm_set1_epi8('a' - 1), z1 = _mm_set1_epi8('z' + 1),
+                d1 = _mm_set1_epi8('0' - 1), n1 = _mm_set1_epi8('9' + 1),
+                u1 = _mm_set1_epi8('A' - 1), uz = _mm_set1_epi8('Z' + 1), dot = _mm_set1_epi8('.'),
+                dash = _mm_set1_epi8('-'), under = _mm_set1_epi8('_'), slash = _mm_set1_epi8('/');
+  // Signed compares: bytes >= 0x80 are negative and fall in none of the ranges.
+  const auto range = [](__m128i v, __m128i below, __m128i above) {
+    return _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
+  };
+  const auto bits = [](__m128i v) {
+    return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v)) & 0xffffu);
+  };
+  for (std::size_t at = 0; at < n; at += 16) {
+    __m128i v;
+    if (at + 16 <= n) {
+      v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at));
+    } else {
+      // The last bytes, zero-padded: a zero byte is in no class.
+      alignas(16) char tail[16] = {};
+      for (std::size_t i = 0; at + i < n; ++i) tail[i] = s[at + i];
+      v = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+    }
+    m.lower_alnum |= bits(_mm_or_si128(range(v, a1, z1), range(v, d1, n1))) << at;
+    m.upper |= bits(range(v, u1, uz)) << at;
+    m.dot |= bits(_mm_cmpeq_epi8(v, dot)) << at;
+    m.dash |= bits(_mm_cmpeq_epi8(v, dash)) << at;
+    m.underscore |= bits(_mm_cmpeq_epi8(v, under)) << at;
+    m.slash |= bits(_mm_cmpeq_epi8(v, slash)) << at;
+  }
+  return m;
+}
+
+// The bytes [from, from + n) of masks taken over the whole text.
+name_masks slice(const name_masks& m, std::size_t from, std::size_t n) noexcept {
+  const std::uint64_t keep = low_bits(n);
+  const auto cut = [&](std::uint64_t x) { return from >= 64 ? 0 : (x >> from) & keep; };
+  return {cut(m.lower_alnum), cut(m.upper), cut(m.dot), cut(m.dash), cut(m.underscore),
+          cut(m.slash)};
+}
+
+// matches_dns1123_subdomain on n bytes: only [a-z0-9.-], alphanumeric at both ends, and no
+// '.' followed by '.' or '-', no '-' followed by '.' (every label non-empty, starting and
+// ending with an alphanumeric).
+bool subdomain_bits(const name_masks& m, std::size_t n) noexcept {
+  if (n == 0) return false;
+  const std::uint64_t all = low_bits(n);
+  if ((m.lower_alnum | m.dot | m.dash) != all) return false;
+  if ((m.lower_alnum & 1) == 0 || ((m.lower_alnum >> (n - 1)) & 1) == 0) return false;
+  return (m.dot & ((m.dot | m.dash) >> 1)) == 0 && (m.dash & (m.dot >> 1)) == 0;
+}
+
+// matches_qualified_name_part on n bytes: only [-A-Za-z0-9_.], alphanumeric at both ends.
+bool name_part_bits(const name_masks& m, std::size_t n) noexcept {
+  if (n == 0) return false;
+  const std::uint64_t alnum = m.lower_alnum | m.upper;
+  if ((alnum | m.dot | m.dash | m.underscore) != low_bits(n)) return false;
+  return (alnum & 1) != 0 && ((alnum >> (n - 1)) & 1) != 0;
+}
+
+}  // namespace
+#endif
+
 bool is_qualified_name(std::string_view key) noexcept {
+#if defined(__SSE2__)
+  if (key.size() <= mask_bytes) {
+    const name_masks m = classify(key);
+    if (m.slash == 0) return key.size() <= max_label_name_length && name_part_bits(m, key.size());
+    const auto slash = static_cast<std::size_t>(__builtin_ctzll(m.slash));
+    if ((m.slash & (m.slash - 1)) != 0) return false;  // a second '/'
+    const std::size_t name_size = key.size() - slash - 1;
+    return subdomain_bits(slice(m, 0, slash), slash) && name_size <= max_label_name_length &&
+           name_part_bits(slice(m, slash + 1, name_size), name_size);
+  }
+#endif
   std::string_view name = key;
   const std::size_t slash = key.find('/');
   if (slash != std::string_view::npos) {
@@ -191,11 +288,20 @@ bool is_qualified_name(std::string_view key) noexcept {
 }
 
 bool is_label_value(std::string_view value) noexcept {
+#if defined(__SSE2__)
+  if (value.size() <= mask_bytes) {
+    return value.size() <= max_label_value_length &&
+           (value.empty() || name_part_bits(classify(value), value.size()));
+  }
+#endif
   return value.size() <= max_label_value_length &&
          (value.empty() || matches_qualified_name_part(value));
 }
 
 bool is_dns1123_subdomain(std::string_view s) noexcept {
+#if defined(__SSE2__)
+  if (s.size() <= mask_bytes) return subdomain_bits(classify(s), s.size());
+#endif
   return s.size() <= max_dns1123_subdomain_length && matches_dns1123_subdomain(s);
 }
 
@@ -501,11 +607,33 @@ constexpr bool host_char_ok(char c) noexcept {
   }
 }
 
+// Bytes a host holds as they are: what host_char_ok allows, and every non-ASCII byte.
+constexpr std::array<bool, 256> host_plain = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] = c >= 0x80 || (c != '%' && host_char_ok(static_cast<char>(c)));
+  return t;
+}();
+
 enum class escape_mode { path, host, zone, user_password, fragment };
 
 // Go's unescape(): every '%' needs two hex digits; in a host a %-escape may only encode a
 // non-ASCII byte (or be "%25"), and raw ASCII that a host may not contain is rejected.
 bool unescape(std::string_view s, escape_mode mode, std::string& out, std::string* error) {
+  // Most URLs have no escape and nothing a host may not hold: checked, then copied at once.
+  const bool host_like = mode == escape_mode::host || mode == escape_mode::zone;
+  bool plain = false;
+  if (!host_like) {
+    plain = s.find('%') == std::string_view::npos;
+  } else {
+    std::size_t i = 0;
+    while (i < s.size() && host_plain[static_cast<unsigned char>(s[i])]) ++i;
+    plain = i == s.size();
+  }
+  if (plain) {
+    out.assign(s.data(), s.size());
+    return true;
+  }
   out.clear();
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
@@ -802,7 +930,8 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
           h = h.substr(0, colon);
         }
         if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-        url.host = std::string(h);
+        if (h.size() == host.size()) url.host = std::move(host);
+        else url.host = std::string(h);
       }
       if (!unescape(rest, escape_mode::path, url.path, error)) return std::nullopt;
     }

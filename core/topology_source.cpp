@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "document_internal.hpp"
 #include "profile.hpp"
 #include "syntax.hpp"
 
@@ -48,22 +49,22 @@ std::string_view shown(const doc_node& n) noexcept {
 // A field Kubernetes types as a string. Absent and null read as "not set" (nullopt, no
 // error); anything but a string scalar (a number, a bool, a list) is an error, as the API
 // server's schema validation would make it.
-std::optional<std::string_view> string_field(const doc_node* n, const std::string& path,
+std::optional<std::string_view> string_field(const doc_node* n, const field_path& path,
                                              std::string_view rule, error_list& errors) {
   if (n == nullptr || n->is_null()) return std::nullopt;
   if (!is_string_scalar(*n)) {
-    errors.push_back(invalid(std::string(rule), path, shown(*n), "must be a string"));
+    errors.push_back(invalid(std::string(rule), path.str(), shown(*n), "must be a string"));
     return std::nullopt;
   }
   return n->as_string();
 }
 
 // A mapping-typed field; nullptr when absent or null, an error when another type.
-const doc_node* object_field(const doc_node* n, const std::string& path, std::string_view rule,
+const doc_node* object_field(const doc_node* n, const field_path& path, std::string_view rule,
                              error_list& errors) {
   if (n == nullptr || n->is_null()) return nullptr;
   if (!n->is_mapping()) {
-    errors.push_back(invalid(std::string(rule), path, shown(*n), "must be an object"));
+    errors.push_back(invalid(std::string(rule), path.str(), shown(*n), "must be an object"));
     return nullptr;
   }
   return n;
@@ -71,12 +72,13 @@ const doc_node* object_field(const doc_node* n, const std::string& path, std::st
 
 // The API server prunes unknown fields before admission, so these only show up in files
 // checked with `topogate validate`: a typo there silently drops a setting.
-void warn_unknown_fields(const doc_node& obj, std::string_view path,
+void warn_unknown_fields(const doc_node& obj, const field_path& path,
                          std::initializer_list<std::string_view> known,
                          std::vector<std::string>& warnings) {
   for (const auto& [k, v] : obj.map) {
-    if (std::find(known.begin(), known.end(), k) == known.end()) {
-      add_warning(warnings, "unknown field \"" + child(path, k) + "\" is ignored");
+    if (std::none_of(known.begin(), known.end(),
+                     [&](std::string_view name) { return detail::same(k, name); })) {
+      add_warning(warnings, "unknown field \"" + path.child(k).str() + "\" is ignored");
     }
   }
 }
@@ -85,30 +87,30 @@ void warn_unknown_fields(const doc_node& obj, std::string_view path,
 // is valid. Unlike the consumer (which refuses the whole request with HTTP 400), a
 // malformed duration is reported here as a field error of the rule.
 std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
-                                                          const std::string& path,
+                                                          const field_path& path,
                                                           std::string_view rule, error_list& errors,
-                                                          std::string& raw) {
+                                                          std::string_view& raw) {
   if (n == nullptr || n->is_null()) {
     errors.push_back(
-        required(std::string(rule), path, "a positive duration such as 30s, 1m or 5m"));
+        required(std::string(rule), path.str(), "a positive duration such as 30s, 1m or 5m"));
     return std::nullopt;
   }
   if (!is_string_scalar(*n)) {
     errors.push_back(
-        invalid(std::string(rule), path, shown(*n),
+        invalid(std::string(rule), path.str(), shown(*n),
                 "must be a duration string such as \"1m\" (a number is not a duration)"));
     return std::nullopt;
   }
-  raw = std::string(n->as_string());
+  raw = n->as_string();
   std::string err;
   const auto d = parse_go_duration(raw, &err);
   if (!d) {
-    errors.push_back(
-        invalid(std::string(rule), path, raw, err + " (units: ns, us, ms, s, m, h; e.g. 1h30m)"));
+    errors.push_back(invalid(std::string(rule), path.str(), raw,
+                             err + " (units: ns, us, ms, s, m, h; e.g. 1h30m)"));
     return std::nullopt;
   }
   if (d->count() <= 0) {
-    errors.push_back(invalid(std::string(rule), path, raw, "must be greater than zero"));
+    errors.push_back(invalid(std::string(rule), path.str(), raw, "must be greater than zero"));
     return std::nullopt;
   }
   return d;
@@ -116,11 +118,13 @@ std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
 
 // T13: a reference to a ConfigMap or Secret, which the controller only reads in the
 // worker namespace (a cluster-scoped source must not become a path to other namespaces).
-std::optional<object_ref> object_reference(const doc_node* n, const std::string& path,
+// `keep` false: only the checks (the reference itself is not returned).
+std::optional<object_ref> object_reference(const doc_node* n, const field_path& path,
                                            bool is_required, const validation_options& opts,
-                                           error_list& errors, std::vector<std::string>& warnings) {
+                                           error_list& errors, std::vector<std::string>& warnings,
+                                           bool keep) {
   if (n == nullptr || n->is_null()) {
-    if (is_required) errors.push_back(required("T13", path, "a reference {namespace, name}"));
+    if (is_required) errors.push_back(required("T13", path.str(), "a reference {namespace, name}"));
     return std::nullopt;
   }
   const doc_node* obj = object_field(n, path, "T13", errors);
@@ -128,35 +132,41 @@ std::optional<object_ref> object_reference(const doc_node* n, const std::string&
   warn_unknown_fields(*obj, path, {"namespace", "name"}, warnings);
   object_ref ref;
 
-  const std::string ns_path = child(path, "namespace");
-  const auto ns = string_field(obj->find("namespace"), ns_path, "T13", errors);
+  const field_path ns_path = path.child("namespace");
+  const doc_node* ns_node = obj->find("namespace");
+  const auto ns = string_field(ns_node, ns_path, "T13", errors);
   if (ns && !ns->empty()) {
-    ref.namespace_ = std::string(*ns);
+    if (keep) ref.namespace_ = *ns;
     if (*ns != opts.worker_namespace) {
-      auto e = forbidden("T13", ns_path,
-                         "\"" + ref.namespace_ + "\" is outside the worker namespace \"" +
+      auto e = forbidden("T13", ns_path.str(),
+                         "\"" + std::string(*ns) + "\" is outside the worker namespace \"" +
                              opts.worker_namespace + "\"; every reference must be in it");
-      e.bad_value = ref.namespace_;
+      e.bad_value = *ns;
       e.has_value = true;
       errors.push_back(std::move(e));
     }
-  } else if (!ns && obj->find("namespace") != nullptr && !obj->find("namespace")->is_null()) {
+  } else if (!ns && ns_node != nullptr && !ns_node->is_null()) {
     // wrong type, already reported
   } else {
-    errors.push_back(required("T13", ns_path, "must be \"" + opts.worker_namespace + "\""));
+    errors.push_back(
+        required("T13", ns_path.str(), "must be \"" + opts.worker_namespace + "\""));
   }
 
-  const std::string name_path = child(path, "name");
-  const auto name = string_field(obj->find("name"), name_path, "T13", errors);
+  const field_path name_path = path.child("name");
+  const doc_node* name_node = obj->find("name");
+  const auto name = string_field(name_node, name_path, "T13", errors);
   if (name && !name->empty()) {
-    ref.name = std::string(*name);
-    for (auto& msg : check_dns1123_subdomain(*name))
-      errors.push_back(invalid("T13", name_path, *name, msg));
-  } else if (!name && obj->find("name") != nullptr && !obj->find("name")->is_null()) {
+    if (keep) ref.name = *name;
+    if (!is_dns1123_subdomain(*name)) {
+      for (auto& msg : check_dns1123_subdomain(*name))
+        errors.push_back(invalid("T13", name_path.str(), *name, std::move(msg)));
+    }
+  } else if (!name && name_node != nullptr && !name_node->is_null()) {
     // wrong type, already reported
   } else {
-    errors.push_back(required("T13", name_path));
+    errors.push_back(required("T13", name_path.str()));
   }
+  if (!keep) return std::nullopt;
   return ref;
 }
 
@@ -167,12 +177,15 @@ bool ends_with(std::string_view s, std::string_view p) noexcept {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
-std::string lower_ascii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
+// s in ASCII lower case equals `lower` (itself lower case).
+bool equals_lower_ascii(std::string_view s, std::string_view lower) noexcept {
+  if (s.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
   }
-  return out;
+  return true;
 }
 
 // Query parameters whose names suggest a credential; credentials belong in a Secret.
@@ -180,8 +193,8 @@ bool looks_like_credential(std::string_view name) {
   static constexpr std::string_view names[] = {"token",  "access_token", "password", "passwd",
                                                "secret", "key",          "api_key",  "apikey",
                                                "auth",   "signature",    "sig"};
-  const std::string lower = lower_ascii(name);
-  return std::find(std::begin(names), std::end(names), lower) != std::end(names);
+  return std::any_of(std::begin(names), std::end(names),
+                     [&](std::string_view n) { return equals_lower_ascii(name, n); });
 }
 
 // Never echo a credential: user info and credential-looking query values are masked.
@@ -227,44 +240,51 @@ std::string redact_url(std::string_view raw) {
   return out;
 }
 
-void check_webhook_url(const doc_node* n, webhook_source& wh, error_list& errors,
+void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors,
                        std::vector<std::string>& warnings) {
-  const std::string path = "spec.webhook.url";
+  constexpr field_path path("spec.webhook.url");
   const auto url = string_field(n, path, "T9", errors);
   if (!url) {
     if (n == nullptr || n->is_null())
-      errors.push_back(required("T9", path, "an absolute https:// URL"));
+      errors.push_back(required("T9", path.str(), "an absolute https:// URL"));
     return;
   }
-  wh.url = std::string(*url);
+  if (wh != nullptr) wh->url = *url;
   if (url->empty()) {
-    errors.push_back(required("T9", path, "an absolute https:// URL"));
+    errors.push_back(required("T9", path.str(), "an absolute https:// URL"));
     return;
   }
-  const std::string shown_url = redact_url(*url);
+  // The URL as errors show it, redacted once for the first of them.
+  std::string shown_url;
+  bool redacted = false;
+  const auto bad_url = [&](std::string detail) {
+    if (!redacted) {
+      shown_url = redact_url(*url);
+      redacted = true;
+    }
+    errors.push_back(invalid("T9", path.str(), shown_url, std::move(detail)));
+  };
   std::string err;
   const auto parsed = parse_url(*url, &err);
   if (!parsed) {
-    errors.push_back(invalid("T9", path, shown_url, "not a valid URL: " + err));
+    bad_url("not a valid URL: " + err);
     return;
   }
   if (parsed->scheme.empty()) {
-    errors.push_back(
-        invalid("T9", path, shown_url, "must be an absolute URL with the https scheme"));
-  } else if (lower_ascii(parsed->scheme) != "https") {
-    errors.push_back(invalid("T9", path, shown_url,
-                             "scheme must be https (the snapshot is fetched only over TLS)"));
+    bad_url("must be an absolute URL with the https scheme");
+  } else if (!equals_lower_ascii(parsed->scheme, "https")) {
+    bad_url("scheme must be https (the snapshot is fetched only over TLS)");
   }
   if (parsed->host.empty()) {
-    errors.push_back(invalid("T9", path, shown_url, "must have a host name"));
+    bad_url("must have a host name");
   }
   if (parsed->has_user_info) {
-    errors.push_back(invalid("T9", path, shown_url,
-                             "must not contain user information; use bearerTokenSecretRef or "
-                             "tlsClientCertificateSecretRef"));
+    bad_url(
+        "must not contain user information; use bearerTokenSecretRef or "
+        "tlsClientCertificateSecretRef");
   }
   if (!parsed->fragment.empty()) {
-    errors.push_back(invalid("T9", path, shown_url, "must not have a fragment"));
+    bad_url("must not have a fragment");
   }
   // Go's url.ParseQuery splits on '&'; a name is what precedes the first '='.
   std::string_view query = parsed->raw_query;
@@ -281,8 +301,8 @@ void check_webhook_url(const doc_node* n, webhook_source& wh, error_list& errors
   }
 }
 
-void check_levels(const doc_node* n, topology_source& src, error_list& errors) {
-  const std::string path = "spec.levels";
+void check_levels(const doc_node* n, topology_source* src, error_list& errors) {
+  const char* const path = "spec.levels";
   if (n == nullptr || n->is_null()) {
     errors.push_back(required("T1", path, "1 to 16 label keys, coarsest first"));
     return;
@@ -298,49 +318,59 @@ void check_levels(const doc_node* n, topology_source& src, error_list& errors) {
   if (n->items.size() > max_levels) {
     errors.push_back(too_many("T1", path, n->items.size(), max_levels));
   }
+  if (src != nullptr) src->levels.reserve(n->items.size());
   for (std::size_t i = 0; i < n->items.size(); ++i) {
     const doc_node& item = n->items[i];
-    const std::string item_path = index(path, i);
     if (!is_string_scalar(item)) {
-      errors.push_back(invalid("T2", item_path, shown(item), "must be a label key string"));
+      errors.push_back(invalid("T2", index(path, i), shown(item), "must be a label key string"));
       continue;
     }
     const std::string_view level = item.as_string();
-    for (auto& msg : check_qualified_name(level))
-      errors.push_back(invalid("T2", item_path, level, msg));
+    if (!is_qualified_name(level)) {
+      for (auto& msg : check_qualified_name(level))
+        errors.push_back(invalid("T2", index(path, i), level, std::move(msg)));
+    }
     if (level == hostname_label) {
-      errors.push_back(forbidden("T3", item_path,
+      errors.push_back(forbidden("T3", index(path, i),
                                  "kubernetes.io/hostname is always appended as the final level; "
                                  "remove it from levels"));
     }
-    // A repeated level would describe one Node label as two tiers of the hierarchy.
-    if (std::find(src.levels.begin(), src.levels.end(), level) != src.levels.end()) {
-      errors.push_back(duplicate("T4", item_path, level));
+    // A repeated level would describe one Node label as two tiers of the hierarchy: the
+    // same text as an earlier level (the string items before it).
+    for (std::size_t j = 0; j < i; ++j) {
+      if (is_string_scalar(n->items[j]) && n->items[j].as_string() == level) {
+        errors.push_back(duplicate("T4", index(path, i), level));
+        break;
+      }
     }
-    src.levels.emplace_back(level);
+    if (src != nullptr) src->levels.emplace_back(level);
   }
 }
 
-void check_write_prefix(const doc_node* n, topology_source& src, const validation_options& opts,
-                        error_list& errors) {
-  const std::string path = "spec.additionalWritePrefix";
-  const auto prefix = string_field(n, path, "T6", errors);
-  if (!prefix) return;
-  src.additional_write_prefix = std::string(*prefix);
+// The prefix as set (even when invalid): what S5 then allows the source to write.
+std::optional<std::string_view> check_write_prefix(const doc_node* n, topology_source* src,
+                                                   const validation_options& opts,
+                                                   error_list& errors) {
+  const char* const path = "spec.additionalWritePrefix";
+  const auto prefix = string_field(n, field_path(path), "T6", errors);
+  if (!prefix) return prefix;
+  if (src != nullptr) src->additional_write_prefix = std::string(*prefix);
   constexpr std::string_view shape =
       "must be one DNS subdomain followed by exactly one '/', e.g. topology.example.com/";
   if (prefix->empty() || prefix->back() != '/') {
     errors.push_back(invalid("T6", path, *prefix, std::string(shape)));
-    return;
+    return prefix;
   }
   const std::string_view domain = prefix->substr(0, prefix->size() - 1);
   if (domain.find('/') != std::string_view::npos || domain.empty()) {
     errors.push_back(invalid("T6", path, *prefix, std::string(shape)));
-    return;
+    return prefix;
   }
-  const auto msgs = check_dns1123_subdomain(domain);
-  for (auto& msg : msgs) errors.push_back(invalid("T6", path, *prefix, "prefix " + msg));
-  if (!msgs.empty()) return;
+  if (!is_dns1123_subdomain(domain)) {
+    for (auto& msg : check_dns1123_subdomain(domain))
+      errors.push_back(invalid("T6", path, *prefix, "prefix " + msg));
+    return prefix;
+  }
   for (std::string_view reserved : opts.reserved_prefixes) {
     while (!reserved.empty() && reserved.back() == '/') reserved.remove_suffix(1);
     if (reserved.empty()) continue;
@@ -356,21 +386,24 @@ void check_write_prefix(const doc_node* n, topology_source& src, const validatio
       break;
     }
   }
+  return prefix;
 }
 
-void check_config_map(const doc_node& cm, topology_source& src, const validation_options& opts,
+void check_config_map(const doc_node& cm, topology_source* src, const validation_options& opts,
                       error_list& errors, std::vector<std::string>& warnings) {
-  const std::string path = "spec.configMap";
+  const bool keep = src != nullptr;
+  constexpr field_path path("spec.configMap");
   warn_unknown_fields(cm, path, {"configMapRef", "key", "maxStaleness"}, warnings);
   configmap_source out;
-  out.config_map_ref = object_reference(cm.find("configMapRef"), child(path, "configMapRef"), true,
-                                        opts, errors, warnings);
-  const std::string key_path = child(path, "key");
-  const auto key = string_field(cm.find("key"), key_path, "T8", errors);
-  if (key) out.key = std::string(*key);
-  if ((key && is_blank(*key)) ||
-      (!key && (cm.find("key") == nullptr || cm.find("key")->is_null()))) {
-    errors.push_back(required("T8", key_path, "the ConfigMap data key holding the snapshot"));
+  out.config_map_ref = object_reference(cm.find("configMapRef"), path.child("configMapRef"), true,
+                                        opts, errors, warnings, keep);
+  const field_path key_path = path.child("key");
+  const doc_node* key_node = cm.find("key");
+  const auto key = string_field(key_node, key_path, "T8", errors);
+  if (key && keep) out.key = std::string(*key);
+  if ((key && is_blank(*key)) || (!key && (key_node == nullptr || key_node->is_null()))) {
+    errors.push_back(
+        required("T8", key_path.str(), "the ConfigMap data key holding the snapshot"));
   } else if (key) {
     // ConfigMap data keys are [-._a-zA-Z0-9]+ (at most 253): any other key can never exist.
     const bool well_formed = key->size() <= 253 && *key != "." && *key != ".." &&
@@ -383,30 +416,40 @@ void check_config_map(const doc_node& cm, topology_source& src, const validation
       add_warning(warnings,
                   "spec.configMap.key is not a valid ConfigMap key; no ConfigMap can hold it");
   }
-  positive_duration(cm.find("maxStaleness"), child(path, "maxStaleness"), "T8", errors,
-                    out.max_staleness);
-  src.config_map = std::move(out);
+  std::string_view stale;
+  positive_duration(cm.find("maxStaleness"), path.child("maxStaleness"), "T8", errors, stale);
+  if (keep) {
+    out.max_staleness = stale;
+    src->config_map = std::move(out);
+  }
 }
 
-void check_webhook(const doc_node& wh_node, topology_source& src, const validation_options& opts,
+void check_webhook(const doc_node& wh_node, topology_source* src, const validation_options& opts,
                    error_list& errors, std::vector<std::string>& warnings) {
-  const std::string path = "spec.webhook";
+  const bool keep = src != nullptr;
+  constexpr field_path path("spec.webhook");
   warn_unknown_fields(wh_node, path,
                       {"url", "pollInterval", "timeout", "maxStaleness", "caBundleConfigMapRef",
                        "bearerTokenSecretRef", "tlsClientCertificateSecretRef"},
                       warnings);
   webhook_source wh;
-  check_webhook_url(wh_node.find("url"), wh, errors, warnings);
-  const auto poll = positive_duration(wh_node.find("pollInterval"), child(path, "pollInterval"),
-                                      "T10", errors, wh.poll_interval);
+  check_webhook_url(wh_node.find("url"), keep ? &wh : nullptr, errors, warnings);
+  std::string_view poll_text, timeout_text, stale_text;
+  const auto poll = positive_duration(wh_node.find("pollInterval"), path.child("pollInterval"),
+                                      "T10", errors, poll_text);
   const auto timeout =
-      positive_duration(wh_node.find("timeout"), child(path, "timeout"), "T10", errors, wh.timeout);
-  const auto stale = positive_duration(wh_node.find("maxStaleness"), child(path, "maxStaleness"),
-                                       "T10", errors, wh.max_staleness);
+      positive_duration(wh_node.find("timeout"), path.child("timeout"), "T10", errors, timeout_text);
+  const auto stale = positive_duration(wh_node.find("maxStaleness"), path.child("maxStaleness"),
+                                       "T10", errors, stale_text);
+  if (keep) {
+    wh.poll_interval = poll_text;
+    wh.timeout = timeout_text;
+    wh.max_staleness = stale_text;
+  }
   // A poll that may outlast its interval would overlap the next one.
   if (poll && timeout && *timeout > *poll) {
     errors.push_back(
-        invalid("T11", child(path, "timeout"), wh.timeout,
+        invalid("T11", "spec.webhook.timeout", timeout_text,
                 "must not exceed spec.webhook.pollInterval (" + format_go_duration(*poll) + ")"));
   }
   if (poll && stale && *stale < *poll) {
@@ -415,25 +458,25 @@ void check_webhook(const doc_node& wh_node, topology_source& src, const validati
                               "): labels expire between polls");
   }
   wh.ca_bundle_config_map_ref =
-      object_reference(wh_node.find("caBundleConfigMapRef"), child(path, "caBundleConfigMapRef"),
-                       false, opts, errors, warnings);
+      object_reference(wh_node.find("caBundleConfigMapRef"), path.child("caBundleConfigMapRef"),
+                       false, opts, errors, warnings, keep);
   const doc_node* bearer = wh_node.find("bearerTokenSecretRef");
   const doc_node* mtls = wh_node.find("tlsClientCertificateSecretRef");
   const bool has_bearer = bearer != nullptr && !bearer->is_null();
   const bool has_mtls = mtls != nullptr && !mtls->is_null();
   if (!has_bearer && !has_mtls) {
     errors.push_back(required(
-        "T12", path, "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
+        "T12", "spec.webhook", "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
   } else if (has_bearer && has_mtls) {
-    errors.push_back(forbidden("T12", child(path, "tlsClientCertificateSecretRef"),
+    errors.push_back(forbidden("T12", "spec.webhook.tlsClientCertificateSecretRef",
                                "may not be set together with bearerTokenSecretRef: use exactly one "
                                "authentication method"));
   }
   wh.bearer_token_secret_ref =
-      object_reference(bearer, child(path, "bearerTokenSecretRef"), false, opts, errors, warnings);
+      object_reference(bearer, path.child("bearerTokenSecretRef"), false, opts, errors, warnings, keep);
   wh.tls_client_certificate_secret_ref = object_reference(
-      mtls, child(path, "tlsClientCertificateSecretRef"), false, opts, errors, warnings);
-  src.webhook = std::move(wh);
+      mtls, path.child("tlsClientCertificateSecretRef"), false, opts, errors, warnings, keep);
+  if (keep) src->webhook = std::move(wh);
 }
 
 }  // namespace
@@ -471,116 +514,142 @@ bool label_selector::matches(const std::vector<std::pair<std::string, std::strin
 void validate_label_selector(const doc_node& selector, std::string_view path, std::string_view rule,
                              error_list& errors, label_selector* out) {
   const std::string rule_s(rule);
-  const std::string base(path);
+  const field_path base(path);
   if (selector.is_null()) return;
   if (!selector.is_mapping()) {
-    errors.push_back(invalid(rule_s, base, shown(selector), "must be a label selector object"));
+    errors.push_back(invalid(rule_s, base.str(), shown(selector), "must be a label selector object"));
     return;
   }
+  // Without `out` only the checks run: nothing is copied.
   label_selector sel;
+  const bool keep = out != nullptr;
 
-  const std::string labels_path = child(base, "matchLabels");
+  const field_path labels_path = base.child("matchLabels");
   if (const doc_node* ml = object_field(selector.find("matchLabels"), labels_path, rule, errors)) {
+    if (keep) sel.match_labels.reserve(ml->map.size());
     for (const auto& [k, v] : ml->map) {
-      for (auto& msg : check_qualified_name(k))
-        errors.push_back(invalid(rule_s, labels_path, k, msg));
-      const std::string value_path = key(labels_path, k);
-      std::string value;
-      if (v.is_null()) {
-        value.clear();  // null reads as ""
-      } else if (!is_string_scalar(v)) {
-        errors.push_back(invalid(rule_s, value_path, shown(v), "must be a string"));
-        continue;
-      } else {
-        value = std::string(v.as_string());
+      if (!is_qualified_name(k)) {
+        for (auto& msg : check_qualified_name(k))
+          errors.push_back(invalid(rule_s, labels_path.str(), k, std::move(msg)));
       }
-      for (auto& msg : check_label_value(value))
-        errors.push_back(invalid(rule_s, value_path, value, msg));
-      sel.match_labels.emplace_back(k, std::move(value));
+      const field_path value_path = labels_path.key(k);
+      std::string_view value;  // null reads as ""
+      if (!v.is_null()) {
+        if (!is_string_scalar(v)) {
+          errors.push_back(invalid(rule_s, value_path.str(), shown(v), "must be a string"));
+          continue;
+        }
+        value = v.as_string();
+      }
+      if (!is_label_value(value)) {
+        for (auto& msg : check_label_value(value))
+          errors.push_back(invalid(rule_s, value_path.str(), value, std::move(msg)));
+      }
+      if (keep) sel.match_labels.emplace_back(k, value);
     }
   }
 
-  const std::string expr_path = child(base, "matchExpressions");
+  const field_path expr_path = base.child("matchExpressions");
   if (const doc_node* me = selector.find("matchExpressions"); me != nullptr && !me->is_null()) {
     if (!me->is_sequence()) {
-      errors.push_back(invalid(rule_s, expr_path, shown(*me), "must be a list of requirements"));
+      errors.push_back(
+          invalid(rule_s, expr_path.str(), shown(*me), "must be a list of requirements"));
     } else {
+      if (keep) sel.match_expressions.reserve(me->items.size());
       for (std::size_t i = 0; i < me->items.size(); ++i) {
-        const std::string item_path = index(expr_path, i);
+        const field_path item_path = expr_path.index(i);
         const doc_node* item = object_field(&me->items[i], item_path, rule, errors);
         if (item == nullptr) {
-          if (me->items[i].is_null()) errors.push_back(required(rule_s, item_path));
+          if (me->items[i].is_null()) errors.push_back(required(rule_s, item_path.str()));
           continue;
         }
-        selector_requirement req;
-        const std::string key_path = child(item_path, "key");
-        if (const auto k = string_field(item->find("key"), key_path, rule, errors)) {
-          req.key = std::string(*k);
-          for (auto& msg : check_qualified_name(*k))
-            errors.push_back(invalid(rule_s, key_path, *k, msg));
-        } else if (item->find("key") == nullptr || item->find("key")->is_null()) {
-          errors.push_back(required(rule_s, key_path));
+        selector_requirement scratch;
+        selector_requirement& req = keep ? sel.match_expressions.emplace_back() : scratch;
+        const field_path key_path = item_path.child("key");
+        const doc_node* key_node = item->find("key");
+        if (const auto k = string_field(key_node, key_path, rule, errors)) {
+          if (keep) req.key = std::string(*k);
+          if (!is_qualified_name(*k)) {
+            for (auto& msg : check_qualified_name(*k))
+              errors.push_back(invalid(rule_s, key_path.str(), *k, std::move(msg)));
+          }
+        } else if (key_node == nullptr || key_node->is_null()) {
+          errors.push_back(required(rule_s, key_path.str()));
         }
 
-        const std::string values_path = child(item_path, "values");
+        const field_path values_path = item_path.child("values");
         const doc_node* vs = item->find("values");
         const bool has_values = vs != nullptr && vs->is_sequence() && !vs->items.empty();
         if (vs != nullptr && !vs->is_null()) {
           if (!vs->is_sequence()) {
-            errors.push_back(invalid(rule_s, values_path, shown(*vs), "must be a list of strings"));
+            errors.push_back(
+                invalid(rule_s, values_path.str(), shown(*vs), "must be a list of strings"));
           } else {
+            if (keep) req.values.reserve(vs->items.size());
             for (std::size_t j = 0; j < vs->items.size(); ++j) {
-              const std::string value_path = index(values_path, j);
+              const field_path value_path = values_path.index(j);
               if (const auto v = string_field(&vs->items[j], value_path, rule, errors)) {
-                for (auto& msg : check_label_value(*v))
-                  errors.push_back(invalid(rule_s, value_path, *v, msg));
-                req.values.emplace_back(*v);
+                if (!is_label_value(*v)) {
+                  for (auto& msg : check_label_value(*v))
+                    errors.push_back(invalid(rule_s, value_path.str(), *v, std::move(msg)));
+                }
+                if (keep) req.values.emplace_back(*v);
               } else if (vs->items[j].is_null()) {
-                req.values.emplace_back();
+                if (keep) req.values.emplace_back();
               }
             }
           }
         }
-        const std::string op_path = child(item_path, "operator");
+        const field_path op_path = item_path.child("operator");
         const doc_node* op_node = item->find("operator");
         if (const auto op = string_field(op_node, op_path, rule, errors)) {
-          req.op = std::string(*op);
+          if (keep) req.op = std::string(*op);
           if (*op == "In" || *op == "NotIn") {
             if (!has_values) {
-              errors.push_back(required(rule_s, values_path,
+              errors.push_back(required(rule_s, values_path.str(),
                                         "must be specified when `operator` is 'In' or 'NotIn'"));
             }
           } else if (*op == "Exists" || *op == "DoesNotExist") {
             if (has_values) {
               errors.push_back(
-                  forbidden(rule_s, values_path,
+                  forbidden(rule_s, values_path.str(),
                             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
             }
           } else {
-            errors.push_back(
-                not_supported(rule_s, op_path, *op, {"In", "NotIn", "Exists", "DoesNotExist"}));
+            errors.push_back(not_supported(rule_s, op_path.str(), *op,
+                                           {"In", "NotIn", "Exists", "DoesNotExist"}));
           }
         } else if (op_node == nullptr || op_node->is_null()) {
-          errors.push_back(required(rule_s, op_path));
+          errors.push_back(required(rule_s, op_path.str()));
         }
-        sel.match_expressions.push_back(std::move(req));
       }
     }
   }
   if (out != nullptr) *out = std::move(sel);
 }
 
-source_result validate_topology_source(const doc_node& object, const validation_options& opts) {
-  source_result r;
-  auto& errors = r.errors;
-  auto& src = r.source;
+namespace {
+
+// S5 (is_publishable_key) with the write prefix as set.
+bool publishable(std::string_view key, std::optional<std::string_view> prefix) noexcept {
+  if (starts_with(key, gpustack_topology_prefix) && key != profile_label) return true;
+  if (prefix && !prefix->empty() && prefix->back() == '/' && starts_with(key, *prefix)) return true;
+  return is_read_only_parent(key);
+}
+
+// Every check of a TopologySource, in order. With `src` the parsed source is filled in too;
+// without it nothing is copied out of the document (the admission webhook needs only the
+// verdict).
+void check_source(const doc_node& object, const validation_options& opts, topology_source* src,
+                  error_list& errors, std::vector<std::string>& warnings) {
   if (!object.is_mapping()) {
     errors.push_back(invalid("", "", shown(object), "a TopologySource must be an object"));
-    return r;
+    return;
   }
 
-  if (const auto av = string_field(object.find("apiVersion"), "apiVersion", "", errors)) {
-    src.api_version = std::string(*av);
+  if (const auto av =
+          string_field(object.find("apiVersion"), field_path("apiVersion"), "", errors)) {
+    if (src != nullptr) src->api_version = std::string(*av);
     if (*av != group_v1alpha1 && *av != group_v1) {
       errors.push_back(not_supported("", "apiVersion", *av,
                                      {std::string(group_v1alpha1), std::string(group_v1)}));
@@ -589,18 +658,21 @@ source_result validate_topology_source(const doc_node& object, const validation_
     errors.push_back(
         required("", "apiVersion", "worker.gpustack.ai/v1 or worker.gpustack.ai/v1alpha1"));
   }
-  if (const auto kind = string_field(object.find("kind"), "kind", "", errors)) {
+  if (const auto kind = string_field(object.find("kind"), field_path("kind"), "", errors)) {
     if (*kind != "TopologySource")
       errors.push_back(not_supported("", "kind", *kind, {"TopologySource"}));
   } else if (object.find("kind") == nullptr || object.find("kind")->is_null()) {
     errors.push_back(required("", "kind", "TopologySource"));
   }
-  if (const doc_node* meta = object_field(object.find("metadata"), "metadata", "", errors)) {
-    const auto name = string_field(meta->find("name"), "metadata.name", "", errors);
+  if (const doc_node* meta =
+          object_field(object.find("metadata"), field_path("metadata"), "", errors)) {
+    const auto name = string_field(meta->find("name"), field_path("metadata.name"), "", errors);
     if (name && !name->empty()) {
-      src.name = std::string(*name);
-      for (auto& msg : check_dns1123_subdomain(*name))
-        errors.push_back(invalid("", "metadata.name", *name, msg));
+      if (src != nullptr) src->name = std::string(*name);
+      if (!is_dns1123_subdomain(*name)) {
+        for (auto& msg : check_dns1123_subdomain(*name))
+          errors.push_back(invalid("", "metadata.name", *name, std::move(msg)));
+      }
     } else if (meta->find("generateName") == nullptr &&
                (meta->find("name") == nullptr || meta->find("name")->is_null() || name)) {
       errors.push_back(required("", "metadata.name"));
@@ -611,21 +683,21 @@ source_result validate_topology_source(const doc_node& object, const validation_
 
   doc_node empty_spec;
   empty_spec.k = doc_node::kind::mapping;
-  const doc_node* spec = object_field(object.find("spec"), "spec", "", errors);
+  const doc_node* spec = object_field(object.find("spec"), field_path("spec"), "", errors);
   if (spec == nullptr) {
-    if (object.find("spec") != nullptr && !object.find("spec")->is_null()) return r;  // wrong type
+    if (object.find("spec") != nullptr && !object.find("spec")->is_null()) return;  // wrong type
     spec = &empty_spec;
   }
   warn_unknown_fields(
-      *spec, "spec",
+      *spec, field_path("spec"),
       {"levels", "nodeSelector", "additionalWritePrefix", "nodeLabels", "configMap", "webhook"},
-      r.warnings);
+      warnings);
 
-  check_levels(spec->find("levels"), src, errors);
+  const doc_node* levels = spec->find("levels");
+  check_levels(levels, src, errors);
 
-  check_write_prefix(spec->find("additionalWritePrefix"), src, opts, errors);
-  if (const doc_node* nl = spec->find("nodeLabels");
-      src.additional_write_prefix && nl != nullptr && !nl->is_null()) {
+  const auto prefix = check_write_prefix(spec->find("additionalWritePrefix"), src, opts, errors);
+  if (const doc_node* nl = spec->find("nodeLabels"); prefix && nl != nullptr && !nl->is_null()) {
     errors.push_back(forbidden("T7", "spec.additionalWritePrefix",
                                "a nodeLabels source is read-only; a write prefix applies only to "
                                "configMap and webhook sources"));
@@ -633,45 +705,73 @@ source_result validate_topology_source(const doc_node& object, const validation_
 
   if (const doc_node* sel = spec->find("nodeSelector"); sel != nullptr && !sel->is_null()) {
     label_selector parsed;
-    validate_label_selector(*sel, "spec.nodeSelector", "T14", errors, &parsed);
-    if (sel->is_mapping()) src.node_selector = std::move(parsed);
+    validate_label_selector(*sel, "spec.nodeSelector", "T14", errors,
+                            src != nullptr ? &parsed : nullptr);
+    if (src != nullptr && sel->is_mapping()) src->node_selector = std::move(parsed);
   }
 
   // T5: exactly one inventory path.
   const doc_node* node_labels = spec->find("nodeLabels");
   const doc_node* config_map = spec->find("configMap");
   const doc_node* webhook = spec->find("webhook");
-  std::vector<std::string_view> set;
-  if (node_labels != nullptr && !node_labels->is_null()) set.emplace_back("nodeLabels");
-  if (config_map != nullptr && !config_map->is_null()) set.emplace_back("configMap");
-  if (webhook != nullptr && !webhook->is_null()) set.emplace_back("webhook");
-  if (set.empty()) {
+  std::string_view set[3];
+  std::size_t set_count = 0;
+  if (node_labels != nullptr && !node_labels->is_null()) set[set_count++] = "nodeLabels";
+  if (config_map != nullptr && !config_map->is_null()) set[set_count++] = "configMap";
+  if (webhook != nullptr && !webhook->is_null()) set[set_count++] = "webhook";
+  if (set_count == 0) {
     errors.push_back(required("T5", "spec", "exactly one of nodeLabels, configMap or webhook"));
   }
-  for (std::size_t i = 1; i < set.size(); ++i) {
+  for (std::size_t i = 1; i < set_count; ++i) {
     errors.push_back(forbidden("T5", child("spec", set[i]),
                                "may not be set together with spec." + std::string(set[0]) +
                                    ": exactly one of nodeLabels, configMap or webhook"));
   }
-  if (object_field(node_labels, "spec.nodeLabels", "T5", errors) != nullptr) src.node_labels = true;
-  if (const doc_node* cm = object_field(config_map, "spec.configMap", "T5", errors)) {
-    check_config_map(*cm, src, opts, errors, r.warnings);
+  if (object_field(node_labels, field_path("spec.nodeLabels"), "T5", errors) != nullptr &&
+      src != nullptr)
+    src->node_labels = true;
+  bool writes = false;  // a configMap or webhook source
+  if (const doc_node* cm = object_field(config_map, field_path("spec.configMap"), "T5", errors)) {
+    check_config_map(*cm, src, opts, errors, warnings);
+    writes = true;
   }
-  if (const doc_node* wh = object_field(webhook, "spec.webhook", "T5", errors)) {
-    check_webhook(*wh, src, opts, errors, r.warnings);
+  if (const doc_node* wh = object_field(webhook, field_path("spec.webhook"), "T5", errors)) {
+    check_webhook(*wh, src, opts, errors, warnings);
+    writes = true;
   }
 
-  // A writing source whose levels it may not write publishes nothing of its own.
-  const bool writing = (src.config_map.has_value() || src.webhook.has_value()) && set.size() == 1;
-  if (writing && !src.levels.empty() &&
-      std::none_of(src.levels.begin(), src.levels.end(), [&](const std::string& level) {
-        return is_publishable_key(level, src) && !is_read_only_parent(level);
-      })) {
-    add_warning(r.warnings,
-                "no level can be written by this source: use topology.gpustack.ai/* keys or "
-                "additionalWritePrefix");
+  // A writing source whose levels it may not write publishes nothing of its own. The levels
+  // are the string items of spec.levels (check_levels skips the others).
+  if (writes && set_count == 1 && levels != nullptr && levels->is_sequence()) {
+    bool any_level = false;
+    bool any_writable = false;
+    for (const doc_node& item : levels->items) {
+      if (!is_string_scalar(item)) continue;
+      any_level = true;
+      if (publishable(item.as_string(), prefix) && !is_read_only_parent(item.as_string())) {
+        any_writable = true;
+        break;
+      }
+    }
+    if (any_level && !any_writable) {
+      add_warning(warnings,
+                  "no level can be written by this source: use topology.gpustack.ai/* keys or "
+                  "additionalWritePrefix");
+    }
   }
+}
+
+}  // namespace
+
+source_result validate_topology_source(const doc_node& object, const validation_options& opts) {
+  source_result r;
+  check_source(object, opts, &r.source, r.errors, r.warnings);
   return r;
+}
+
+void check_topology_source(const doc_node& object, const validation_options& opts,
+                           error_list& errors, std::vector<std::string>& warnings) {
+  check_source(object, opts, nullptr, errors, warnings);
 }
 
 source_result validate_topology_source_text(json_decoder& decoder, std::string_view text,
@@ -700,13 +800,9 @@ bool is_read_only_parent(std::string_view key) noexcept {
 }
 
 bool is_publishable_key(std::string_view key, const topology_source& src) noexcept {
-  if (starts_with(key, gpustack_topology_prefix) && key != profile_label) return true;
-  if (src.additional_write_prefix && !src.additional_write_prefix->empty() &&
-      src.additional_write_prefix->back() == '/' &&
-      starts_with(key, *src.additional_write_prefix)) {
-    return true;
-  }
-  return is_read_only_parent(key);
+  return publishable(key, src.additional_write_prefix
+                              ? std::optional<std::string_view>(*src.additional_write_prefix)
+                              : std::nullopt);
 }
 
 }  // namespace topogate::core

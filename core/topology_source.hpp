@@ -72,6 +72,11 @@ struct source_result {
 
 // From a decoded object (the whole TopologySource document, with apiVersion/kind/metadata/spec).
 source_result validate_topology_source(const doc_node& object, const validation_options& opts = {});
+// The same checks without the parsed source: exactly the errors and warnings
+// validate_topology_source reports, appended, for a caller that needs only the verdict (the
+// admission webhook), which spares copying the source's strings.
+void check_topology_source(const doc_node& object, const validation_options& opts,
+                           error_list& errors, std::vector<std::string>& warnings);
 // From YAML or JSON text (decode errors are reported as errors with an empty rule).
 source_result validate_topology_source_text(json_decoder& decoder, std::string_view text,
                                             const validation_options& opts = {});
