@@ -14,12 +14,12 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "inventory/registry.hpp"
@@ -41,27 +41,28 @@ struct drainable {
   virtual void drain() = 0;
 };
 
+// The metric's reason for an OpenSSL error code.
+std::string ssl_failure_reason(unsigned long err) {
+  switch (ERR_GET_REASON(err)) {
+    case SSL_R_UNSUPPORTED_PROTOCOL:
+    case SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
+      return "protocol_version";
+    case SSL_R_NO_SHARED_CIPHER: return "no_shared_cipher";
+    case SSL_R_HTTP_REQUEST: return "plain_http";
+    case SSL_R_WRONG_VERSION_NUMBER: return "wrong_version";
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_TLSV1_ALERT_DECRYPT_ERROR:
+      return "client_rejected_certificate";
+    default: return "tls_error";
+  }
+}
+
+// The reason for a socket error during the handshake.
 std::string handshake_failure_reason(const beast::error_code& ec) {
   if (ec == beast::error::timeout) return "timeout";
-  if (ec == net::error::eof || ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
-    return "eof";
-  }
-  if (ec.category() == net::error::get_ssl_category()) {
-    switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
-      case SSL_R_UNSUPPORTED_PROTOCOL:
-      case SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
-        return "protocol_version";
-      case SSL_R_NO_SHARED_CIPHER: return "no_shared_cipher";
-      case SSL_R_HTTP_REQUEST: return "plain_http";
-      case SSL_R_WRONG_VERSION_NUMBER: return "wrong_version";
-      case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
-      case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
-      case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
-      case SSL_R_TLSV1_ALERT_DECRYPT_ERROR:
-        return "client_rejected_certificate";
-      default: return "tls_error";
-    }
-  }
+  if (ec == net::error::eof || ec == net::error::connection_reset) return "eof";
   return "other";
 }
 
@@ -175,13 +176,20 @@ struct server::impl {
 
 namespace {
 
-// Reads requests, enforces the transport limits and writes responses; the answer
-// itself comes from handle(). CRTP over the TLS and plain-TCP streams.
+// What the session needs from its transport's read side.
+enum class read_status : std::uint8_t { ok, want_read, closed, failed };
+
+// Reads requests, enforces the transport limits and writes responses; the answer itself
+// comes from handle(). The session drives its socket itself: it reads raw bytes into the
+// transport (Derived: TLS or plain TCP), takes plaintext out of it, and feeds Beast's
+// parser synchronously; a response is rendered and sealed (encrypted, or copied) into one
+// buffer and written with one socket write per batch. One deadline timer per connection,
+// re-armed only when it fires (a request moves the deadline without touching the timer).
 template <class Derived>
 class http_session : public drainable {
  public:
-  explicit http_session(server::impl& srv, listener_kind kind, std::string remote)
-      : srv_(srv), kind_(kind), remote_(std::move(remote)) {}
+  http_session(server::impl& srv, listener_kind kind, std::string remote, tcp::socket&& socket)
+      : srv_(srv), kind_(kind), remote_(std::move(remote)), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
 
   ~http_session() override {
     if (peer_.leaf) X509_free(peer_.leaf);
@@ -189,7 +197,7 @@ class http_session : public drainable {
   }
 
   void drain() override {
-    net::post(derived().stream().get_executor(), [self = derived().shared_from_this()] {
+    net::post(socket_.get_executor(), [self = derived().shared_from_this()] {
       self->draining_ = true;
       // An idle keep-alive connection is closed after a short grace; a busy one after its
       // response. A request whose bytes have already arrived is in flight even if its
@@ -198,20 +206,66 @@ class http_session : public drainable {
     });
   }
 
+  void set_id(std::uint64_t id) { id_ = id; }
+
  protected:
   Derived& derived() { return static_cast<Derived&>(*this); }
 
+  // ---- deadline
+
+  // A later deadline only moves deadline_; an earlier one than the timer's re-arms it.
+  void expires_at(clock_type::time_point when) {
+    deadline_ = when;
+    if (closed_) return;
+    if (!timer_armed_ || when < timer_expiry_) arm_timer();
+  }
+  void expires_after(clock_type::duration d) { expires_at(clock_type::now() + d); }
+
+  void arm_timer() {
+    timer_armed_ = true;
+    timer_expiry_ = deadline_;
+    timer_.expires_at(deadline_);  // cancels a wait already pending: its handler sees operation_aborted
+    timer_.async_wait([self = derived().shared_from_this()](beast::error_code ec) { self->on_timer(ec); });
+  }
+
+  void on_timer(beast::error_code ec) {
+    if (ec == net::error::operation_aborted || closed_) return;  // re-armed, or closed
+    timer_armed_ = false;
+    if (clock_type::now() < deadline_) return arm_timer();
+    // The pending read or write completes with operation_aborted and sees timed_out_.
+    timed_out_ = true;
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
+  void close_socket() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    timer_.cancel();
+    if (drain_timer_) drain_timer_->cancel();
+    socket_.close(ignored);
+  }
+
+  // The error a socket operation failed with, as the session treats it.
+  beast::error_code io_error(beast::error_code ec) const {
+    if (timed_out_ && ec == net::error::operation_aborted) return beast::error::timeout;
+    return ec;
+  }
+
+  // ---- draining
+
   bool has_pending_input() {
-    if (buffer_.size() > 0) return true;
+    if (buffer_.size() > 0 || derived().transport_pending()) return true;
     beast::error_code ec;
-    const std::size_t queued = beast::get_lowest_layer(derived().stream()).socket().available(ec);
-    return (!ec && queued > 0) || derived().tls_pending();
+    const std::size_t queued = socket_.available(ec);
+    return !ec && queued > 0;
   }
 
   // "Nothing pending" is not proof of an idle connection while a read is outstanding:
   // Asio's reactor may already have taken the request's bytes off the socket for the
   // pending read without its completion having run yet (another thread's reactor pass),
-  // and then neither the socket, nor OpenSSL, nor buffer_ shows them. So an idle
+  // and then neither the socket nor the transport nor buffer_ shows them. So an idle
   // connection is closed only if it is still idle after a grace period; bytes in that
   // window complete the read and the request is answered (the response then closes the
   // connection: keep_alive_ is false once stopping). The grace is far below any
@@ -219,13 +273,19 @@ class http_session : public drainable {
   static constexpr std::chrono::milliseconds drain_idle_grace{100};
 
   void arm_drain_grace() {
-    if (!drain_timer_) drain_timer_.emplace(derived().stream().get_executor());
+    if (closed_) return;
+    if (!drain_timer_) drain_timer_.emplace(socket_.get_executor());
     drain_timer_->expires_after(drain_idle_grace);
     drain_timer_->async_wait([self = derived().shared_from_this()](beast::error_code ec) {
-      if (ec) return;
-      if (self->idle_ && !self->has_pending_input()) beast::get_lowest_layer(self->stream()).cancel();
+      if (ec || self->closed_) return;
+      if (self->idle_ && !self->has_pending_input()) {
+        beast::error_code ignored;
+        self->socket_.cancel(ignored);
+      }
     });
   }
+
+  // ---- reading a request
 
   void do_read() {
     // While draining, a connection whose next request has already arrived (for a new
@@ -238,20 +298,84 @@ class http_session : public drainable {
     parser_->body_limit(std::max(srv_.limits.admission, srv_.limits.push));
     buffer_.max_size(srv_.cfg.limits.header_bytes + 65536);
     idle_ = true;
+    reading_body_ = false;
     // The first request gets readTimeout from the accept; later ones idleTimeout.
-    beast::get_lowest_layer(derived().stream())
-        .expires_after(first_request_ ? srv_.cfg.limits.read_timeout : srv_.cfg.limits.idle_timeout);
-    http::async_read_header(derived().stream(), buffer_, *parser_,
-                            beast::bind_front_handler(&http_session::on_read_header, derived().shared_from_this()));
+    expires_after(first_request_ ? srv_.cfg.limits.read_timeout : srv_.cfg.limits.idle_timeout);
+    pump();
   }
 
-  void on_read_header(beast::error_code ec, std::size_t) {
+  // Parses what is buffered, takes more plaintext from the transport while it has some,
+  // and reads the socket when it has none. Ends in finish_read() or a pending read.
+  void pump() {
+    for (;;) {
+      if (buffer_.size() > 0) {
+        beast::error_code ec;
+        const std::size_t used = parser_->put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == http::error::need_more) {
+          ec = {};
+        } else if (ec) {
+          return finish_read(ec);
+        }
+        if (reading_body_ ? parser_->is_done() : parser_->is_header_done()) return finish_read({});
+        if (used > 0 && buffer_.size() > 0) continue;  // e.g. a chunk header, then its data
+      }
+      if (buffer_.size() >= buffer_.max_size()) return finish_read(http::error::buffer_overflow);
+      // Room for what one read may bring: the rest of a body of known length (up to 64 KiB)
+      // in one go, or at least 512 bytes.
+      std::size_t want = std::max<std::size_t>(512, buffer_.capacity() - buffer_.size());
+      if (reading_body_) {
+        if (const auto len = parser_->content_length_remaining(); len && *len > want) {
+          want = static_cast<std::size_t>(std::min<std::uint64_t>(*len, 65536));
+        }
+      }
+      want = std::min(want, buffer_.max_size() - buffer_.size());
+      const auto space = buffer_.prepare(want);
+      std::size_t got = 0;
+      switch (derived().read_plain(static_cast<char*>(space.data()), space.size(), got)) {
+        case read_status::ok:
+          buffer_.commit(got);
+          continue;
+        case read_status::want_read:
+          return derived().flush_then_fill(
+              [self = derived().shared_from_this()](beast::error_code ec) { self->on_fill(ec); });
+        case read_status::closed:
+          return on_end_of_input();
+        case read_status::failed:
+          return finish_read(ssl::error::stream_truncated);
+      }
+    }
+  }
+
+  void on_fill(beast::error_code ec) {
+    if (!ec) return pump();
+    ec = io_error(ec);
+    if (ec == net::error::eof) return on_end_of_input();
+    finish_read(ec);
+  }
+
+  // The peer closed its side: as Beast's read does, end_of_stream before any byte of a
+  // request, otherwise whatever the parser makes of the end (partial_message).
+  void on_end_of_input() {
+    if (!parser_->got_some()) return finish_read(http::error::end_of_stream);
+    beast::error_code ec;
+    parser_->put_eof(ec);
+    if (!ec && !parser_->is_done()) ec = http::error::partial_message;
+    finish_read(ec ? ec : beast::error_code(http::error::partial_message));
+  }
+
+  void finish_read(beast::error_code ec) {
+    if (reading_body_) return on_read_body(ec);
+    on_read_header(ec);
+  }
+
+  void on_read_header(beast::error_code ec) {
     idle_ = false;
     if (ec) {
       if (ec == http::error::header_limit) return send_error(http::status::request_header_fields_too_large, "request header too large");
       if (ec == http::error::end_of_stream || ec == net::error::operation_aborted || ec == beast::error::timeout ||
           ec == net::error::eof || ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
-        return derived().do_close();
+        return do_close();
       }
       if (ec == http::error::body_limit) {
         return send_error(http::status::payload_too_large, "request body exceeds the limit for this route");
@@ -271,44 +395,31 @@ class http_session : public drainable {
                         "request body of " + std::to_string(*len) + " bytes exceeds the limit of " + std::to_string(limit) + " bytes for this route");
     }
     parser_->body_limit(limit);
+    reading_body_ = true;
+    parser_->eager(true);
     if (parser_->is_done()) return on_request();
-    // Beast reads max(512, free capacity) at a time, and the buffer starts empty: a 2.6 KiB
-    // AdmissionReview would otherwise come out of OpenSSL's decrypted record in six 512-byte
-    // reads, each a full pass through the composed read operations. Room for the rest of
-    // the body (up to one 64 KiB read) makes it one read.
-    if (const auto len = parser_->content_length(); len && *len > buffer_.size()) {
-      const std::size_t want = buffer_.size() + std::min<std::uint64_t>(*len - buffer_.size(), 65536);
-      if (want > buffer_.capacity()) buffer_.reserve(std::min(want, buffer_.max_size()));
-    }
-    beast::get_lowest_layer(derived().stream()).expires_after(srv_.cfg.limits.read_timeout);
+    expires_after(srv_.cfg.limits.read_timeout);
     const auto expect = hdr[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       // curl and other clients wait for this before sending a large body.
-      continue_.emplace(http::status::continue_, 11);
-      return http::async_write(derived().stream(), *continue_,
-                               beast::bind_front_handler(&http_session::on_continue, derived().shared_from_this()));
+      static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+      if (!derived().seal(continue_line)) return close_socket();
+      return write_wire([self = derived().shared_from_this()](beast::error_code wec, std::size_t) {
+        if (wec) return self->do_close();
+        self->pump();
+      });
     }
-    do_read_body();
+    pump();
   }
 
-  void on_continue(beast::error_code ec, std::size_t) {
-    if (ec) return derived().do_close();
-    do_read_body();
-  }
-
-  void do_read_body() {
-    http::async_read(derived().stream(), buffer_, *parser_,
-                     beast::bind_front_handler(&http_session::on_read_body, derived().shared_from_this()));
-  }
-
-  void on_read_body(beast::error_code ec, std::size_t) {
+  void on_read_body(beast::error_code ec) {
     if (ec == http::error::body_limit) return send_error(http::status::payload_too_large, "request body exceeds the limit for this route");
     if (ec) {
       if (ec == beast::error::timeout || ec == net::error::operation_aborted) {
         log(log_level::warn, "request body read timed out", {{"remote", remote_}});
       }
       finish_counting();
-      return derived().do_close();
+      return do_close();
     }
     on_request();
   }
@@ -320,6 +431,8 @@ class http_session : public drainable {
     keep_alive_ = req.keep_alive() && !draining_ && !srv_.stopping.load();
     send(std::move(res), req.method_string(), info, req.version());
   }
+
+  // ---- writing a response
 
   void send_error(http::status status, std::string_view message) {
     std::string body = "{\"error\":";
@@ -368,8 +481,55 @@ class http_session : public drainable {
     }
     res_.emplace(std::move(res));
     // One deadline for the whole response, however many socket writes it takes.
-    beast::get_lowest_layer(derived().stream()).expires_after(srv_.cfg.limits.read_timeout);
-    derived().write_response(*res_);
+    expires_after(srv_.cfg.limits.read_timeout);
+    write_response(*res_);
+  }
+
+  // The header and the start of the body share the first record; the body (borrowed from
+  // the revision, never copied in plaintext) is sealed in batches, one socket write each.
+  void write_response(response& res) {
+    plain_.clear();
+    render_header(res, plain_);
+    body_left_ = res.body().data;
+    written_ = 0;
+    const std::size_t room = plain_.size() < tls_record_plaintext ? tls_record_plaintext - plain_.size() : 0;
+    const std::size_t first = std::min(room, body_left_.size());
+    plain_.append(body_left_.data(), first);
+    body_left_.remove_prefix(first);
+    // Room for a whole batch up front: growing the buffer record by record would copy it
+    // again at every doubling.
+    if (!body_left_.empty()) wire_.reserve(wire_batch + tls_record_plaintext);
+    if (!derived().seal(plain_)) return on_write(ssl::error::stream_truncated, 0);
+    fill_wire();
+  }
+
+  // Seals up to wire_batch of the body behind what wire_ holds, then writes it all.
+  void fill_wire() {
+    while (!body_left_.empty() && wire_.size() < wire_batch) {
+      const std::size_t n = std::min(body_left_.size(), wire_batch - wire_.size());
+      if (!derived().seal(body_left_.substr(0, n))) return on_write(ssl::error::stream_truncated, written_);
+      body_left_.remove_prefix(n);
+    }
+    write_wire([self = derived().shared_from_this()](beast::error_code ec, std::size_t n) { self->on_wire(ec, n); });
+  }
+
+  void on_wire(beast::error_code ec, std::size_t n) {
+    written_ += n;
+    if (ec || body_left_.empty()) {
+      body_left_ = {};
+      return on_write(ec, written_);
+    }
+    fill_wire();
+  }
+
+  // Writes everything wire_ holds, then empties it.
+  template <class Handler>
+  void write_wire(Handler&& handler) {
+    net::async_write(socket_, net::buffer(wire_),
+                     [this, h = std::forward<Handler>(handler)](beast::error_code ec, std::size_t n) mutable {
+                       wire_.clear();
+                       h(io_error(ec), n);
+                     });
   }
 
   void on_write(beast::error_code ec, std::size_t) {
@@ -379,26 +539,35 @@ class http_session : public drainable {
       linger_deadline_ = clock_type::now() + std::chrono::seconds(5);
       return do_linger();
     }
-    if (ec || !keep_alive_) return derived().do_close();
+    if (ec || !keep_alive_) return do_close();
     first_request_ = false;
-    // An idle keep-alive connection does not keep a large body's read buffer; the usual
-    // request's (a few KiB) stays, so the next one is again a single read.
+    // An idle keep-alive connection does not keep a large body's read buffer or a large
+    // response's write buffer; the usual request's (a few KiB) stays, so the next one is
+    // again a single read.
     if (buffer_.size() == 0 && buffer_.capacity() > 16384) buffer_.shrink_to_fit();
+    if (wire_.capacity() > wire_batch + tls_record_plaintext) std::string().swap(wire_);
     do_read();
   }
 
+  // Reads and discards raw bytes for a bounded time and amount, then closes.
   void do_linger() {
-    beast::get_lowest_layer(derived().stream()).expires_at(linger_deadline_);
-    derived().stream().async_read_some(net::buffer(discard_),
-                                       beast::bind_front_handler(&http_session::on_linger, derived().shared_from_this()));
+    expires_at(linger_deadline_);
+    socket_.async_read_some(net::buffer(discard_), [self = derived().shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->on_linger(ec, n);
+    });
   }
 
   void on_linger(beast::error_code ec, std::size_t n) {
     lingered_ += n;
     // Bounded in time and bytes: a client may not keep the connection by streaming forever.
-    if (ec || lingered_ > (64u << 20) || clock_type::now() >= linger_deadline_) return derived().do_close();
+    if (ec || lingered_ > (64u << 20) || clock_type::now() >= linger_deadline_) {
+      linger_ = false;
+      return do_close();
+    }
     do_linger();
   }
+
+  void do_close() { derived().close(); }
 
   void finish_counting() {
     if (counted_) {
@@ -416,14 +585,30 @@ class http_session : public drainable {
     }
   }
 
+  // Ciphertext per socket write: a 1 MiB body leaves in 16 writes instead of 64 record
+  // writes, and the batch stays in the core's L2 cache between OpenSSL writing it and the
+  // kernel copying it.
+  static constexpr std::size_t wire_batch = 64 * 1024;
+
   server::impl& srv_;
   listener_kind kind_;
   std::string remote_;
   std::uint64_t id_ = 0;
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  clock_type::time_point deadline_ = clock_type::time_point::max();
+  clock_type::time_point timer_expiry_;
+  bool timer_armed_ = false;
+  bool timed_out_ = false;
+  bool closed_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  bool reading_body_ = false;
   std::optional<response> res_;
-  std::optional<http::response<http::empty_body>> continue_;
+  std::string plain_;           // the header and the first part of the body: the first record
+  std::string wire_;            // bytes for the socket: records (TLS) or plaintext
+  std::string_view body_left_;  // body bytes not yet sealed (owned by res_)
+  std::size_t written_ = 0;
   peer_certificate peer_;
   std::string peer_subject_;
   clock_type::time_point started_;
@@ -436,149 +621,182 @@ class http_session : public drainable {
   bool linger_ = false;
   std::size_t lingered_ = 0;
   clock_type::time_point linger_deadline_;
-  std::array<char, 16384> discard_{};
-
- public:
-  void set_id(std::uint64_t id) { id_ = id; }
+  std::array<char, 4096> discard_{};
 };
 
 class tls_session final : public http_session<tls_session>, public std::enable_shared_from_this<tls_session> {
  public:
   tls_session(tcp::socket&& socket, std::shared_ptr<ssl::context> ctx, server::impl& srv, std::string remote)
-      : http_session(srv, listener_kind::tls, std::move(remote)), ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_) {}
-
-  beast::ssl_stream<beast::tcp_stream>& stream() { return stream_; }
-  // Request bytes already taken off the socket: decrypted and unread, read into OpenSSL's
-  // record buffer, or still in the BIO pair Asio feeds it (a request sent right behind the
-  // client's Finished arrives there together with it).
-  bool tls_pending() {
-    SSL* ssl = stream_.native_handle();
-    return SSL_pending(ssl) > 0 || SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
-  }
-
-  // Encrypts the response here rather than through the ssl::stream: the header and the
-  // start of the body share the first record, and the body (borrowed from the revision,
-  // never copied in plaintext) goes out in batches of records, one socket write each.
-  void write_response(response& res) {
-    plain_.clear();
-    render_header(res, plain_);
-    body_left_ = res.body().data;
-    wire_.clear();
-    written_ = 0;
-    const std::size_t room = plain_.size() < tls_record_plaintext ? tls_record_plaintext - plain_.size() : 0;
-    const std::size_t first = std::min(room, body_left_.size());
-    plain_.append(body_left_.data(), first);
-    body_left_.remove_prefix(first);
-    // Room for a whole batch up front: growing the buffer record by record would copy it
-    // again at every doubling.
-    if (!body_left_.empty()) wire_.reserve(wire_batch + tls_record_plaintext);
-    if (!records_.encrypt(stream_.native_handle(), plain_, wire_)) return on_write(ssl::error::stream_truncated, 0);
-    fill_wire();
+      : http_session(srv, listener_kind::tls, std::move(remote), std::move(socket)),
+        ctx_(std::move(ctx)),
+        channel_(ctx_->native_handle()) {
+    channel_.set_output(&wire_);
   }
 
   void run() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&tls_session::on_run, shared_from_this()));
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->expires_after(self->srv_.cfg.limits.handshake_timeout);
+      self->handshake();
+    });
   }
 
-  void do_close() {
-    if (closing_) return;
+  bool transport_pending() const { return channel_.pending(); }
+
+  read_status read_plain(char* dst, std::size_t len, std::size_t& got) {
+    switch (channel_.read(dst, len, got)) {
+      case tls_channel::status::ok: return read_status::ok;
+      case tls_channel::status::want_read: return read_status::want_read;
+      case tls_channel::status::closed: return read_status::closed;
+      case tls_channel::status::failed: break;
+    }
+    return read_status::failed;
+  }
+
+  bool seal(std::string_view plain) { return channel_.write(plain); }
+
+  // Sends what OpenSSL wrote while reading (an alert, a KeyUpdate), then reads more ciphertext.
+  template <class Handler>
+  void flush_then_fill(Handler&& handler) {
+    if (wire_.empty()) return fill(std::forward<Handler>(handler));
+    write_wire([self = shared_from_this(), h = std::forward<Handler>(handler)](beast::error_code ec, std::size_t) mutable {
+      if (ec) return h(ec);
+      self->fill(std::move(h));
+    });
+  }
+
+  // close_notify, then the peer's (or its end of the stream): a peer that never answers
+  // cannot hold the connection, nor, while draining, delay the exit.
+  void close() {
+    if (closing_ || closed_) return;
     closing_ = true;
-    // close_notify, then a short wait for the peer's: a peer that never answers cannot
-    // hold the connection (and, while draining, cannot delay the exit).
-    beast::get_lowest_layer(stream_).expires_after(srv_.stopping.load() ? std::chrono::milliseconds(200)
-                                                                         : std::chrono::milliseconds(2000));
-    stream_.async_shutdown(beast::bind_front_handler(&tls_session::on_shutdown, shared_from_this()));
+    expires_after(srv_.stopping.load() ? std::chrono::milliseconds(200) : std::chrono::milliseconds(2000));
+    channel_.close_notify();
+    if (wire_.empty()) return close_socket();
+    write_wire([self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close_socket();
+      self->await_close_notify();
+    });
   }
 
  private:
-  void on_run() {
-    beast::get_lowest_layer(stream_).expires_after(srv_.cfg.limits.handshake_timeout);
-    stream_.async_handshake(ssl::stream_base::server,
-                            beast::bind_front_handler(&tls_session::on_handshake, shared_from_this()));
+  template <class Handler>
+  void fill(Handler&& handler) {
+    const auto [data, size] = channel_.input_space();
+    if (size == 0) {  // cannot happen with a conforming OpenSSL; never spin on it
+      return net::post(socket_.get_executor(), [h = std::forward<Handler>(handler)]() mutable {
+        h(beast::error_code(ssl::error::stream_truncated));
+      });
+    }
+    socket_.async_read_some(net::buffer(data, size),
+                            [self = shared_from_this(), h = std::forward<Handler>(handler)](beast::error_code ec, std::size_t n) mutable {
+                              self->channel_.commit(n);
+                              h(ec);
+                            });
   }
 
-  void on_handshake(beast::error_code ec) {
-    if (ec) {
-      const std::string reason = handshake_failure_reason(ec);
-      srv_.m.handshake_failure(reason);
-      log(log_level::debug, "TLS handshake failed", {{"remote", remote_}, {"reason", reason}, {"error", ec.message()}});
-      beast::error_code ignored;
-      beast::get_lowest_layer(stream_).socket().close(ignored);
-      return;
+  void handshake() {
+    const auto st = channel_.handshake();
+    if (st == tls_channel::status::failed || st == tls_channel::status::closed) {
+      return handshake_failed(st == tls_channel::status::closed ? "eof" : ssl_failure_reason(channel_.error()),
+                              "TLS error");
     }
-    capture_peer(stream_.native_handle());
+    auto next = [self = shared_from_this(), done = st == tls_channel::status::ok](beast::error_code ec) {
+      if (ec) {
+        ec = self->io_error(ec);
+        return self->handshake_failed(handshake_failure_reason(ec), ec.message());
+      }
+      if (done) return self->on_handshake();
+      self->handshake();
+    };
+    // A flight to send first (ServerHello..Finished; after the handshake, TLS 1.2's last
+    // flight or TLS 1.3's tickets), then the client's next one, or the first request.
+    if (!wire_.empty()) {
+      return write_wire([next = std::move(next)](beast::error_code ec, std::size_t) mutable { next(ec); });
+    }
+    if (st == tls_channel::status::ok) return on_handshake();
+    fill(std::move(next));
+  }
+
+  void on_handshake() {
+    capture_peer(channel_.native_handle());
     do_read();
   }
 
-  void on_shutdown(beast::error_code) {
-    beast::error_code ignored;
-    beast::get_lowest_layer(stream_).socket().close(ignored);
-  }
-
-  // Encrypts up to wire_batch of the body behind what wire_ holds, then writes it all.
-  void fill_wire() {
-    while (!body_left_.empty() && wire_.size() < wire_batch) {
-      const std::size_t n = std::min(body_left_.size(), wire_batch - wire_.size());
-      if (!records_.encrypt(stream_.native_handle(), body_left_.substr(0, n), wire_)) {
-        return on_write(ssl::error::stream_truncated, written_);
-      }
-      body_left_.remove_prefix(n);
+  void handshake_failed(const std::string& reason, const std::string& detail) {
+    srv_.m.handshake_failure(reason);
+    log(log_level::debug, "TLS handshake failed", {{"remote", remote_}, {"reason", reason}, {"error", detail}});
+    // The alert OpenSSL wrote (protocol_version, handshake_failure, ...) tells the client
+    // why; it goes out once, without waiting for anything.
+    if (!wire_.empty()) {
+      beast::error_code ignored;
+      socket_.non_blocking(true, ignored);
+      socket_.write_some(net::buffer(wire_), ignored);
+      wire_.clear();
     }
-    net::async_write(beast::get_lowest_layer(stream_), net::buffer(wire_),
-                     beast::bind_front_handler(&tls_session::on_wire, shared_from_this()));
+    close_socket();
   }
 
-  void on_wire(beast::error_code ec, std::size_t n) {
-    written_ += n;
-    if (ec || body_left_.empty()) {
-      body_left_ = {};
-      return on_write(ec, written_);
+  void await_close_notify() {
+    std::size_t got = 0;
+    for (;;) {
+      const auto st = channel_.read(discard_.data(), discard_.size(), got);
+      if (st == tls_channel::status::ok) continue;  // data after our close_notify: dropped
+      if (st != tls_channel::status::want_read) return close_socket();
+      break;
     }
-    wire_.clear();
-    fill_wire();
+    fill([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->close_socket();
+      self->await_close_notify();
+    });
   }
-
-  // Ciphertext per socket write: a 1 MiB body leaves in 16 writes instead of 64 record
-  // writes, and the batch stays in the core's L2 cache between OpenSSL writing it and the
-  // kernel copying it. A connection that served a large body keeps this buffer (80 KiB,
-  // below malloc's mmap threshold) for its lifetime rather than re-faulting it
-  // per response.
-  static constexpr std::size_t wire_batch = 64 * 1024;
 
   std::shared_ptr<ssl::context> ctx_;  // the context this connection was accepted with
-  beast::ssl_stream<beast::tcp_stream> stream_;
+  tls_channel channel_;
   bool closing_ = false;
-  tls_record_writer records_;
-  std::string plain_;  // the header and the first part of the body: the first record
-  std::string wire_;   // ciphertext being written
-  std::string_view body_left_;  // body bytes not yet encrypted (owned by res_)
-  std::size_t written_ = 0;
 };
 
 class plain_session final : public http_session<plain_session>, public std::enable_shared_from_this<plain_session> {
  public:
   plain_session(tcp::socket&& socket, server::impl& srv, std::string remote)
-      : http_session(srv, listener_kind::plain_health, std::move(remote)), stream_(std::move(socket)) {}
-
-  beast::tcp_stream& stream() { return stream_; }
-  static bool tls_pending() { return false; }
-
-  void write_response(response& res) {
-    http::async_write(stream_, res, beast::bind_front_handler(&plain_session::on_write, shared_from_this()));
-  }
+      : http_session(srv, listener_kind::plain_health, std::move(remote), std::move(socket)) {}
 
   void run() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&plain_session::do_read, shared_from_this()));
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->do_read(); });
   }
 
-  void do_close() {
+  bool transport_pending() const { return in_.size() > 0; }
+
+  read_status read_plain(char* dst, std::size_t len, std::size_t& got) {
+    got = std::min(len, in_.size());
+    if (got == 0) return read_status::want_read;
+    std::memcpy(dst, in_.data(), got);
+    in_.erase(0, got);
+    return read_status::ok;
+  }
+
+  bool seal(std::string_view plain) {
+    wire_.append(plain);
+    return true;
+  }
+
+  template <class Handler>
+  void flush_then_fill(Handler&& handler) {
+    in_.resize(4096);
+    socket_.async_read_some(net::buffer(in_),
+                            [self = shared_from_this(), h = std::forward<Handler>(handler)](beast::error_code ec, std::size_t n) mutable {
+                              self->in_.resize(n);
+                              h(ec);
+                            });
+  }
+
+  void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    close_socket();
   }
 
  private:
-  beast::tcp_stream stream_;
+  std::string in_;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The process: listeners, connections, signals, credential polling and draining.
-// Connections are Beast sessions, one strand each; requests are answered by handle()
-// (router.hpp).
+// Connections drive their own sockets (TLS through tls_channel, tls.hpp), one strand each
+// with several threads; Beast parses the requests and handle() (router.hpp) answers them.
 
 #include <boost/asio/io_context.hpp>
 

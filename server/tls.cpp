@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -51,35 +52,6 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
     i += 1 + len;
   }
   return SSL_TLSEXT_ERR_NOACK;
-}
-
-// A write-only BIO appending to the std::string set as its data.
-int sink_write(BIO* bio, const char* data, std::size_t len, std::size_t* written) {
-  auto* out = static_cast<std::string*>(BIO_get_data(bio));
-  if (!out) return 0;
-  out->append(data, len);
-  *written = len;
-  return 1;
-}
-
-long sink_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
-
-int sink_create(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-BIO_METHOD* sink_method() {
-  static BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "topogate record sink");
-    if (m) {
-      BIO_meth_set_write_ex(m, sink_write);
-      BIO_meth_set_ctrl(m, sink_ctrl);
-      BIO_meth_set_create(m, sink_create);
-    }
-    return m;
-  }();
-  return method;
 }
 
 // Accept any client certificate at the handshake: the request decides, per inventory,
@@ -146,38 +118,153 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
   return ctx;
 }
 
-tls_record_writer::tls_record_writer() {
-  if (BIO_METHOD* m = sink_method()) bio_ = BIO_new(m);
+// The channel's BIO: reads ciphertext from the channel's input buffer (retry when it is
+// empty: the session reads the socket and calls again) and appends what OpenSSL writes to
+// the channel's output string. OpenSSL never sees the socket.
+struct tls_channel_bio {
+  static int read(BIO* bio, char* dst, std::size_t len, std::size_t* got) {
+    auto* ch = static_cast<tls_channel*>(BIO_get_data(bio));
+    BIO_clear_retry_flags(bio);
+    const std::size_t have = ch->in_end_ - ch->in_begin_;
+    if (have == 0) {
+      BIO_set_retry_read(bio);
+      *got = 0;
+      return 0;
+    }
+    const std::size_t n = std::min(have, len);
+    std::memcpy(dst, ch->in_.get() + ch->in_begin_, n);
+    ch->in_begin_ += n;
+    if (ch->in_begin_ == ch->in_end_) ch->in_begin_ = ch->in_end_ = 0;
+    *got = n;
+    return 1;
+  }
+
+  static int write(BIO* bio, const char* data, std::size_t len, std::size_t* written) {
+    auto* ch = static_cast<tls_channel*>(BIO_get_data(bio));
+    BIO_clear_retry_flags(bio);
+    if (ch->out_ == nullptr) return 0;
+    ch->out_->append(data, len);
+    *written = len;
+    return 1;
+  }
+
+  static long ctrl(BIO* bio, int cmd, long, void*) {
+    switch (cmd) {
+      case BIO_CTRL_FLUSH: return 1;
+      case BIO_CTRL_PENDING: {
+        auto* ch = static_cast<tls_channel*>(BIO_get_data(bio));
+        return static_cast<long>(ch->in_end_ - ch->in_begin_);
+      }
+      default: return 0;
+    }
+  }
+
+  static int create(BIO* bio) {
+    BIO_set_init(bio, 1);
+    return 1;
+  }
+
+  static BIO_METHOD* method() {
+    static BIO_METHOD* const m = [] {
+      BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "topogate tls channel");
+      if (bm) {
+        BIO_meth_set_read_ex(bm, read);
+        BIO_meth_set_write_ex(bm, write);
+        BIO_meth_set_ctrl(bm, ctrl);
+        BIO_meth_set_create(bm, create);
+      }
+      return bm;
+    }();
+    return m;
+  }
+};
+
+tls_channel::tls_channel(SSL_CTX* ctx) : in_(new char[input_capacity]) {
+  BIO_METHOD* m = tls_channel_bio::method();
+  if (!ctx || !m) return;
+  ssl_ = SSL_new(ctx);
+  if (!ssl_) return;
+  BIO* bio = BIO_new(m);
+  if (!bio) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    return;
+  }
+  BIO_set_data(bio, this);
+  BIO_up_ref(bio);  // SSL_set_bio takes one reference for each direction
+  SSL_set_bio(ssl_, bio, bio);
+  SSL_set_accept_state(ssl_);
+  // A connection keeps no record buffers while it is idle (keep-alive connections are
+  // mostly idle); OpenSSL reads as much of the input as it holds in one BIO call.
+  SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+  SSL_set_read_ahead(ssl_, 1);
 }
 
-tls_record_writer::~tls_record_writer() {
-  if (bio_) BIO_free(bio_);
+tls_channel::~tls_channel() {
+  if (ssl_) SSL_free(ssl_);
 }
 
-bool tls_record_writer::encrypt(SSL* ssl, std::string_view plain, std::string& out) {
-  if (!bio_ || !ssl) return false;
-  BIO* previous = SSL_get_wbio(ssl);
-  if (!previous) return false;
-  // SSL_set0_wbio consumes one reference of the BIO it installs and releases one of the
-  // BIO it replaces: hold one of each so both survive the swap and the swap back.
-  BIO_up_ref(previous);
-  BIO_up_ref(bio_);
-  SSL_set0_wbio(ssl, bio_);
-  BIO_set_data(bio_, &out);
-  bool ok = true;
+std::pair<char*, std::size_t> tls_channel::input_space() {
+  if (in_begin_ > 0 && in_end_ == input_capacity) {
+    std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+    in_end_ -= in_begin_;
+    in_begin_ = 0;
+  }
+  return {in_.get() + in_end_, input_capacity - in_end_};
+}
+
+tls_channel::status tls_channel::settle(int ret) {
+  switch (SSL_get_error(ssl_, ret)) {
+    case SSL_ERROR_WANT_READ: return status::want_read;
+    case SSL_ERROR_ZERO_RETURN: return status::closed;
+    default:
+      error_ = ERR_peek_last_error();
+      if (error_ == 0) error_ = ERR_PACK(ERR_LIB_SSL, 0, SSL_R_UNEXPECTED_EOF_WHILE_READING);
+      ERR_clear_error();
+      return status::failed;
+  }
+}
+
+// SSL_get_error() reads the thread's error queue: whatever other OpenSSL work on this
+// thread left there (a certificate file that failed to parse during a reload, ...) would
+// turn a plain "want more input" into a failure. So every call starts with a clean queue.
+tls_channel::status tls_channel::handshake() {
+  if (!ssl_) return status::failed;
+  ERR_clear_error();
+  const int ret = SSL_do_handshake(ssl_);
+  return ret == 1 ? status::ok : settle(ret);
+}
+
+tls_channel::status tls_channel::read(char* dst, std::size_t len, std::size_t& got) {
+  got = 0;
+  if (!ssl_) return status::failed;
+  ERR_clear_error();
+  const int ret = SSL_read_ex(ssl_, dst, len, &got);
+  return ret == 1 ? status::ok : settle(ret);
+}
+
+bool tls_channel::write(std::string_view plain) {
+  if (!ssl_ || !out_) return false;
+  ERR_clear_error();
   while (!plain.empty()) {
     std::size_t n = 0;
-    // Asio enables partial writes: each call may stop after one record.
-    if (SSL_write_ex(ssl, plain.data(), plain.size(), &n) != 1 || n == 0) {
-      ok = false;
-      break;
+    if (SSL_write_ex(ssl_, plain.data(), plain.size(), &n) != 1 || n == 0) {
+      ERR_clear_error();
+      return false;
     }
     plain.remove_prefix(n);
   }
-  BIO_set_data(bio_, nullptr);
-  SSL_set0_wbio(ssl, previous);
-  if (!ok) ERR_clear_error();
-  return ok;
+  return true;
+}
+
+void tls_channel::close_notify() {
+  if (!ssl_ || !out_ || error_ != 0 || !SSL_is_init_finished(ssl_)) return;
+  ERR_clear_error();
+  if (SSL_shutdown(ssl_) < 0) ERR_clear_error();
+}
+
+bool tls_channel::pending() const noexcept {
+  return in_end_ > in_begin_ || (ssl_ && (SSL_pending(ssl_) > 0 || SSL_has_pending(ssl_) == 1));
 }
 
 credential_watcher::credential_watcher(const serve_config& cfg, metrics* m)

@@ -10,11 +10,13 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/auth.hpp"
@@ -43,24 +45,66 @@ std::shared_ptr<boost::asio::ssl::context> make_tls_context(const std::vector<tl
 // The largest TLS record plaintext (RFC 8446 §5.1, RFC 5246 §6.2.1).
 inline constexpr std::size_t tls_record_plaintext = 16384;
 
-// Encrypts application data of an established connection straight into a caller's
-// buffer, so a whole response (or a large batch of it) leaves in one socket write
-// instead of one write, one BIO-pair copy and one completion per 16 KiB record (the
-// way an Asio ssl::stream writes). The connection's own write BIO is swapped out only
-// for the duration of encrypt(), while no Asio operation is pending on the stream.
-class tls_record_writer {
+// One server-side TLS connection's protocol state, driven by the session's own socket I/O
+// (no Asio ssl::stream): ciphertext read from the socket goes into input_space()/commit(),
+// and every record OpenSSL produces (handshake flights, alerts, application data,
+// close_notify) is appended to the string given to set_output(). So a request record is
+// decrypted straight from the bytes the socket read put there, a whole response (or a
+// large batch of it) leaves in one socket write, and there is no BIO pair, no composed
+// operation per record and no completion per OpenSSL call.
+class tls_channel {
  public:
-  tls_record_writer();
-  ~tls_record_writer();
-  tls_record_writer(const tls_record_writer&) = delete;
-  tls_record_writer& operator=(const tls_record_writer&) = delete;
+  enum class status : std::uint8_t {
+    ok,         // done (handshake) or bytes read
+    want_read,  // needs more ciphertext: commit() some and call again
+    closed,     // the peer sent close_notify
+    failed      // a TLS error: error() says which; the connection is unusable
+  };
 
-  // Appends the records carrying `plain` to `out`. False on a TLS error (the
-  // connection is then unusable and is closed).
-  bool encrypt(SSL* ssl, std::string_view plain, std::string& out);
+  // Ciphertext buffered at once: one record of the largest size with its overhead.
+  static constexpr std::size_t input_capacity = 16384 + 2048;
+
+  explicit tls_channel(SSL_CTX* ctx);
+  ~tls_channel();
+  tls_channel(const tls_channel&) = delete;
+  tls_channel& operator=(const tls_channel&) = delete;
+
+  [[nodiscard]] bool valid() const noexcept { return ssl_ != nullptr; }
+  [[nodiscard]] SSL* native_handle() const noexcept { return ssl_; }
+
+  // Where OpenSSL's records go (appended; never cleared here). Must be set before any call
+  // that may write.
+  void set_output(std::string* out) noexcept { out_ = out; }
+
+  // Free room for the socket to read into, then how much it read. Empty only if OpenSSL
+  // took nothing from a full buffer (it takes any complete record, and one record fits).
+  [[nodiscard]] std::pair<char*, std::size_t> input_space();
+  void commit(std::size_t n) noexcept { in_end_ += n; }
+
+  status handshake();
+  // Decrypts up to `len` bytes of application data into `dst`.
+  status read(char* dst, std::size_t len, std::size_t& got);
+  // Appends the records carrying `plain`. False on a TLS error.
+  bool write(std::string_view plain);
+  // Appends close_notify (nothing after a fatal error).
+  void close_notify();
+
+  // Input taken off the socket but not yet read out: ciphertext here, a record in
+  // OpenSSL's buffer, or decrypted bytes.
+  [[nodiscard]] bool pending() const noexcept;
+  // The OpenSSL error of the last `failed` status (ERR_GET_REASON gives the reason).
+  [[nodiscard]] unsigned long error() const noexcept { return error_; }
 
  private:
-  BIO* bio_ = nullptr;
+  friend struct tls_channel_bio;
+  status settle(int ret);
+
+  SSL* ssl_ = nullptr;
+  std::string* out_ = nullptr;
+  std::unique_ptr<char[]> in_;
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
+  unsigned long error_ = 0;
 };
 
 class credential_watcher {

@@ -148,8 +148,8 @@ def test_rsa_and_ecdsa_certificates(make_server, pki):
 def test_status_and_history(server, pki):
     code, body, _, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo/status")
     assert code == 200 and json.loads(body)["ready"] is True
-    code, body, _, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo/history")
-    assert code == 200
+    code, body, err, rc = curl("--cacert", str(pki.ca), *bearer(pki), f"{server.url}/snapshots/demo/history")
+    assert code == 200, (err, rc)
     assert curl("--cacert", str(pki.ca), f"{server.url}/snapshots/demo/history")[0] == 401
 
 
