@@ -259,19 +259,26 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
   core::append_json_chars(out, r.name);
   out += R"(\" is invalid: )";
   if (errors.size() > 1) out += '[';
-  // Where each error's text without its field (apimachinery's ErrorBody()) lies in `out`.
-  std::vector<std::pair<std::size_t, std::size_t>> bodies(errors.size());  // offset, length
+  // Where each error's field and its text without the field (apimachinery's ErrorBody())
+  // lie, escaped, in `out`.
+  struct escaped {
+    std::size_t field_at, field_size, body_at, body_size;
+  };
+  std::vector<escaped> pieces(errors.size());
   std::string text;
   for (std::size_t i = 0; i < errors.size(); ++i) {
     if (i) out += ", ";
     text.clear();
     errors[i].append_to(text);
     // The text is "<field>: <body>".
-    const std::size_t split = errors[i].path.size() + 2;
-    core::append_json_chars(out, std::string_view(text).substr(0, split));
-    const std::size_t at = out.size();
-    core::append_json_chars(out, std::string_view(text).substr(split));
-    bodies[i] = {at, out.size() - at};
+    const std::size_t field_size = errors[i].path.size();
+    pieces[i].field_at = out.size();
+    core::append_json_chars(out, std::string_view(text).substr(0, field_size));
+    pieces[i].field_size = out.size() - pieces[i].field_at;
+    out += ": ";  // plain: nothing to escape
+    pieces[i].body_at = out.size();
+    core::append_json_chars(out, std::string_view(text).substr(field_size + 2));
+    pieces[i].body_size = out.size() - pieces[i].body_at;
   }
   if (errors.size() > 1) out += ']';
 
@@ -297,10 +304,10 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
       core::append_json_chars(out, e.rule);
       out += "] ";
     }
-    out.append(out, bodies[i].first, bodies[i].second);
-    out += R"(","field":)";
-    core::append_json_string(out, e.path);
-    out += '}';
+    out.append(out, pieces[i].body_at, pieces[i].body_size);
+    out += R"(","field":")";
+    out.append(out, pieces[i].field_at, pieces[i].field_size);
+    out += R"("})";
   }
   out += R"(]},"code":422})";
 }
@@ -393,6 +400,9 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     }
     if (root != nullptr) {
       if (is_source) {
+        // A denial usually holds a few errors: room for them at once, instead of moving the
+        // ones found so far at every growth.
+        errors.reserve(8);
         core::check_topology_source(*root, opts.validation, errors, warnings);
       } else {
         auto res = core::validate_model_deployment(*root);

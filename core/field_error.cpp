@@ -29,20 +29,48 @@ std::string_view to_string(error_type t) noexcept {
 
 namespace {
 
+// Bytes that go out as they are: printable ASCII other than '"' and '\\'.
+constexpr std::array<bool, 256> plain_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
+
+// The length of the run of plain bytes that starts s.
+std::size_t plain_prefix(const char* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
+                backslash = _mm_set1_epi8('\\');
+  // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
+  const auto bad_mask = [&](const char* at) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    return static_cast<unsigned>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)))));
+  };
+  for (; i + 16 <= n; i += 16) {
+    if (const unsigned m = bad_mask(p + i)) return i + static_cast<std::size_t>(__builtin_ctz(m));
+  }
+  if (i != n && n >= 16) {
+    // The last sixteen bytes, overlapping the ones already seen (all plain).
+    const unsigned m = bad_mask(p + n - 16) >> (16 - (n - i));
+    return m ? i + static_cast<std::size_t>(__builtin_ctz(m)) : n;
+  }
+#endif
+  while (i < n && plain_bytes[static_cast<unsigned char>(p[i])]) ++i;
+  return i;
+}
+
 // Go's %q for a string: printable ASCII as is, the usual escapes, the rest as \x/\u.
 void append_go_quoted(std::string& out, std::string_view s) {
   out.push_back('"');
   for (std::size_t i = 0; i < s.size(); ++i) {
-    // Runs of bytes that go out as they are, appended at once.
-    std::size_t run = i;
-    while (run < s.size()) {
-      const auto b = static_cast<unsigned char>(s[run]);
-      if (b < 0x20 || b == 0x7f || b == '"' || b == '\\') break;
-      ++run;
-    }
-    if (run != i) {
-      out.append(s.data() + i, run - i);
-      i = run - 1;
+    // Runs of bytes that go out as they are, appended at once (a non-ASCII byte ends a
+    // JSON-plain run, and is passed through below).
+    if (const std::size_t run = plain_prefix(s.data() + i, s.size() - i); run != 0) {
+      out.append(s.data() + i, run);
+      i += run - 1;
       continue;
     }
     const auto c = static_cast<unsigned char>(s[i]);
@@ -197,7 +225,18 @@ void field_path::append_to(std::string& out) const {
 }
 
 std::string field_path::str() const {
+  // Sized first, so that the steps append without reallocating.
+  std::size_t size = 0;
+  for (const field_path* p = this; p != nullptr; p = p->parent_) {
+    switch (p->step_) {
+      case step::root: size += p->name_.size(); break;
+      case step::child: size += 1 + p->name_.size(); break;
+      case step::index: size += 2 + 20; break;
+      case step::key: size += 2 + p->name_.size(); break;
+    }
+  }
   std::string out;
+  out.reserve(size);
   append_to(out);
   return out;
 }
@@ -215,43 +254,6 @@ std::string render_text(const error_list& errors) {
   }
   return out;
 }
-
-namespace {
-
-// Bytes that go out as they are: printable ASCII other than '"' and '\\'.
-constexpr std::array<bool, 256> plain_bytes = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x7f; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-  return t;
-}();
-
-// The length of the run of plain bytes that starts s.
-std::size_t plain_prefix(const char* p, std::size_t n) noexcept {
-  std::size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
-                backslash = _mm_set1_epi8('\\');
-  // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
-  const auto bad_mask = [&](const char* at) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-    return static_cast<unsigned>(_mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
-                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)))));
-  };
-  for (; i + 16 <= n; i += 16) {
-    if (const unsigned m = bad_mask(p + i)) return i + static_cast<std::size_t>(__builtin_ctz(m));
-  }
-  if (i != n && n >= 16) {
-    // The last sixteen bytes, overlapping the ones already seen (all plain).
-    const unsigned m = bad_mask(p + n - 16) >> (16 - (n - i));
-    return m ? i + static_cast<std::size_t>(__builtin_ctz(m)) : n;
-  }
-#endif
-  while (i < n && plain_bytes[static_cast<unsigned char>(p[i])]) ++i;
-  return i;
-}
-
-}  // namespace
 
 void append_json_chars(std::string& out, std::string_view s) {
   // Escapes whatever YAML would refuse raw (the consumer decodes JSON with a YAML

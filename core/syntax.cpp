@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -33,7 +34,11 @@ constexpr std::string_view dns1123_subdomain_msg =
 
 std::string regex_error(std::string_view msg, std::string_view fmt,
                         std::initializer_list<std::string_view> examples) {
-  std::string out(msg);
+  std::string out;
+  std::size_t size = msg.size() + fmt.size() + 48;
+  for (auto ex : examples) size += ex.size() + 8;
+  out.reserve(size);
+  out += msg;
   if (examples.size() != 0) {
     out += " (e.g. ";
     bool first = true;
@@ -118,7 +123,12 @@ bool matches_dns1123_subdomain(std::string_view s) noexcept {
 
 void prefix_each(std::vector<std::string>& out, const std::vector<std::string>& msgs,
                  std::string_view prefix) {
-  for (auto& m : msgs) out.push_back(std::string(prefix) + m);
+  for (auto& m : msgs) {
+    std::string& line = out.emplace_back();
+    line.reserve(prefix.size() + m.size());
+    line += prefix;
+    line += m;
+  }
 }
 
 }  // namespace
@@ -213,22 +223,29 @@ name_masks classify(std::string_view s) noexcept {
   const auto bits = [](__m128i v) {
     return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v)) & 0xffffu);
   };
-  for (std::size_t at = 0; at < n; at += 16) {
-    __m128i v;
-    if (at + 16 <= n) {
-      v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at));
+  // Bytes [at, at + 16) read from `v`, of which the first `skip` are not ours (already seen).
+  const auto add = [&](__m128i v, std::size_t at, std::size_t skip) {
+    const auto place = [&](std::uint64_t b) { return (b >> skip) << at; };
+    m.lower_alnum |= place(bits(_mm_or_si128(range(v, a1, z1), range(v, d1, n1))));
+    m.upper |= place(bits(range(v, u1, uz)));
+    m.dot |= place(bits(_mm_cmpeq_epi8(v, dot)));
+    m.dash |= place(bits(_mm_cmpeq_epi8(v, dash)));
+    m.underscore |= place(bits(_mm_cmpeq_epi8(v, under)));
+    m.slash |= place(bits(_mm_cmpeq_epi8(v, slash)));
+  };
+  std::size_t at = 0;
+  for (; at + 16 <= n; at += 16)
+    add(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at)), at, 0);
+  if (at < n) {
+    if (n >= 16) {
+      // The last sixteen bytes, overlapping those already seen.
+      add(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + n - 16)), at, 16 - (n - at));
     } else {
-      // The last bytes, zero-padded: a zero byte is in no class.
+      // A short name, zero-padded: a zero byte is in no class.
       alignas(16) char tail[16] = {};
-      for (std::size_t i = 0; at + i < n; ++i) tail[i] = s[at + i];
-      v = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+      for (std::size_t i = 0; i < n; ++i) tail[i] = s[i];
+      add(_mm_load_si128(reinterpret_cast<const __m128i*>(tail)), 0, 0);
     }
-    m.lower_alnum |= bits(_mm_or_si128(range(v, a1, z1), range(v, d1, n1))) << at;
-    m.upper |= bits(range(v, u1, uz)) << at;
-    m.dot |= bits(_mm_cmpeq_epi8(v, dot)) << at;
-    m.dash |= bits(_mm_cmpeq_epi8(v, dash)) << at;
-    m.underscore |= bits(_mm_cmpeq_epi8(v, under)) << at;
-    m.slash |= bits(_mm_cmpeq_epi8(v, slash)) << at;
   }
   return m;
 }
@@ -566,6 +583,13 @@ std::string format_go_duration(std::chrono::nanoseconds d) {
 
 namespace {
 
+// s.rfind(c), with a forward memchr first: most hosts hold no '[', '@' or ':', and
+// string_view's rfind walks back byte by byte.
+std::size_t last_of(std::string_view s, char c) noexcept {
+  if (s.empty() || std::memchr(s.data(), c, s.size()) == nullptr) return std::string_view::npos;
+  return s.rfind(c);
+}
+
 constexpr bool is_hex(char c) noexcept {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -757,7 +781,7 @@ bool is_bracketable_ipv6(std::string_view in) noexcept {
 // Go's parseHost: host[:port] or [ipv6]:port, then the host-mode unescape.
 bool parse_host(std::string_view scheme_lower, std::string_view host, std::string& out,
                 std::string* error) {
-  const std::size_t open = host.rfind('[');
+  const std::size_t open = last_of(host, '[');
   if (open != std::string_view::npos && open > 0) return fail(error, "invalid IP-literal");
   if (open == 0) {
     const std::size_t close = host.rfind(']');
@@ -899,7 +923,7 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
           rest = authority.substr(slash);
           authority = authority.substr(0, slash);
         }
-        const std::size_t at = authority.rfind('@');
+        const std::size_t at = last_of(authority, '@');
         std::string host;
         if (!parse_host(scheme_lower,
                         at == std::string_view::npos ? authority : authority.substr(at + 1), host,
@@ -924,7 +948,7 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
         }
         // Hostname()/Port(): a trailing ":digits" is the port; brackets are dropped.
         std::string_view h = host;
-        if (const std::size_t colon = h.rfind(':');
+        if (const std::size_t colon = last_of(h, ':');
             colon != std::string_view::npos && valid_optional_port(h.substr(colon))) {
           url.port = std::string(h.substr(colon + 1));
           h = h.substr(0, colon);

@@ -1,6 +1,7 @@
 #include "topology_source.hpp"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 
 #include "document_internal.hpp"
@@ -72,15 +73,25 @@ const doc_node* object_field(const doc_node* n, const field_path& path, std::str
 
 // The API server prunes unknown fields before admission, so these only show up in files
 // checked with `topogate validate`: a typo there silently drops a setting.
-void warn_unknown_fields(const doc_node& obj, const field_path& path,
-                         std::initializer_list<std::string_view> known,
-                         std::vector<std::string>& warnings) {
+//
+// One pass over the mapping finds the known fields too (found[i] for known[i], nullptr when
+// absent), which spares a lookup per field afterwards: keys are unique, so the first match is
+// the one find() would return.
+template <std::size_t N>
+std::array<const doc_node*, N> known_fields(const doc_node& obj, const field_path& path,
+                                            const std::array<std::string_view, N>& known,
+                                            std::vector<std::string>& warnings) {
+  std::array<const doc_node*, N> found{};
   for (const auto& [k, v] : obj.map) {
-    if (std::none_of(known.begin(), known.end(),
-                     [&](std::string_view name) { return detail::same(k, name); })) {
+    std::size_t i = 0;
+    while (i < N && !detail::same(k, known[i])) ++i;
+    if (i < N) {
+      if (found[i] == nullptr) found[i] = &v;
+    } else {
       add_warning(warnings, "unknown field \"" + path.child(k).str() + "\" is ignored");
     }
   }
+  return found;
 }
 
 // A metav1.Duration field that must be set and positive. Returns the parsed value when it
@@ -129,11 +140,11 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
   }
   const doc_node* obj = object_field(n, path, "T13", errors);
   if (obj == nullptr) return std::nullopt;
-  warn_unknown_fields(*obj, path, {"namespace", "name"}, warnings);
+  static constexpr std::array<std::string_view, 2> fields = {"namespace", "name"};
+  const auto [ns_node, name_node] = known_fields(*obj, path, fields, warnings);
   object_ref ref;
 
   const field_path ns_path = path.child("namespace");
-  const doc_node* ns_node = obj->find("namespace");
   const auto ns = string_field(ns_node, ns_path, "T13", errors);
   if (ns && !ns->empty()) {
     if (keep) ref.namespace_ = *ns;
@@ -153,7 +164,6 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
   }
 
   const field_path name_path = path.child("name");
-  const doc_node* name_node = obj->find("name");
   const auto name = string_field(name_node, name_path, "T13", errors);
   if (name && !name->empty()) {
     if (keep) ref.name = *name;
@@ -393,12 +403,12 @@ void check_config_map(const doc_node& cm, topology_source* src, const validation
                       error_list& errors, std::vector<std::string>& warnings) {
   const bool keep = src != nullptr;
   constexpr field_path path("spec.configMap");
-  warn_unknown_fields(cm, path, {"configMapRef", "key", "maxStaleness"}, warnings);
+  static constexpr std::array<std::string_view, 3> fields = {"configMapRef", "key", "maxStaleness"};
+  const auto [ref_node, key_node, stale_node] = known_fields(cm, path, fields, warnings);
   configmap_source out;
-  out.config_map_ref = object_reference(cm.find("configMapRef"), path.child("configMapRef"), true,
+  out.config_map_ref = object_reference(ref_node, path.child("configMapRef"), true,
                                         opts, errors, warnings, keep);
   const field_path key_path = path.child("key");
-  const doc_node* key_node = cm.find("key");
   const auto key = string_field(key_node, key_path, "T8", errors);
   if (key && keep) out.key = std::string(*key);
   if ((key && is_blank(*key)) || (!key && (key_node == nullptr || key_node->is_null()))) {
@@ -417,7 +427,7 @@ void check_config_map(const doc_node& cm, topology_source* src, const validation
                   "spec.configMap.key is not a valid ConfigMap key; no ConfigMap can hold it");
   }
   std::string_view stale;
-  positive_duration(cm.find("maxStaleness"), path.child("maxStaleness"), "T8", errors, stale);
+  positive_duration(stale_node, path.child("maxStaleness"), "T8", errors, stale);
   if (keep) {
     out.max_staleness = stale;
     src->config_map = std::move(out);
@@ -428,19 +438,21 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
                    error_list& errors, std::vector<std::string>& warnings) {
   const bool keep = src != nullptr;
   constexpr field_path path("spec.webhook");
-  warn_unknown_fields(wh_node, path,
-                      {"url", "pollInterval", "timeout", "maxStaleness", "caBundleConfigMapRef",
-                       "bearerTokenSecretRef", "tlsClientCertificateSecretRef"},
-                      warnings);
+  static constexpr std::array<std::string_view, 7> fields = {
+      "url",          "pollInterval",         "timeout",
+      "maxStaleness", "caBundleConfigMapRef", "bearerTokenSecretRef",
+      "tlsClientCertificateSecretRef"};
+  const auto [url_node, poll_node, timeout_node, stale_node, ca_node, bearer, mtls] =
+      known_fields(wh_node, path, fields, warnings);
   webhook_source wh;
-  check_webhook_url(wh_node.find("url"), keep ? &wh : nullptr, errors, warnings);
+  check_webhook_url(url_node, keep ? &wh : nullptr, errors, warnings);
   std::string_view poll_text, timeout_text, stale_text;
-  const auto poll = positive_duration(wh_node.find("pollInterval"), path.child("pollInterval"),
-                                      "T10", errors, poll_text);
+  const auto poll =
+      positive_duration(poll_node, path.child("pollInterval"), "T10", errors, poll_text);
   const auto timeout =
-      positive_duration(wh_node.find("timeout"), path.child("timeout"), "T10", errors, timeout_text);
-  const auto stale = positive_duration(wh_node.find("maxStaleness"), path.child("maxStaleness"),
-                                       "T10", errors, stale_text);
+      positive_duration(timeout_node, path.child("timeout"), "T10", errors, timeout_text);
+  const auto stale =
+      positive_duration(stale_node, path.child("maxStaleness"), "T10", errors, stale_text);
   if (keep) {
     wh.poll_interval = poll_text;
     wh.timeout = timeout_text;
@@ -458,10 +470,8 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
                               "): labels expire between polls");
   }
   wh.ca_bundle_config_map_ref =
-      object_reference(wh_node.find("caBundleConfigMapRef"), path.child("caBundleConfigMapRef"),
-                       false, opts, errors, warnings, keep);
-  const doc_node* bearer = wh_node.find("bearerTokenSecretRef");
-  const doc_node* mtls = wh_node.find("tlsClientCertificateSecretRef");
+      object_reference(ca_node, path.child("caBundleConfigMapRef"), false, opts, errors, warnings,
+                       keep);
   const bool has_bearer = bearer != nullptr && !bearer->is_null();
   const bool has_mtls = mtls != nullptr && !mtls->is_null();
   if (!has_bearer && !has_mtls) {
@@ -688,22 +698,21 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
     if (object.find("spec") != nullptr && !object.find("spec")->is_null()) return;  // wrong type
     spec = &empty_spec;
   }
-  warn_unknown_fields(
-      *spec, field_path("spec"),
-      {"levels", "nodeSelector", "additionalWritePrefix", "nodeLabels", "configMap", "webhook"},
-      warnings);
+  static constexpr std::array<std::string_view, 6> spec_fields = {
+      "levels", "nodeSelector", "additionalWritePrefix", "nodeLabels", "configMap", "webhook"};
+  const auto [levels, sel, prefix_node, node_labels, config_map, webhook] =
+      known_fields(*spec, field_path("spec"), spec_fields, warnings);
 
-  const doc_node* levels = spec->find("levels");
   check_levels(levels, src, errors);
 
-  const auto prefix = check_write_prefix(spec->find("additionalWritePrefix"), src, opts, errors);
-  if (const doc_node* nl = spec->find("nodeLabels"); prefix && nl != nullptr && !nl->is_null()) {
+  const auto prefix = check_write_prefix(prefix_node, src, opts, errors);
+  if (prefix && node_labels != nullptr && !node_labels->is_null()) {
     errors.push_back(forbidden("T7", "spec.additionalWritePrefix",
                                "a nodeLabels source is read-only; a write prefix applies only to "
                                "configMap and webhook sources"));
   }
 
-  if (const doc_node* sel = spec->find("nodeSelector"); sel != nullptr && !sel->is_null()) {
+  if (sel != nullptr && !sel->is_null()) {
     label_selector parsed;
     validate_label_selector(*sel, "spec.nodeSelector", "T14", errors,
                             src != nullptr ? &parsed : nullptr);
@@ -711,9 +720,6 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
   }
 
   // T5: exactly one inventory path.
-  const doc_node* node_labels = spec->find("nodeLabels");
-  const doc_node* config_map = spec->find("configMap");
-  const doc_node* webhook = spec->find("webhook");
   std::string_view set[3];
   std::size_t set_count = 0;
   if (node_labels != nullptr && !node_labels->is_null()) set[set_count++] = "nodeLabels";
