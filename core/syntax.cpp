@@ -194,9 +194,10 @@ std::vector<std::string> check_label_value(std::string_view value) {
 #if defined(__SSE2__)
 namespace {
 
-// The fast predicates test names of up to 64 bytes (nearly every label key, value and
-// name) on bit masks of their byte classes, sixteen bytes at a time; longer ones take the
-// byte-wise matchers above. Bit i of each mask stands for byte i.
+// The fast predicates test names of 16 to 64 bytes (most label keys, and many names) on bit
+// masks of their byte classes, sixteen bytes at a time; shorter ones (most label values) are
+// cheaper byte by byte, and longer ones take the byte-wise matchers above too. Bit i of each
+// mask stands for byte i.
 struct name_masks {
   std::uint64_t lower_alnum = 0;  // [a-z0-9]
   std::uint64_t upper = 0;        // [A-Z]
@@ -204,11 +205,13 @@ struct name_masks {
 };
 
 constexpr std::size_t mask_bytes = 64;
+constexpr bool masked(std::size_t n) noexcept { return n >= 16 && n <= mask_bytes; }
 
 constexpr std::uint64_t low_bits(std::size_t n) noexcept {
   return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
 }
 
+// The masks of `s`, which holds 16 to 64 bytes (masked()).
 name_masks classify(std::string_view s) noexcept {
   name_masks m;
   const std::size_t n = s.size();
@@ -237,15 +240,8 @@ name_masks classify(std::string_view s) noexcept {
   for (; at + 16 <= n; at += 16)
     add(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at)), at, 0);
   if (at < n) {
-    if (n >= 16) {
-      // The last sixteen bytes, overlapping those already seen.
-      add(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + n - 16)), at, 16 - (n - at));
-    } else {
-      // A short name, zero-padded: a zero byte is in no class.
-      alignas(16) char tail[16] = {};
-      for (std::size_t i = 0; i < n; ++i) tail[i] = s[i];
-      add(_mm_load_si128(reinterpret_cast<const __m128i*>(tail)), 0, 0);
-    }
+    // The last sixteen bytes (n >= 16), overlapping those already seen.
+    add(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + n - 16)), at, 16 - (n - at));
   }
   return m;
 }
@@ -282,7 +278,7 @@ bool name_part_bits(const name_masks& m, std::size_t n) noexcept {
 
 bool is_qualified_name(std::string_view key) noexcept {
 #if defined(__SSE2__)
-  if (key.size() <= mask_bytes) {
+  if (masked(key.size())) {
     const name_masks m = classify(key);
     if (m.slash == 0) return key.size() <= max_label_name_length && name_part_bits(m, key.size());
     const auto slash = static_cast<std::size_t>(__builtin_ctzll(m.slash));
@@ -306,9 +302,8 @@ bool is_qualified_name(std::string_view key) noexcept {
 
 bool is_label_value(std::string_view value) noexcept {
 #if defined(__SSE2__)
-  if (value.size() <= mask_bytes) {
-    return value.size() <= max_label_value_length &&
-           (value.empty() || name_part_bits(classify(value), value.size()));
+  if (masked(value.size())) {
+    return value.size() <= max_label_value_length && name_part_bits(classify(value), value.size());
   }
 #endif
   return value.size() <= max_label_value_length &&
@@ -317,7 +312,7 @@ bool is_label_value(std::string_view value) noexcept {
 
 bool is_dns1123_subdomain(std::string_view s) noexcept {
 #if defined(__SSE2__)
-  if (s.size() <= mask_bytes) return subdomain_bits(classify(s), s.size());
+  if (masked(s.size())) return subdomain_bits(classify(s), s.size());
 #endif
   return s.size() <= max_dns1123_subdomain_length && matches_dns1123_subdomain(s);
 }
