@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -219,6 +220,150 @@ TEST(ReviewOnePass, OnlyReviewsUpTo64KiBLeaveTheirTreeInTheDecoder) {
     core::json_decoder fresh;
     EXPECT_EQ(review(route::topology_sources, small, json_meta, {}, shared).body,
               review(route::topology_sources, small, json_meta, {}, fresh).body);
+  }
+}
+
+// `body` with `insert` put right after the `{` that opens the value of the first `key` that
+// follows `after` (both searched in request.object's text).
+std::string insert_into(const std::string& body, const std::string& after, const std::string& key,
+                        const std::string& insert) {
+  std::string out = body;
+  std::size_t at = out.find("\"object\":{");
+  EXPECT_NE(at, std::string::npos);
+  at = out.find(after, at);
+  EXPECT_NE(at, std::string::npos) << after;
+  at = out.find("\"" + key + "\"", at);
+  EXPECT_NE(at, std::string::npos) << key;
+  at = out.find('{', at);
+  out.insert(at + 1, insert);
+  return out;
+}
+
+TEST(ReviewOnePass, UnreadFieldsOfTheObjectGetDecodeJsonsVerdict) {
+  // The tree built from the envelope stores only what the validators and review() read of
+  // the object; what it leaves out is still checked, so that every malformed or refused
+  // value there gets decode_json's verdict, and every accepted one the same response.
+  std::string deep;
+  for (int i = 0; i < 62; ++i) deep += "{\"d\":";
+  deep += "1";
+  deep.append(62, '}');
+  std::vector<std::string> values = {
+      R"({"a":1,"a":2})", R"({"f:spec":{".":{},"f:x":{},"f:x":{}}})", R"([{"a":1,"a":1}])",
+      "{\"a\":1,\"\\u0061\":2}", "{\"a\\u0041\":1,\"aB\":2}", R"("\x41")", R"("\/")",
+      "\"\\ud83d\\ude00\"", "\"\\ud83d\"", R"("\u00e9\t\"\\")", R"("\u00zz")", R"(1e999999)",
+      R"(123456789012345678901234567890)", R"(01)", R"(1.)", R"(-)", R"(tru)", R"(nulll)",
+      R"(true)", R"(null)", R"(-0)", R"({1:2})", R"({"a" "b"})", R"([1 2])", R"([1,])",
+      R"({"a":1,})", "{\"a\"\n:1}", "{\"a\" :1}", "{\"" + std::string(1030, 'k') + "\":1}",
+      "{\"" + std::string(1000, 'k') + "\":1}", R"({})", R"([[],{},[{}]])", deep,
+      "{\"d\":" + deep + "}", "[" + deep + "]"};
+  std::string keys = "{";
+  for (int i = 0; i < 20; ++i) keys += (i ? ",\"k" : "\"k") + std::to_string(i % 19) + "\":0";
+  values.push_back(keys + "}");
+  keys.clear();
+
+  // Each review twice: as the apiserver orders it (the object met after its kind, so left
+  // out in part) and with the object first (built whole from its text).
+  std::vector<review_case> all, firsts;
+  using change = std::function<std::string(const std::string&)>;
+  const auto add = [&](route rt, const std::string& body, const change& f) {
+    all.push_back({rt, f(body)});
+    firsts.push_back({rt, f(object_first(body))});
+  };
+  const std::string sources[] = {fixture("allowed.json"), fixture("denied.json"),
+                                 fixture("warnings.json")};
+  const std::string deployments[] = {fixture("modeldeployment_allowed.json"),
+                                     fixture("modeldeployment_denied.json")};
+  const auto into = [](std::string after, std::string key, std::string insert) -> change {
+    return [=](const std::string& b) { return insert_into(b, after, key, insert); };
+  };
+  const auto prefix = [](std::string insert) -> change {
+    return [=](const std::string& b) { return with_object_prefix(b, insert); };
+  };
+  // `field` of the object renamed out of the way and `replacement` put first.
+  const auto replaced = [](std::string field, std::string replacement) -> change {
+    return [=](const std::string& b) {
+      std::string changed = b;
+      const std::size_t at = changed.find("\"" + field + "\"", changed.find("\"object\":{"));
+      changed.replace(at, field.size() + 2, "\"old-" + field + "\"");
+      return with_object_prefix(changed, replacement);
+    };
+  };
+  for (const std::string& v : values) {
+    for (const std::string& body : sources) {
+      add(route::topology_sources, body, into("", "metadata", "\"annotations\":" + v + ","));
+      add(route::topology_sources, body,
+          into("", "metadata", "\"managedFields\":[{\"fieldsV1\":" + v + "}],"));
+      add(route::topology_sources, body, prefix("\"status\":" + v + ","));
+      // Read fields next to them: generateName's presence, spec.
+      add(route::topology_sources, body, into("", "metadata", "\"generateName\":" + v + ","));
+      add(route::topology_sources, body, into("", "spec", "\"x\":" + v + ","));
+    }
+    for (const std::string& body : deployments) {
+      add(route::model_deployments, body, into("", "metadata", "\"labels\":" + v + ","));
+      add(route::model_deployments, body, into("", "spec", "\"replicas\":" + v + ","));
+      add(route::model_deployments, body, into("\"roles\"", "topology", "\"x\":" + v + ","));
+      add(route::model_deployments, body, into("", "roles", "\"image\":" + v + ","));
+      add(route::model_deployments, body, prefix("\"status\":" + v + ","));
+    }
+  }
+  // Fields read in part, of other types than a mapping: stored whole.
+  for (const std::string& body : deployments) {
+    for (const char* spec : {R"("spec":[1,{"roles":2}],)", R"("spec":{"roles":{"topology":1}},)",
+                             R"("spec":{"roles":[1,[{"topology":2}],{"topology":[3]}]},)",
+                             R"("spec":{"roles":[{"topology":{"requiredLevel":{"a":1}}}]},)"})
+      add(route::model_deployments, body, replaced("spec", spec));
+  }
+  for (const std::string& body : sources) {
+    for (const char* meta : {R"("metadata":[{"name":1}],)", R"("metadata":"x",)",
+                             R"("metadata":{"generateName":{"a":[1]}},)",
+                             R"("metadata":{"name":{"a":1},"uid":{"b":2}},)"})
+      add(route::topology_sources, body, replaced("metadata", meta));
+  }
+  const std::size_t built = all.size();
+  all.insert(all.end(), firsts.begin(), firsts.end());
+
+  core::json_decoder shared;
+  std::size_t allowed = 0, denied = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const review_case& c = all[round == 0 ? i : all.size() - 1 - i];
+      SCOPED_TRACE(c.body.substr(0, 400));
+      const outcome out = review(c.rt, c.body, json_meta, {}, shared);
+      ASSERT_EQ(out.http_status, 200) << out.body;
+      const core::error_list want = reference_errors(c.rt, c.body);
+      EXPECT_EQ(rendered(out.errors), rendered(want));
+      EXPECT_EQ(out.result, want.empty() ? verdict::allowed : verdict::denied);
+      (out.result == verdict::allowed ? allowed : denied) += round == 0;
+      core::json_decoder fresh;
+      EXPECT_EQ(review(c.rt, c.body, json_meta, {}, fresh).body, out.body);
+      // The object read after its kind (left out in part) and before it (built whole from
+      // its text) give the same response.
+      if (i < built && round == 0) {
+        EXPECT_EQ(review(c.rt, firsts[i].body, json_meta, {}, fresh).body, out.body);
+      }
+    }
+  }
+  // Both verdicts are met: the values do not all make the object fail.
+  EXPECT_GT(allowed, 100u);
+  EXPECT_GT(denied, 100u);
+}
+
+TEST(ReviewOnePass, GeneratedNamesAreReadFromTheStoredMetadata) {
+  // CREATE with generateName: request.name is empty and the denial names metadata.name,
+  // whatever unread fields surround it.
+  core::json_decoder shared;
+  for (const std::string& name : {std::string(R"("name":"")"), std::string(R"("name":"" )")}) {
+    std::string body = fixture("denied.json");
+    const std::size_t at = body.find(R"("name":"inventory-service")");
+    ASSERT_LT(at, body.find("\"object\":{"));
+    body.replace(at, std::string(R"("name":"inventory-service")").size(), name);
+    body = insert_into(body, "", "metadata",
+                       R"("generateName":"inv-","annotations":{"a":"b"},"managedFields":[{"x":{}}],)");
+    const outcome out = review(route::topology_sources, body, json_meta, {}, shared);
+    EXPECT_EQ(out.result, verdict::denied);
+    EXPECT_NE(out.body.find(R"(\"inventory-service\" is invalid)"), std::string::npos) << out.body;
+    core::json_decoder fresh;
+    EXPECT_EQ(review(route::topology_sources, object_first(body), json_meta, {}, fresh).body, out.body);
   }
 }
 
