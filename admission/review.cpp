@@ -3,7 +3,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <array>
 
 #include "core/document.hpp"
 #include "core/document_internal.hpp"
@@ -101,41 +100,6 @@ bool handles(route rt, const group_version_kind& gvk) {
 }
 bool validates_operation(std::string_view op) { return op == "CREATE" || op == "UPDATE"; }
 
-// What of request.object each route reads, so that the tree built from the envelope stores
-// only that: the other fields' values (most of an object's bytes: metadata.managedFields,
-// annotations, labels, status) are checked as decode_json checks them but stored as null.
-// The readers are:
-//   - core::check_topology_source: apiVersion, kind, metadata.name, whether
-//     metadata.generateName is present (its value is never read), and all of spec (whose
-//     unknown fields it warns about);
-//   - core::validate_model_deployment: apiVersion, kind, and spec.roles[*].topology
-//     .requiredLevel (a spec, roles item or topology of another type is shown by its kind
-//     or scalar text, and stored whole: only a mapping's fields are left out);
-//   - review() below: metadata.name, when request.name is empty (generateName).
-// Every key is stored, so that find() and a presence check (generateName) see the object's
-// keys. A check that comes to read another field's value needs it added here; the tests
-// (review_one_pass_test) compare every review with the same object built whole.
-using core::detail::stored_field;
-using core::detail::stored_fields;
-constexpr std::array<stored_field, 1> metadata_reads = {{{"name"}}};
-constexpr stored_fields metadata_fields{metadata_reads.data(),
-                                        metadata_reads.data() + metadata_reads.size()};
-constexpr std::array<stored_field, 4> source_reads = {{
-    {"apiVersion"}, {"kind"}, {"metadata", &metadata_fields}, {"spec"}}};
-constexpr stored_fields source_fields{source_reads.data(), source_reads.data() + source_reads.size()};
-constexpr std::array<stored_field, 1> topology_reads = {{{"requiredLevel"}}};
-constexpr stored_fields topology_fields{topology_reads.data(),
-                                        topology_reads.data() + topology_reads.size()};
-constexpr std::array<stored_field, 1> role_reads = {{{"topology", &topology_fields}}};
-constexpr stored_fields role_fields{role_reads.data(), role_reads.data() + role_reads.size()};
-constexpr std::array<stored_field, 1> deployment_spec_reads = {{{"roles", &role_fields, true}}};
-constexpr stored_fields deployment_spec_fields{
-    deployment_spec_reads.data(), deployment_spec_reads.data() + deployment_spec_reads.size()};
-constexpr std::array<stored_field, 4> deployment_reads = {{
-    {"apiVersion"}, {"kind"}, {"metadata", &metadata_fields}, {"spec", &deployment_spec_fields}}};
-constexpr stored_fields deployment_fields{deployment_reads.data(),
-                                          deployment_reads.data() + deployment_reads.size()};
-
 // A Kubernetes Status document, the body of every HTTP error (what kubectl and the
 // apiserver log show for a failed webhook call).
 std::string status_body(int code, std::string_view reason, std::string_view message) {
@@ -173,8 +137,7 @@ bool read_string(ondemand::value v, std::string_view& out) {
 //
 // With `build` set, an object that will be validated (the apiserver sends request.kind and
 // request.operation before request.object) is built into the decoder's reusable tree from
-// this same parse, instead of a second parse of its text, storing only what the route reads
-// of it (the read lists above). Only a clean build counts: when it
+// this same parse, instead of a second parse of its text. Only a clean build counts: when it
 // fails, `rebuild` is set and the caller reads the envelope again without building, so that
 // every verdict on a malformed object comes from decode_json as before.
 std::string parse_envelope(core::detail::decoder_state& st, std::string_view body,
@@ -251,9 +214,7 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
             const char* start = obj_start;
             const char* end = nullptr;
             const std::string_view rest(start, static_cast<std::size_t>(body_end - start));
-            const stored_fields* keep =
-                rt == route::topology_sources ? &source_fields : &deployment_fields;
-            if (!core::detail::build_object_reusing(st, obj, rest, core::decode_limits{}, keep) ||
+            if (!core::detail::build_object_reusing(st, obj, rest, core::decode_limits{}) ||
                 doc.current_location().get(end) != simdjson::SUCCESS || end < start) {
               rebuild = true;
               return {};

@@ -1816,183 +1816,11 @@ class reuse_builder {
     return unique_keys(m);
   }
 
-  // object() for a mapping read only in the fields `keep` names: the other fields' keys are
-  // stored, their values are skimmed (every check value() makes, nothing stored) and left
-  // null. The keys, the node count and the depths are those of object(), so the verdict is.
-  bool object_kept(simdjson::ondemand::object obj, doc_node& out, std::size_t depth,
-                   const detail::stored_fields& keep) {
-    if (depth >= limits_.max_depth) return false;
-    become(out, doc_node::kind::mapping);
-    auto& m = out.map;
-    std::size_t n = 0;
-    for (auto field_result : obj) {
-      simdjson::ondemand::field field;
-      if (std::move(field_result).get(field)) return false;
-      const char* raw = field.key().raw();
-      const auto open = static_cast<std::size_t>(raw - base_) - 1;
-      std::string_view key;
-      if (field.unescaped_key().get(key)) return false;
-      if (!key_fits_yaml(open, key.size())) return false;
-      if (++count_ > limits_.max_expanded_nodes) return false;
-      if (n < m.size())
-        set_text(m[n].first, key);
-      else
-        m.emplace_back(std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple());
-      const detail::stored_field* f = keep.begin;
-      while (f != keep.end && !detail::same(f->key, key)) ++f;
-      if (f == keep.end) {
-        if (!skim(field.value(), depth + 1)) return false;
-        become(m[n].second, doc_node::kind::null);
-      } else if (f->below == nullptr) {
-        if (!value(field.value(), m[n].second, depth + 1)) return false;
-      } else {
-        if (!value_kept(field.value(), m[n].second, depth + 1, *f)) return false;
-      }
-      ++n;
-    }
-    if (n < m.size()) m.erase(m.begin() + static_cast<std::ptrdiff_t>(n), m.end());
-    return unique_keys(m);
-  }
-
  private:
   bool value(simdjson::ondemand::value v, doc_node& out, std::size_t depth) {
     if (++count_ > limits_.max_expanded_nodes) return false;
     simdjson::ondemand::json_type t;
     if (v.type().get(t)) return false;
-    return typed(v, t, out, depth);
-  }
-
-  // value() for a field read in part: a mapping (or, for a list field, each mapping item of
-  // a list) keeps only the fields `f.below` names; any other value is stored whole.
-  bool value_kept(simdjson::ondemand::value v, doc_node& out, std::size_t depth,
-                  const detail::stored_field& f) {
-    if (++count_ > limits_.max_expanded_nodes) return false;
-    simdjson::ondemand::json_type t;
-    if (v.type().get(t)) return false;
-    if (!f.list && t == simdjson::ondemand::json_type::object) {
-      simdjson::ondemand::object obj;
-      if (v.get_object().get(obj)) return false;
-      return object_kept(obj, out, depth, *f.below);
-    }
-    if (!f.list || t != simdjson::ondemand::json_type::array) return typed(v, t, out, depth);
-    simdjson::ondemand::array arr;
-    if (v.get_array().get(arr)) return false;
-    // array(), with each mapping item read in part.
-    if (depth >= limits_.max_depth) return false;
-    become(out, doc_node::kind::sequence);
-    auto& items = out.items;
-    std::size_t n = 0;
-    for (auto item_result : arr) {
-      simdjson::ondemand::value item;
-      if (std::move(item_result).get(item)) return false;
-      if (n == items.size()) items.emplace_back();
-      if (++count_ > limits_.max_expanded_nodes) return false;
-      simdjson::ondemand::json_type it;
-      if (item.type().get(it)) return false;
-      if (it == simdjson::ondemand::json_type::object) {
-        simdjson::ondemand::object obj;
-        if (item.get_object().get(obj)) return false;
-        if (!object_kept(obj, items[n], depth + 1, *f.below)) return false;
-      } else if (!typed(item, it, items[n], depth + 1)) {
-        return false;
-      }
-      ++n;
-    }
-    if (n < items.size()) items.erase(items.begin() + static_cast<std::ptrdiff_t>(n), items.end());
-    return true;
-  }
-
-  // value() for a value nobody reads: the same checks (simdjson's, the number grammar, the
-  // node and depth limits, yaml.v3's key rules, duplicate keys), nothing stored.
-  bool skim(simdjson::ondemand::value v, std::size_t depth) {
-    if (++count_ > limits_.max_expanded_nodes) return false;
-    simdjson::ondemand::json_type t;
-    if (v.type().get(t)) return false;
-    switch (t) {
-      case simdjson::ondemand::json_type::object: {
-        simdjson::ondemand::object obj;
-        if (v.get_object().get(obj)) return false;
-        return skim_object(obj, depth);
-      }
-      case simdjson::ondemand::json_type::array: {
-        simdjson::ondemand::array arr;
-        if (v.get_array().get(arr)) return false;
-        if (depth >= limits_.max_depth) return false;
-        for (auto item_result : arr) {
-          simdjson::ondemand::value item;
-          if (std::move(item_result).get(item)) return false;
-          if (!skim(item, depth + 1)) return false;
-        }
-        return true;
-      }
-      case simdjson::ondemand::json_type::string: {
-        std::string_view s;
-        return !v.get_string().get(s);
-      }
-      case simdjson::ondemand::json_type::number: {
-        std::string_view raw = v.raw_json_token();
-        while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
-                                raw.back() == '\t'))
-          raw.remove_suffix(1);
-        return detail::is_json_number(raw);
-      }
-      case simdjson::ondemand::json_type::boolean: {
-        bool b;
-        return !v.get_bool().get(b);
-      }
-      case simdjson::ondemand::json_type::null: {
-        bool is_null = false;
-        return !v.is_null().get(is_null) && is_null;
-      }
-    }
-    return false;
-  }
-
-  bool skim_object(simdjson::ondemand::object obj, std::size_t depth) {
-    if (depth >= limits_.max_depth) return false;
-    // The keys, for the duplicate check: views into the parser's string buffer, valid until
-    // the next parse. A mapping of more than 16 keys spills into `many`.
-    struct key_view {
-      const char* data;
-      std::size_t size;
-    };
-    key_view few[16];  // left uninitialized: only the first `n` are read
-    std::vector<std::string_view> many;
-    std::size_t n = 0;
-    for (auto field_result : obj) {
-      simdjson::ondemand::field field;
-      if (std::move(field_result).get(field)) return false;
-      const char* raw = field.key().raw();
-      const auto open = static_cast<std::size_t>(raw - base_) - 1;
-      std::string_view key;
-      if (field.unescaped_key().get(key)) return false;
-      if (!key_fits_yaml(open, key.size())) return false;
-      if (++count_ > limits_.max_expanded_nodes) return false;
-      if (n < 16) {
-        few[n] = {key.data(), key.size()};
-      } else {
-        if (n == 16)
-          for (const key_view& k : few) many.emplace_back(k.data, k.size);
-        many.push_back(key);
-      }
-      ++n;
-      if (!skim(field.value(), depth + 1)) return false;
-    }
-    if (n <= 16) {
-      for (std::size_t i = 1; i < n; ++i)
-        for (std::size_t j = 0; j < i; ++j)
-          if (few[i].size == few[j].size && detail::same_bytes(few[i].data, few[j].data, few[i].size))
-            return false;
-      return true;
-    }
-    seen_.reset(n);
-    for (std::size_t i = 0; i < n; ++i)
-      if (!seen_.insert(many[i], static_cast<std::uint32_t>(i)).second) return false;
-    return true;
-  }
-
-  bool typed(simdjson::ondemand::value v, simdjson::ondemand::json_type t, doc_node& out,
-             std::size_t depth) {
     switch (t) {
       case simdjson::ondemand::json_type::object: {
         simdjson::ondemand::object obj;
@@ -2214,10 +2042,9 @@ bool detail::json_text_acceptable(std::string_view text, const decode_limits& li
 }
 
 bool detail::build_object_reusing(decoder_state& state, simdjson::ondemand::object& obj,
-                                  std::string_view rest, const decode_limits& limits,
-                                  const stored_fields* keep) {
+                                  std::string_view rest, const decode_limits& limits) {
   reuse_builder b(rest, rest.data(), limits);
-  return keep != nullptr ? b.object_kept(obj, state.tree, 0, *keep) : b.object(obj, state.tree, 0);
+  return b.object(obj, state.tree, 0);
 }
 
 bool detail::decode_json_object_reusing(decoder_state& state, std::string_view text,

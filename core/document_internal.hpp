@@ -68,32 +68,13 @@ decode_result decode_json_styled(decoder_state& state, std::string_view text,
 // strings view nothing; it stays valid until the next reusing decode with `state`.
 bool decode_json_object_reusing(decoder_state& state, std::string_view text,
                                 const decode_limits& limits);
-// What of a mapping its reader looks at: the fields whose values it reads. A field's value is
-// stored whole (`below` null), or, when it is a mapping (a list, with `list`: each mapping
-// item of it), with only the fields `below` names; a value of any other type is stored whole.
-// The values of the fields not named are checked as decode_json checks them but stored as
-// null, and their keys are kept, so that find() and duplicate keys see every key.
-struct stored_fields;
-struct stored_field {
-  std::string_view key;
-  const stored_fields* below = nullptr;
-  bool list = false;
-};
-struct stored_fields {
-  const stored_field* begin;
-  const stored_field* end;
-};
-
 // The same for an object open in the caller's own On Demand document, so that one parse of
 // the caller's input serves both its envelope and this object. `rest` starts at the
 // object's `{` and runs to the end of the input. The caller then finds the object's text (to
 // the next token, as raw_json() would have) and must check it with json_text_acceptable: the
-// tree is decode_json's only when both succeed. With `keep`, the tree is decode_json's in
-// the fields `keep` names and holds null in the values of the others (the verdict, true or
-// false, stays the same): for a caller that reads nothing else of the object.
+// tree is decode_json's only when both succeed.
 bool build_object_reusing(decoder_state& state, simdjson::ondemand::object& obj,
-                          std::string_view rest, const decode_limits& limits,
-                          const stored_fields* keep = nullptr);
+                          std::string_view rest, const decode_limits& limits);
 // decode_json_styled's checks of the text itself (size, yaml.v3's character and escape
 // rules), which come before any parsing.
 bool json_text_acceptable(std::string_view text, const decode_limits& limits);

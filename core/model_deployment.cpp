@@ -48,9 +48,6 @@ void check_required_level(const doc_node& level, const std::string& path, error_
 
 }  // namespace
 
-// The admission webhook's tree holds only the fields read here (apiVersion, kind,
-// spec.roles[*].topology.requiredLevel) and metadata.name: reading another one needs it
-// added to the read lists in admission/review.cpp.
 deployment_result validate_model_deployment(const doc_node& object) {
   deployment_result r;
   auto& errors = r.errors;

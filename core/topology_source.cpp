@@ -678,9 +678,7 @@ bool publishable(std::string_view key, std::optional<std::string_view> prefix) n
 
 // Every check of a TopologySource, in order. With `src` the parsed source is filled in too;
 // without it nothing is copied out of the document (the admission webhook needs only the
-// verdict). The webhook's tree holds only the fields read here (apiVersion, kind,
-// metadata.name, metadata's keys, spec): reading another one needs it added to the
-// read lists in admission/review.cpp.
+// verdict).
 void check_source(const doc_node& object, const validation_options& opts, topology_source* src,
                   error_list& errors, std::vector<std::string>& warnings) {
   if (!object.is_mapping()) {
