@@ -643,6 +643,11 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
   bool transport_pending() const { return channel_.pending(); }
 
   read_status read_plain(char* dst, std::size_t len, std::size_t& got) {
+    // Nothing read off the socket and not yet decrypted: OpenSSL has nothing to give (the
+    // usual case after a response, when the next request has not arrived), so go straight
+    // to the socket instead of through a failing SSL_read.
+    got = 0;
+    if (!channel_.pending()) return read_status::want_read;
     switch (channel_.read(dst, len, got)) {
       case tls_channel::status::ok: return read_status::ok;
       case tls_channel::status::want_read: return read_status::want_read;
