@@ -168,7 +168,10 @@ struct server::impl {
   }
 
   void do_accept(tcp::acceptor& a, listener_kind kind);
-  void on_accept(tcp::socket socket, listener_kind kind);
+  void on_accept(tcp::socket socket, const tcp::endpoint& peer, listener_kind kind);
+  // The peer address of the connection each listener is accepting (filled by accept(2)
+  // itself, so no getpeername per connection).
+  std::array<tcp::endpoint, 2> accept_peer;
   void do_poll();
   void do_signals();
   void begin_shutdown();
@@ -812,7 +815,8 @@ void server::impl::do_accept(tcp::acceptor& a, listener_kind kind) {
   // admission POST). With several threads it keeps each connection's handlers serialised.
   const net::any_io_executor conn_ex = thread_count() == 1 ? net::any_io_executor(ioc.get_executor())
                                                             : net::any_io_executor(net::make_strand(ioc));
-  a.async_accept(conn_ex, net::bind_executor(control, [this, &a, kind](beast::error_code ec, tcp::socket s) {
+  tcp::endpoint& peer = accept_peer[kind == listener_kind::tls ? 0 : 1];
+  a.async_accept(conn_ex, peer, net::bind_executor(control, [this, &a, &peer, kind](beast::error_code ec, tcp::socket s) {
     if (stopping.load() || !a.is_open()) return;
     if (ec) {
       if (ec == net::error::operation_aborted) return;
@@ -824,12 +828,12 @@ void server::impl::do_accept(tcp::acceptor& a, listener_kind kind) {
       });
       return;
     }
-    on_accept(std::move(s), kind);
+    on_accept(std::move(s), peer, kind);
     do_accept(a, kind);
   }));
 }
 
-void server::impl::on_accept(tcp::socket socket, listener_kind kind) {
+void server::impl::on_accept(tcp::socket socket, const tcp::endpoint& peer, listener_kind kind) {
   if (connections.load() >= cfg.limits.max_connections) {
     m.connection_refused();
     beast::error_code ignored;
@@ -840,8 +844,7 @@ void server::impl::on_accept(tcp::socket socket, listener_kind kind) {
   m.connection_opened();
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
-  std::string remote;
-  if (auto ep = socket.remote_endpoint(ec); !ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  std::string remote = peer.address().to_string() + ":" + std::to_string(peer.port());
   if (kind == listener_kind::tls) {
     auto ctx = creds.tls();
     auto s = std::make_shared<tls_session>(std::move(socket), std::move(ctx), *this, std::move(remote));
