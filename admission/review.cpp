@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/document.hpp"
 #include "core/document_internal.hpp"
@@ -245,10 +246,10 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
 // `admission webhook "..." denied the request: <message>`.
 void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
   // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
-  // bracketed only when it holds more than one error. Each error is rendered and escaped
-  // once, straight into the message: every piece of it is split off next to an ASCII byte,
-  // so the escaped pieces are the escaped message, and each cause copies its escaped text
-  // out of the message.
+  // bracketed only when it holds more than one error. Each error is escaped once, piece by
+  // piece straight into the message (every piece is split off next to an ASCII byte, so the
+  // escaped pieces are the escaped message), and each cause copies its escaped text out of
+  // the message.
   out += R"("status":{"metadata":{},"status":"Failure","message":")";
   core::append_json_chars(out, r.request_kind.kind);
   if (!r.request_kind.group.empty()) {
@@ -260,24 +261,23 @@ void append_denial_status(std::string& out, const parsed_review& r, const core::
   out += R"(\" is invalid: )";
   if (errors.size() > 1) out += '[';
   // Where each error's field and its text without the field (apimachinery's ErrorBody())
-  // lie, escaped, in `out`.
+  // lie, escaped, in `out`: on the stack for the few errors a denial usually holds.
   struct escaped {
     std::size_t field_at, field_size, body_at, body_size;
   };
-  std::vector<escaped> pieces(errors.size());
-  std::string text;
+  std::array<escaped, 16> few;
+  std::vector<escaped> many;
+  if (errors.size() > few.size()) many.resize(errors.size());
+  escaped* const pieces = errors.size() > few.size() ? many.data() : few.data();
   for (std::size_t i = 0; i < errors.size(); ++i) {
     if (i) out += ", ";
-    text.clear();
-    errors[i].append_to(text);
     // The text is "<field>: <body>".
-    const std::size_t field_size = errors[i].path.size();
     pieces[i].field_at = out.size();
-    core::append_json_chars(out, std::string_view(text).substr(0, field_size));
+    core::append_json_chars(out, errors[i].path);
     pieces[i].field_size = out.size() - pieces[i].field_at;
     out += ": ";  // plain: nothing to escape
     pieces[i].body_at = out.size();
-    core::append_json_chars(out, std::string_view(text).substr(field_size + 2));
+    errors[i].append_json_body_to(out);
     pieces[i].body_size = out.size() - pieces[i].body_at;
   }
   if (errors.size() > 1) out += ']';

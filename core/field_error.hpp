@@ -35,6 +35,10 @@ struct field_error {
   [[nodiscard]] std::string to_string() const;
   // The same appended to `out` (a caller rendering many errors reuses one buffer).
   void append_to(std::string& out) const;
+  // The text after "<field>: " (apimachinery's ErrorBody()), JSON-escaped as
+  // append_json_chars escapes it, appended to `out`: a JSON writer that writes the field
+  // apart escapes the pieces as they are, without rendering the error into a copy first.
+  void append_json_body_to(std::string& out) const;
 };
 
 using error_list = std::vector<field_error>;

@@ -32,12 +32,16 @@ constexpr std::string_view dns1123_subdomain_msg =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character";
 
+// `lead` and `tail` go before and after the message, in the same allocation (a caller
+// prefixing a message would otherwise move it along a copy).
 std::string regex_error(std::string_view msg, std::string_view fmt,
-                        std::initializer_list<std::string_view> examples) {
+                        std::initializer_list<std::string_view> examples,
+                        std::string_view lead = {}, std::string_view tail = {}) {
   std::string out;
-  std::size_t size = msg.size() + fmt.size() + 48;
+  std::size_t size = lead.size() + msg.size() + fmt.size() + tail.size() + 48;
   for (auto ex : examples) size += ex.size() + 8;
   out.reserve(size);
+  out += lead;
   out += msg;
   if (examples.size() != 0) {
     out += " (e.g. ";
@@ -55,11 +59,20 @@ std::string regex_error(std::string_view msg, std::string_view fmt,
   }
   out += fmt;
   out += "')";
+  out += tail;
   return out;
 }
 
-std::string max_len_error(std::size_t n) {
-  return "must be no more than " + std::to_string(n) + " characters";
+std::string max_len_error(std::size_t n, std::string_view lead = {}) {
+  constexpr std::string_view head = "must be no more than ", end = " characters";
+  const std::string digits = std::to_string(n);
+  std::string out;
+  out.reserve(lead.size() + head.size() + digits.size() + end.size());
+  out += lead;
+  out += head;
+  out += digits;
+  out += end;
+  return out;
 }
 
 // One table lookup per byte: these run for every label key and value of every snapshot.
@@ -121,24 +134,20 @@ bool matches_dns1123_subdomain(std::string_view s) noexcept {
   return prev != '.' && prev != '-';  // also rejects the empty string
 }
 
-void prefix_each(std::vector<std::string>& out, const std::vector<std::string>& msgs,
-                 std::string_view prefix) {
-  for (auto& m : msgs) {
-    std::string& line = out.emplace_back();
-    line.reserve(prefix.size() + m.size());
-    line += prefix;
-    line += m;
-  }
+// check_dns1123_subdomain's messages, each after `lead`, appended to errs.
+void add_dns1123_subdomain_errors(std::vector<std::string>& errs, std::string_view s,
+                                  std::string_view lead) {
+  if (s.size() > max_dns1123_subdomain_length)
+    errs.push_back(max_len_error(max_dns1123_subdomain_length, lead));
+  if (!matches_dns1123_subdomain(s))
+    errs.push_back(regex_error(dns1123_subdomain_msg, dns1123_subdomain_fmt, {"example.com"}, lead));
 }
 
 }  // namespace
 
 std::vector<std::string> check_dns1123_subdomain(std::string_view s) {
   std::vector<std::string> errs;
-  if (s.size() > max_dns1123_subdomain_length)
-    errs.push_back(max_len_error(max_dns1123_subdomain_length));
-  if (!matches_dns1123_subdomain(s))
-    errs.push_back(regex_error(dns1123_subdomain_msg, dns1123_subdomain_fmt, {"example.com"}));
+  add_dns1123_subdomain_errors(errs, s, {});
   return errs;
 }
 
@@ -157,10 +166,10 @@ std::vector<std::string> check_qualified_name(std::string_view key) {
   const std::size_t slash = key.find('/');
   if (slash != std::string_view::npos) {
     if (key.find('/', slash + 1) != std::string_view::npos) {
-      errs.push_back(
-          "a qualified name " +
-          regex_error(qualified_name_msg, qualified_name_fmt, {"MyName", "my.name", "123-abc"}) +
-          " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
+      errs.push_back(regex_error(
+          qualified_name_msg, qualified_name_fmt, {"MyName", "my.name", "123-abc"},
+          "a qualified name ",
+          " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"));
       return errs;
     }
     const std::string_view prefix = key.substr(0, slash);
@@ -168,17 +177,17 @@ std::vector<std::string> check_qualified_name(std::string_view key) {
     if (prefix.empty()) {
       errs.emplace_back("prefix part must be non-empty");
     } else {
-      prefix_each(errs, check_dns1123_subdomain(prefix), "prefix part ");
+      add_dns1123_subdomain_errors(errs, prefix, "prefix part ");
     }
   }
   if (name.empty()) {
     errs.emplace_back("name part must be non-empty");
   } else if (name.size() > max_label_name_length) {
-    errs.push_back("name part " + max_len_error(max_label_name_length));
+    errs.push_back(max_len_error(max_label_name_length, "name part "));
   }
   if (!matches_qualified_name_part(name)) {
-    errs.push_back("name part " + regex_error(qualified_name_msg, qualified_name_fmt,
-                                              {"MyName", "my.name", "123-abc"}));
+    errs.push_back(regex_error(qualified_name_msg, qualified_name_fmt,
+                               {"MyName", "my.name", "123-abc"}, "name part "));
   }
   return errs;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 
 #include "document_internal.hpp"
 #include "profile.hpp"
@@ -35,6 +36,17 @@ void add_warning(std::vector<std::string>& warnings, std::string_view text) {
     out += "...";
   }
   warnings.push_back(std::move(out));
+}
+
+// A message from its pieces, in one allocation (a chain of + moves the text along copies
+// as it grows, and a piece put in front of a string shifts it).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::size_t size = 0;
+  for (const auto p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (const auto p : parts) out += p;
+  return out;
 }
 
 bool is_string_scalar(const doc_node& n) noexcept {
@@ -116,7 +128,7 @@ std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
   const auto d = parse_go_duration(raw, &err);
   if (!d) {
     errors.push_back(invalid(std::string(rule), path.str(), raw,
-                             err + " (units: ns, us, ms, s, m, h; e.g. 1h30m)"));
+                             cat({err, " (units: ns, us, ms, s, m, h; e.g. 1h30m)"})));
     return std::nullopt;
   }
   if (d->count() <= 0) {
@@ -149,8 +161,8 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
     if (keep) ref.namespace_ = *ns;
     if (*ns != opts.worker_namespace) {
       auto e = forbidden("T13", ns_path.str(),
-                         "\"" + std::string(*ns) + "\" is outside the worker namespace \"" +
-                             opts.worker_namespace + "\"; every reference must be in it");
+                         cat({"\"", *ns, "\" is outside the worker namespace \"",
+                              opts.worker_namespace, "\"; every reference must be in it"}));
       e.bad_value = *ns;
       e.has_value = true;
       errors.push_back(std::move(e));
@@ -159,7 +171,7 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
     // wrong type, already reported
   } else {
     errors.push_back(
-        required("T13", ns_path.str(), "must be \"" + opts.worker_namespace + "\""));
+        required("T13", ns_path.str(), cat({"must be \"", opts.worker_namespace, "\""})));
   }
 
   const field_path name_path = path.child("name");
@@ -306,7 +318,7 @@ void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors
   std::string err;
   const auto parsed = parse_url(*url, &err);
   if (!parsed) {
-    bad_url("not a valid URL: " + err);
+    bad_url(cat({"not a valid URL: ", err}));
     return;
   }
   if (parsed->scheme.empty()) {
@@ -407,7 +419,7 @@ std::optional<std::string_view> check_write_prefix(const doc_node* n, topology_s
   }
   if (!is_dns1123_subdomain(domain)) {
     for (auto& msg : check_dns1123_subdomain(domain))
-      errors.push_back(invalid("T6", path, *prefix, "prefix " + msg));
+      errors.push_back(invalid("T6", path, *prefix, cat({"prefix ", msg})));
     return prefix;
   }
   for (std::string_view reserved : opts.reserved_prefixes) {
@@ -419,9 +431,9 @@ std::optional<std::string_view> check_write_prefix(const doc_node* n, topology_s
                            domain[domain.size() - reserved.size() - 1] == '.' &&
                            ends_with(domain, reserved);
     if (domain == reserved || subdomain) {
-      errors.push_back(invalid("T6", path, *prefix,
-                               "\"" + std::string(reserved) +
-                                   "\" and its subdomains are reserved and cannot be delegated"));
+      errors.push_back(invalid(
+          "T6", path, *prefix,
+          cat({"\"", reserved, "\" and its subdomains are reserved and cannot be delegated"})));
       break;
     }
   }
@@ -491,7 +503,7 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
   if (poll && timeout && *timeout > *poll) {
     errors.push_back(
         invalid("T11", "spec.webhook.timeout", timeout_text,
-                "must not exceed spec.webhook.pollInterval (" + format_go_duration(*poll) + ")"));
+                cat({"must not exceed spec.webhook.pollInterval (", format_go_duration(*poll), ")"})));
   }
   if (poll && stale && *stale < *poll) {
     add_warning(warnings, "spec.webhook.maxStaleness (" + format_go_duration(*stale) +
@@ -759,8 +771,8 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
   }
   for (std::size_t i = 1; i < set_count; ++i) {
     errors.push_back(forbidden("T5", child("spec", set[i]),
-                               "may not be set together with spec." + std::string(set[0]) +
-                                   ": exactly one of nodeLabels, configMap or webhook"));
+                               cat({"may not be set together with spec.", set[0],
+                                    ": exactly one of nodeLabels, configMap or webhook"})));
   }
   if (object_field(node_labels, field_path("spec.nodeLabels"), "T5", errors) != nullptr &&
       src != nullptr)
