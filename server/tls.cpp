@@ -191,8 +191,7 @@ tls_channel::tls_channel(SSL_CTX* ctx) : in_(new char[input_capacity]) {
     return;
   }
   BIO_set_data(bio, this);
-  BIO_up_ref(bio);  // SSL_set_bio takes one reference for each direction
-  SSL_set_bio(ssl_, bio, bio);
+  SSL_set_bio(ssl_, bio, bio);  // one BIO for both directions: SSL_set_bio takes its one reference
   SSL_set_accept_state(ssl_);
   // A connection keeps no record buffers while it is idle (keep-alive connections are
   // mostly idle); OpenSSL reads as much of the input as it holds in one BIO call.
