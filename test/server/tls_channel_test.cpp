@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "server/pki.hpp"
@@ -83,23 +84,31 @@ struct TlsChannel : ::testing::Test {
     return n;
   }
 
-  void channel_to_client(std::string& wire) {
-    BIO_write(to_client, wire.data(), static_cast<int>(wire.size()));
-    wire.clear();
+  void channel_to_client(std::string& records) {
+    BIO_write(to_client, records.data(), static_cast<int>(records.size()));
+    records.clear();
   }
 
   // Runs both handshakes to completion; false if either side failed.
-  bool handshake(tls_channel& ch, std::string& wire, std::size_t piece = 1 << 20) {
+  bool handshake(tls_channel& ch, std::string& records, std::size_t piece = 1 << 20) {
     for (int round = 0; round < 100000; ++round) {
       const int c = SSL_do_handshake(client);
       if (c != 1 && SSL_get_error(client, c) != SSL_ERROR_WANT_READ) return false;
       feed(ch, piece);
       const auto s = ch.handshake();
-      channel_to_client(wire);
+      channel_to_client(records);
       if (s == tls_channel::status::failed || s == tls_channel::status::closed) return false;
       if (c == 1 && s == tls_channel::status::ok) return true;
     }
     return false;
+  }
+
+  // A client and a channel with the handshake done (bytes handed over `piece` at a time).
+  bool connect(int max_version = 0, std::size_t piece = 1 << 20) {
+    make_client(max_version);
+    channel = std::make_unique<tls_channel>(server_ctx->native_handle());
+    channel->set_output(&wire);
+    return channel->valid() && handshake(*channel, wire, piece);
   }
 
   // Reads everything the channel can decrypt now.
@@ -122,15 +131,13 @@ struct TlsChannel : ::testing::Test {
   BIO* to_client = nullptr;
   BIO* to_server = nullptr;
   std::string pending_input;
+  std::unique_ptr<tls_channel> channel;
+  std::string wire;  // what the channel wrote for the client
 };
 
 TEST_F(TlsChannel, HandshakeThenRequestAndResponse) {
-  make_client();
-  tls_channel ch(server_ctx->native_handle());
-  ASSERT_TRUE(ch.valid());
-  std::string wire;
-  ch.set_output(&wire);
-  ASSERT_TRUE(handshake(ch, wire));
+  ASSERT_TRUE(connect());
+  tls_channel& ch = *channel;
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.3");
 
   const std::string request = "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -159,11 +166,8 @@ TEST_F(TlsChannel, HandshakeThenRequestAndResponse) {
 }
 
 TEST_F(TlsChannel, InputArrivingOneByteAtATime) {
-  make_client(TLS1_2_VERSION);
-  tls_channel ch(server_ctx->native_handle());
-  std::string wire;
-  ch.set_output(&wire);
-  ASSERT_TRUE(handshake(ch, wire, 1));
+  ASSERT_TRUE(connect(TLS1_2_VERSION, 1));
+  tls_channel& ch = *channel;
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.2");
   const std::string request(3000, 'q');
   ASSERT_EQ(SSL_write(client, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
@@ -178,11 +182,8 @@ TEST_F(TlsChannel, InputArrivingOneByteAtATime) {
 }
 
 TEST_F(TlsChannel, CloseNotifyBothWays) {
-  make_client();
-  tls_channel ch(server_ctx->native_handle());
-  std::string wire;
-  ch.set_output(&wire);
-  ASSERT_TRUE(handshake(ch, wire));
+  ASSERT_TRUE(connect());
+  tls_channel& ch = *channel;
   ch.close_notify();
   ASSERT_FALSE(wire.empty());
   channel_to_client(wire);
@@ -197,11 +198,8 @@ TEST_F(TlsChannel, CloseNotifyBothWays) {
 }
 
 TEST_F(TlsChannel, GarbageAfterTheHandshakeFails) {
-  make_client();
-  tls_channel ch(server_ctx->native_handle());
-  std::string wire;
-  ch.set_output(&wire);
-  ASSERT_TRUE(handshake(ch, wire));
+  ASSERT_TRUE(connect());
+  tls_channel& ch = *channel;
   // An application-data record whose ciphertext does not authenticate.
   const unsigned char forged[] = {0x17, 0x03, 0x03, 0x00, 0x20, 1, 2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
                                   13,   14,   15,   16,   17,   18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
@@ -218,11 +216,8 @@ TEST_F(TlsChannel, GarbageAfterTheHandshakeFails) {
 }
 
 TEST_F(TlsChannel, ForeignErrorsOnTheThreadDoNotFailARead) {
-  make_client();
-  tls_channel ch(server_ctx->native_handle());
-  std::string wire;
-  ch.set_output(&wire);
-  ASSERT_TRUE(handshake(ch, wire));
+  ASSERT_TRUE(connect());
+  tls_channel& ch = *channel;
   // Other OpenSSL work on this thread (a PEM file that did not parse) leaves an error queued.
   BIO* junk = BIO_new_mem_buf("not a certificate", -1);
   EXPECT_EQ(PEM_read_bio_X509(junk, nullptr, nullptr, nullptr), nullptr);
@@ -235,7 +230,6 @@ TEST_F(TlsChannel, ForeignErrorsOnTheThreadDoNotFailARead) {
 
 TEST_F(TlsChannel, PlainHttpInsteadOfAClientHelloFails) {
   tls_channel ch(server_ctx->native_handle());
-  std::string wire;
   ch.set_output(&wire);
   const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   auto [space, room] = ch.input_space();
@@ -247,7 +241,6 @@ TEST_F(TlsChannel, PlainHttpInsteadOfAClientHelloFails) {
 
 TEST_F(TlsChannel, ARecordLongerThanTheMaximumFails) {
   tls_channel ch(server_ctx->native_handle());
-  std::string wire;
   ch.set_output(&wire);
   auto [space, room] = ch.input_space();
   EXPECT_EQ(room, tls_channel::input_capacity);
