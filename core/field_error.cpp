@@ -36,18 +36,25 @@ constexpr std::array<bool, 256> plain_bytes = [] {
   return t;
 }();
 
+#if defined(__SSE2__)
+// Bit i set when byte i of v is not plain (plain_bytes). Signed compare: bytes >= 0x80 are
+// negative, so they count as "below 0x20" too.
+[[gnu::always_inline]] inline unsigned not_plain_mask(__m128i v) noexcept {
+  const __m128i below = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+  const __m128i del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+  const __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+  const __m128i backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+  return static_cast<unsigned>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(below, del), _mm_or_si128(quote, backslash))));
+}
+#endif
+
 // The length of the run of plain bytes that starts s.
 [[gnu::always_inline]] inline std::size_t plain_prefix(const char* p, std::size_t n) noexcept {
   std::size_t i = 0;
 #if defined(__SSE2__)
-  const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
-                backslash = _mm_set1_epi8('\\');
-  // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
-  const auto bad_mask = [&](const char* at) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-    return static_cast<unsigned>(_mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
-                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)))));
+  const auto bad_mask = [](const char* at) {
+    return not_plain_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
   };
   for (; i + 16 <= n; i += 16) {
     if (const unsigned m = bad_mask(p + i)) return i + static_cast<std::size_t>(__builtin_ctz(m));
@@ -63,10 +70,8 @@ constexpr std::array<bool, 256> plain_bytes = [] {
     std::uint64_t head, tail;
     std::memcpy(&head, p, 8);
     std::memcpy(&tail, p + n - 8, 8);
-    const __m128i v = _mm_set_epi64x(static_cast<long long>(tail), static_cast<long long>(head));
-    const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
-                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)))));
+    const unsigned m =
+        not_plain_mask(_mm_set_epi64x(static_cast<long long>(tail), static_cast<long long>(head)));
     if (m & 0xffu) return static_cast<std::size_t>(__builtin_ctz(m));
     // The last eight bytes start at n - 8; those before 8 were seen plain already.
     return m ? n - 8 + static_cast<std::size_t>(__builtin_ctz(m >> 8)) : n;
@@ -325,8 +330,6 @@ namespace {
       // the run exactly, and what was stored past it is overwritten. The last bytes (and a
       // short text) are read from a zeroed copy: a zero byte is not plain, so the run stops
       // at the end of the text.
-      const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f),
-                    quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
       __m128i v;
       if (i + 16 <= n) {
         v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
@@ -336,17 +339,13 @@ namespace {
         v = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
       }
       _mm_storeu_si128(reinterpret_cast<__m128i*>(buf + w), v);
-      // Signed compare: bytes >= 0x80 are negative, so they count as "below 0x20" too.
-      const __m128i bad =
-          _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
-                       _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-      const int mask = _mm_movemask_epi8(bad);
+      const unsigned mask = not_plain_mask(v);
       if (mask == 0) {
         i += 16;
         w += 16;
         continue;
       }
-      const auto k = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+      const auto k = static_cast<std::size_t>(__builtin_ctz(mask));
       i += k;
       w += k;
       if (i >= n) break;
