@@ -187,7 +187,8 @@ enum class read_status : std::uint8_t { ok, want_read, closed, failed };
 // transport (Derived: TLS or plain TCP), takes plaintext out of it, and feeds Beast's
 // parser synchronously; a response is rendered and sealed (encrypted, or copied) into one
 // buffer and written with one socket write per batch. One deadline timer per connection,
-// re-armed only when it fires (a request moves the deadline without touching the timer).
+// re-armed only when it fires or a deadline moves earlier than it (a later deadline, the
+// usual step from one request to the next, only moves deadline_).
 template <class Derived>
 class http_session : public drainable {
  public:
@@ -364,7 +365,7 @@ class http_session : public drainable {
     beast::error_code ec;
     parser_->put_eof(ec);
     if (!ec && !parser_->is_done()) ec = http::error::partial_message;
-    finish_read(ec ? ec : beast::error_code(http::error::partial_message));
+    finish_read(ec);
   }
 
   void finish_read(beast::error_code ec) {
