@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 namespace topogate::core {
@@ -98,6 +99,36 @@ INSTANTIATE_TEST_SUITE_P(
                       name_case{repeat('a', 64), true},  // labels are not length-limited here
                       name_case{subdomain_of_length(253), true},
                       name_case{subdomain_of_length(254), false}));
+
+// The predicates check names of 16 to 64 bytes on byte-class masks and the others byte by
+// byte; check_*() always goes byte by byte. Names of every length from 1 to 70, mostly of
+// valid bytes with a few others sprinkled in (so that both answers come up at every length),
+// must get the same answer from both.
+TEST(NamePredicates, AgreeWithTheChecksAtEveryLength) {
+  std::mt19937 rng(20261201);
+  constexpr std::string_view usual = "abcxyz0189";
+  constexpr std::string_view other = ".-_/AZ \x80\xc3";
+  std::size_t accepted[3] = {}, refused[3] = {};
+  for (std::size_t n = 1; n <= 70; ++n) {
+    for (int round = 0; round < 400; ++round) {
+      std::string s(n, 'a');
+      for (char& c : s) c = usual[rng() % usual.size()];
+      const std::size_t sprinkle = rng() % 4;
+      for (std::size_t k = 0; k < sprinkle; ++k) s[rng() % n] = other[rng() % other.size()];
+      const bool qualified = is_qualified_name(s), value = is_label_value(s), subdomain = is_dns1123_subdomain(s);
+      ASSERT_EQ(qualified, check_qualified_name(s).empty()) << s;
+      ASSERT_EQ(value, check_label_value(s).empty()) << s;
+      ASSERT_EQ(subdomain, check_dns1123_subdomain(s).empty()) << s;
+      (qualified ? accepted : refused)[0]++;
+      (value ? accepted : refused)[1]++;
+      (subdomain ? accepted : refused)[2]++;
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(accepted[i], 1000u) << i;
+    EXPECT_GT(refused[i], 1000u) << i;
+  }
+}
 
 TEST(Dns1123Label, Boundaries) {
   EXPECT_TRUE(check_dns1123_label("my-name").empty());

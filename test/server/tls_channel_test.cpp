@@ -181,6 +181,24 @@ TEST_F(TlsChannel, InputArrivingOneByteAtATime) {
   EXPECT_EQ(plain, request);
 }
 
+// Records of the largest size, three in a row: one fits the input buffer with room to spare,
+// and more than one is taken in as OpenSSL reads them out.
+TEST_F(TlsChannel, LargestRecordsFromTheClient) {
+  ASSERT_TRUE(connect());
+  tls_channel& ch = *channel;
+  const std::string request(3 * tls_record_plaintext, 'L');
+  ASSERT_EQ(SSL_write(client, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  std::string plain;
+  tls_channel::status last{};
+  for (int i = 0; i < 100 && plain.size() < request.size(); ++i) {
+    feed(ch);
+    plain += drain_plain(ch, last);
+    ASSERT_EQ(last, tls_channel::status::want_read);
+  }
+  EXPECT_EQ(plain, request);
+  EXPECT_TRUE(pending_input.empty());
+}
+
 TEST_F(TlsChannel, CloseNotifyBothWays) {
   ASSERT_TRUE(connect());
   tls_channel& ch = *channel;
