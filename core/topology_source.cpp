@@ -7,6 +7,7 @@
 #include "document_internal.hpp"
 #include "profile.hpp"
 #include "syntax.hpp"
+#include "topology_source_internal.hpp"
 
 namespace topogate::core {
 
@@ -261,6 +262,10 @@ std::string redact_url(std::string_view raw) {
   return out;
 }
 
+}  // namespace
+
+namespace detail {
+
 // The usual snapshot URL, "https://host[:port][/path]" with a host of letters, digits, '.' and
 // '-', digits for the port and a path of unreserved characters and '/': Go's url.Parse
 // accepts it with the https scheme, a host, no user information, no fragment and no query,
@@ -290,6 +295,10 @@ bool plain_https_url(std::string_view u) noexcept {
   return true;
 }
 
+}  // namespace detail
+
+namespace {
+
 void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors,
                        std::vector<std::string>& warnings) {
   constexpr field_path path("spec.webhook.url");
@@ -304,7 +313,7 @@ void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors
     errors.push_back(required("T9", path.str(), "an absolute https:// URL"));
     return;
   }
-  if (plain_https_url(*url)) return;  // nothing below can fail or warn
+  if (detail::plain_https_url(*url)) return;  // nothing below can fail or warn
   // The URL as errors show it, redacted once for the first of them.
   std::string shown_url;
   bool redacted = false;
