@@ -11,6 +11,7 @@ requests for every route.
 import hashlib
 import json
 import pathlib
+import ssl
 import sys
 import threading
 
@@ -81,12 +82,31 @@ def load_bounded(data: bytes):
         loader.dispose()
 
 
+def client_hellos():
+    """A real client's first flight (TLS 1.3 and a 1.2-only client), from Python's ssl module
+    in memory: no socket, no server."""
+    out = []
+    for maximum in (ssl.TLSVersion.MAXIMUM_SUPPORTED, ssl.TLSVersion.TLSv1_2):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.maximum_version = maximum
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        conn = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+        try:
+            conn.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        out.append(outgoing.read())
+    return out
+
+
 def main() -> int:
     src = pathlib.Path(sys.argv[1])
     out = pathlib.Path(sys.argv[2])
     cases = src / "conformance" / "cases"
     corpora = {t: out / t for t in ("fuzz_syntax", "fuzz_snapshot", "fuzz_snapshot_diff",
-                                    "fuzz_objects", "fuzz_admission", "fuzz_http")}
+                                    "fuzz_objects", "fuzz_admission", "fuzz_http", "fuzz_tls")}
     for d in corpora.values():
         d.mkdir(parents=True, exist_ok=True)
 
@@ -251,6 +271,24 @@ def main() -> int:
     for i, r in enumerate(requests):
         for first in (0, 1, 2) + ((3, 7, 9) if i < 12 else ()):
             put("fuzz_http", bytes([first]) + r)
+
+    # fuzz_tls (fuzz_tls.cpp): byte 0 % 3 picks raw bytes, a real client, or a real client
+    # with one ciphertext byte changed; bit 0x10 makes the client TLS 1.2.
+    for hello in client_hellos():
+        put("fuzz_tls", b"\x00" + hello)
+    put("fuzz_tls", b"\x00" + requests[0])
+    # Scripts: writes of assorted sizes, socket reads and read buffers of assorted sizes,
+    # answers, and closes from either side (see run_client for the opcodes).
+    scripts = [bytes([0, 0, 100, 3, 10, 200, 3, 255, 255, 5, 1, 0, 6, 7]),
+               bytes([0, 0x9c, 0x40, 3, 250, 250, 3, 7, 7, 5, 0x9c, 0x40, 7, 6]),
+               bytes([1, 3, 0, 2, 4, 1, 1, 5, 0, 10, 6]),
+               bytes(range(0, 64)),
+               bytes([2, 0x40, 0x00, 4, 255, 255] * 5 + [6])]
+    for script in scripts:
+        for first in (1, 0x11):
+            put("fuzz_tls", bytes([first, 0x12, 0x34]) + script)
+        for first, at in ((2, 0), (2, 5), (2, 40), (0x12, 3), (0x12, 100)):
+            put("fuzz_tls", bytes([first, 0x12, 0x34]) + at.to_bytes(2, "big") + b"\x01" + script)
     for d in corpora.values():
         print(f"{d.name}: {sum(1 for _ in d.iterdir())} seeds")
     return 0
