@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_syntax fuzz_snapshot fuzz_snapshot_diff fuzz_objects fuzz_admission fuzz_http fuzz_tls)
+all_targets=(fuzz_syntax fuzz_snapshot fuzz_snapshot_diff fuzz_objects fuzz_admission fuzz_http fuzz_tls fuzz_session)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 build=${FUZZ_BUILD_DIR:-build/fuzz}

@@ -19,10 +19,11 @@
 #   TOPOGATE_TSAN_LABELS    CTest labels run under tsan (default: inventory|server|integration;
 #                           empty skips the stage)
 #   TOPOGATE_FUZZ_SECONDS   seconds per fuzz target (default 60; 0 skips the stage)
-#   TOPOGATE_FUZZ_TARGETS   the targets (default: all seven; fuzz_http and fuzz_tls link the
-#                           request path without the Kubernetes client: about 150 CPU-seconds
-#                           of build on top of the libraries the other five build; the
-#                           targets run two at a time, so seven take four rounds)
+#   TOPOGATE_FUZZ_TARGETS   the targets (default: all eight; fuzz_http, fuzz_tls and
+#                           fuzz_session link the request path, and fuzz_session the whole
+#                           server, without the Kubernetes client: about 150 CPU-seconds of
+#                           build on top of the libraries the other five build, and a minute
+#                           more for the server; the targets run two at a time, four rounds)
 #   TOPOGATE_SKIP_E2E       set to 1 to skip the Kubernetes stage
 #   TOPOGATE_JOBS           build and test parallelism (default: nproc)
 set -uo pipefail
@@ -33,7 +34,7 @@ bash scripts/install-deps.sh || exit 2
 presets=${TOPOGATE_PRESETS:-dev asan-ubsan}
 tsan_labels=${TOPOGATE_TSAN_LABELS-inventory|server|integration}
 fuzz_seconds=${TOPOGATE_FUZZ_SECONDS:-60}
-read -r -a fuzz_targets <<<"${TOPOGATE_FUZZ_TARGETS:-fuzz_syntax fuzz_snapshot fuzz_snapshot_diff fuzz_objects fuzz_admission fuzz_http fuzz_tls}"
+read -r -a fuzz_targets <<<"${TOPOGATE_FUZZ_TARGETS:-fuzz_syntax fuzz_snapshot fuzz_snapshot_diff fuzz_objects fuzz_admission fuzz_http fuzz_tls fuzz_session}"
 jobs=${TOPOGATE_JOBS:-$(nproc)}
 passed=0 failed=0 status=0
 stages=()

@@ -106,7 +106,7 @@ def main() -> int:
     out = pathlib.Path(sys.argv[2])
     cases = src / "conformance" / "cases"
     corpora = {t: out / t for t in ("fuzz_syntax", "fuzz_snapshot", "fuzz_snapshot_diff",
-                                    "fuzz_objects", "fuzz_admission", "fuzz_http", "fuzz_tls")}
+                                    "fuzz_objects", "fuzz_admission", "fuzz_http", "fuzz_tls", "fuzz_session")}
     for d in corpora.values():
         d.mkdir(parents=True, exist_ok=True)
 
@@ -271,6 +271,19 @@ def main() -> int:
     for i, r in enumerate(requests):
         for first in (0, 1, 2) + ((3, 7, 9) if i < 12 else ()):
             put("fuzz_http", bytes([first]) + r)
+
+    # fuzz_session (fuzz_session.cpp): byte 0 bit 0 picks the plain health listener, bits 1-2
+    # how the bytes are cut into socket writes; the same requests, over the real server.
+    for i, r in enumerate(requests):
+        for first in ((0, 1, 2, 5) if i < 12 else (0, 3)):
+            put("fuzz_session", bytes([first]) + r)
+    put("fuzz_session", bytes([0]) + b"POST /validate/topologysources HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 40000\r\n\r\n")
+    put("fuzz_session", bytes([2]) + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 3)
+    if reviews:
+        body = reviews[0][1]
+        put("fuzz_session", bytes([4]) + b"POST /validate/topologysources HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
     # fuzz_tls (fuzz_tls.cpp): byte 0 % 3 picks raw bytes, a real client, or a real client
     # with one ciphertext byte changed; bit 0x10 makes the client TLS 1.2.

@@ -1,0 +1,296 @@
+// The server itself: `serve` (server/serve.cpp) runs in this process on loopback ports, as
+// `topogate serve` does, and every input is one client connection over a real socket. So
+// the connection code that fuzz_http restates in its harness runs here as written: the
+// session's read loop feeding Beast's parser, the header and per-route body limits,
+// `Expect: 100-continue`, pipelining, the linger after a 413, the TLS channel, the deadline
+// timer and the close in both directions.
+// Input: byte 0 picks the listener (bit 0: the plain-HTTP health listener, else TLS with
+// a real OpenSSL client) and how the rest is cut into socket writes (bits 1-2: all at
+// once, or pieces whose sizes are read from the bytes themselves); the rest is what the
+// client sends. After the last write the client closes its side (TLS: close_notify first)
+// and reads until the server closes.
+// Properties beyond "no crash" (ASan and UBSan also cover the server's threads):
+//   - the server closes the connection within 1.5 s of the client's close, before its own
+//     2 s timeouts would: the end of the client's input is acted on, never waited out, and
+//     no input leaves a connection open;
+//   - what the server sends parses as a sequence of HTTP/1.1 responses with valid
+//     statuses, never 500 (a response to HEAD ends the check: its length is not its body);
+//   - the server still answers a health probe on a new connection afterwards.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "fuzz_common.hpp"
+#include "server/config.hpp"
+#include "server/pki.hpp"
+#include "server/serve.hpp"
+
+namespace {
+
+using namespace topogate;
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+
+constexpr std::string_view source_yaml = R"(apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata: {name: data-center}
+spec:
+  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
+  configMap:
+    configMapRef: {namespace: gpustack-system, name: topology-inventory}
+    key: snapshot.yaml
+    maxStaleness: 10m
+)";
+
+constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
+revision: inventory-42
+nodes:
+  worker-a: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, topology.gpustack.ai/rack: rack-01}
+)";
+
+// A port nothing listens on now (bound, then released) for the health listener: `serve`
+// reports only the TLS port it bound.
+unsigned short free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  fuzz::check(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "bind");
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// At exit the server is stopped as SIGTERM stops it (drain, then `serve` returns), so that
+// no server thread is still running while the process tears its globals down.
+std::promise<void> server_stopped;
+std::atomic<bool> stopping{false};
+
+void stop_server() {
+  stopping = true;
+  ::kill(::getpid(), SIGTERM);
+  (void)server_stopped.get_future().wait_for(std::chrono::seconds(10));
+}
+
+struct world {
+  fs::path dir;
+  unsigned short tls_port = 0;
+  unsigned short health_port = 0;
+  SSL_CTX* client_ctx = nullptr;
+
+  world() {
+    const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    dir = base / ("topogate-fuzz-session-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    server::issued ca, leaf;
+    fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
+    fuzz::check(server::issue(ca, {"localhost", "fuzz", {"localhost"}, {"127.0.0.1"}, true, 30},
+                              leaf, nullptr),
+                "issue");
+    write("server.crt", leaf.cert_pem);
+    write("server.key", leaf.key_pem);
+    write("alpha.token", "alpha-old\nalpha-new\n");
+    write("source.yaml", source_yaml);
+    write("snapshot.yaml", snapshot_yaml);
+    health_port = free_port();
+    // Short timeouts so that an input which stops half-way is closed quickly; small body
+    // limits so that inputs of libFuzzer's sizes reach them.
+    const std::string config =
+        "listen: {address: 127.0.0.1, port: 0, healthPort: " + std::to_string(health_port) +
+        "}\n"
+        "tls: {certFile: server.crt, keyFile: server.key}\n"
+        "threads: 2\n"
+        "logging: {accessLog: false, level: error}\n"
+        "limits: {headerBytes: 8192, admissionBodyBytes: 32768, handshakeTimeout: 2s, "
+        "readTimeout: 2s, idleTimeout: 2s, shutdownTimeout: 2s}\n"
+        "inventories:\n"
+        "  - {name: alpha, source: source.yaml, snapshot: snapshot.yaml,\n"
+        "     readers: {bearerTokenFiles: [alpha.token]}}\n";
+    write("topogate.yaml", config);
+    std::string error;
+    auto cfg = server::load_serve_config((dir / "topogate.yaml").string(), &error);
+    fuzz::check(cfg.has_value(), "configuration", error);
+
+    std::promise<unsigned short> listening;
+    auto port = listening.get_future();
+    // A write to a connection the server has closed must fail, not kill the process.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::thread([cfg = std::move(*cfg), &listening]() mutable {
+      server::serve_hooks hooks;
+      hooks.on_listening = [&listening](unsigned short p) { listening.set_value(p); };
+      const int rc = server::serve(std::move(cfg), hooks);
+      if (!stopping) fuzz::fail("serve returned", std::to_string(rc));
+      server_stopped.set_value();
+    }).detach();
+    fuzz::check(port.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                "the server did not start");
+    tls_port = port.get();
+    std::atexit(stop_server);
+
+    client_ctx = SSL_CTX_new(TLS_client_method());
+    fuzz::check(client_ctx != nullptr, "client context");
+    SSL_CTX_set_verify(client_ctx, SSL_VERIFY_NONE, nullptr);
+  }
+
+  void write(const char* name, std::string_view text) const { std::ofstream(dir / name) << text; }
+};
+
+world& the_world() {
+  static world w;
+  return w;
+}
+
+int connect_to(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  fuzz::check(fd >= 0, "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  fuzz::check(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect");
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Reads give up after this, before the server's own 2 s timeouts.
+  timeval tv{1, 500'000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// The server's answer parses as HTTP/1.1 responses with valid statuses, never 500.
+void check_responses(std::string_view wire, std::string_view sent) {
+  const bool head = sent.find("HEAD") != std::string_view::npos;
+  while (!wire.empty()) {
+    http::response_parser<http::string_body> p;
+    p.eager(true);
+    p.body_limit(1u << 20);
+    boost::beast::error_code ec;
+    const std::size_t used = p.put(boost::asio::buffer(wire.data(), wire.size()), ec);
+    if (ec == http::error::need_more || (!ec && !p.is_done())) {
+      fuzz::check(head, "a response cut short", std::string(wire.substr(0, 200)));
+      return;
+    }
+    fuzz::check(!ec, "the server's answer is not an HTTP response",
+                std::string(wire.substr(0, 200)) + "\n" + ec.message());
+    const unsigned status = p.get().result_int();
+    fuzz::check(status >= 100 && status <= 599 && status != 500, "status", std::to_string(status));
+    wire.remove_prefix(used);
+    if (head) return;
+  }
+}
+
+void send_all_plain(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server closed first (a limit, an error answer): fine
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// Reads until the server closes; false when it did not within the receive timeout.
+bool read_to_close_plain(int fd, std::string& out) {
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;  // a reset is a close
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void probe_health(const world& w) {
+  const int fd = connect_to(w.health_port);
+  send_all_plain(fd, "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string out;
+  const bool closed = read_to_close_plain(fd, out);
+  ::close(fd);
+  fuzz::check(closed && out.rfind("HTTP/1.1 200", 0) == 0, "the server stopped answering probes",
+              out.substr(0, 200));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  world& w = the_world();
+  if (size < 1) return 0;
+  const bool plain = (data[0] & 1) != 0;
+  const unsigned cut = (data[0] >> 1) & 3;
+  const std::string_view sent(reinterpret_cast<const char*>(data + 1), size - 1);
+  // The socket writes: all at once, or pieces sized by the bytes themselves.
+  auto next_piece = [&, at = std::size_t{0}](std::size_t left) mutable {
+    if (cut == 0) return left;
+    const auto b = static_cast<unsigned char>(sent[at++ % sent.size()]);
+    return std::min<std::size_t>(left, cut == 1 ? 1 + b % 16 : 1 + b * 8u);
+  };
+
+  std::string answer;
+  bool closed = false;
+  const int fd = connect_to(plain ? w.health_port : w.tls_port);
+  if (plain) {
+    for (std::string_view rest = sent; !rest.empty();) {
+      const std::size_t n = next_piece(rest.size());
+      send_all_plain(fd, rest.substr(0, n));
+      rest.remove_prefix(n);
+    }
+    ::shutdown(fd, SHUT_WR);
+    closed = read_to_close_plain(fd, answer);
+  } else {
+    SSL* ssl = SSL_new(w.client_ctx);
+    SSL_set_fd(ssl, fd);
+    fuzz::check(SSL_connect(ssl) == 1, "TLS handshake with the server");
+    for (std::string_view rest = sent; !rest.empty();) {
+      const std::size_t n = next_piece(rest.size());
+      std::size_t written = 0;
+      if (SSL_write_ex(ssl, rest.data(), n, &written) != 1) break;  // the server closed first
+      rest.remove_prefix(n);
+    }
+    SSL_shutdown(ssl);  // close_notify
+    ::shutdown(fd, SHUT_WR);
+    char buf[16384];
+    for (;;) {
+      std::size_t got = 0;
+      if (SSL_read_ex(ssl, buf, sizeof buf, &got) == 1) {
+        answer.append(buf, got);
+        continue;
+      }
+      const int e = SSL_get_error(ssl, 0);
+      // A clean close, a reset or an abrupt end after the answer all close the connection;
+      // only the receive timeout means the server kept it open.
+      closed = !(e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK));
+      break;
+    }
+    SSL_free(ssl);
+    ERR_clear_error();
+  }
+  ::close(fd);
+  fuzz::check(closed, "the server kept the connection open after the client closed",
+              std::string(sent.substr(0, 200)));
+  check_responses(answer, sent);
+  probe_health(w);
+  return 0;
+}
