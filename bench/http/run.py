@@ -419,7 +419,7 @@ def print_table(args, results, memory, header_lines):
     out.append("| scenario | server | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | topogate/peer "
                "(req/s · p99 · CPU) | goal | met |")
     out.append("|---|---|---:|---:|---:|---:|---:|---|---|---|")
-    verdicts, notes = [], []
+    verdicts, notes, spreads = [], [], []
     for scen in [s for s in ALL_SCENARIOS if s != "memory"]:
         if scen not in results:
             continue
@@ -441,7 +441,7 @@ def print_table(args, results, memory, header_lines):
                     # Several rounds: the median of the ratios paired within each round.
                     per = r["round_ratios"]
                     rr = {k: median([x[k] for x in per]) for k in ("rps", "p99", "cpu")}
-                    notes.append(f"{title}, topogate/{srv} req/s per round: "
+                    spreads.append(f"{title}, topogate/{srv} req/s per round: "
                                  + ", ".join(f"{x['rps']:.2f}×" for x in per)
                                  + f" (median {rr['rps']:.2f}×, range {min(x['rps'] for x in per):.2f}–"
                                  f"{max(x['rps'] for x in per):.2f}×)")
@@ -475,8 +475,10 @@ def print_table(args, results, memory, header_lines):
                            f"{ratio(memory['idle'][1], hwm):.2f}× |  |  |")
     met = sum(1 for v in verdicts if v[3])
     out.append("")
+    for n in spreads:
+        out.append(f"{n}  ")
     for n in notes:
-        out.append(f"{n}  " if " per round: " in n else f"⚠ {n}  ")
+        out.append(f"⚠ {n}  ")
     out.append(f"goals met: {met} of {len(verdicts)}")
     print("\n".join(out), flush=True)
     return out, verdicts
