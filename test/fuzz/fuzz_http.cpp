@@ -37,6 +37,7 @@
 #include "admission/review.hpp"
 #include "core/topology_source.hpp"
 #include "fuzz_common.hpp"
+#include "fuzz_inventory_files.hpp"
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
 #include "server/metrics.hpp"
@@ -48,23 +49,6 @@ namespace {
 using namespace topogate;
 namespace fs = std::filesystem;
 namespace http = boost::beast::http;
-
-constexpr std::string_view source_yaml = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata: {name: data-center}
-spec:
-  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
-  configMap:
-    configMapRef: {namespace: gpustack-system, name: topology-inventory}
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
-
-constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
-revision: inventory-42
-nodes:
-  worker-a: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, topology.gpustack.ai/rack: rack-01}
-)";
 
 // Limits of a valid server configuration (limits.headerBytes >= 1024), chosen small so
 // that inputs under libFuzzer's -max_len=65536 reach every limit: the default body limits
@@ -103,7 +87,7 @@ struct world {
     write("alpha.token", "alpha-old\nalpha-new\n");
     write("alpha-writer.token", "alpha-writer\n");
     write("push-writer.token", "push-writer\n");
-    write("snapshot.yaml", snapshot_yaml);
+    write("snapshot.yaml", fuzz::inventory_snapshot_yaml);
     server::issued ca, other, leaf, stranger_leaf;
     fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
     fuzz::check(server::make_ca("other CA", 30, other, nullptr), "make CA");
@@ -115,7 +99,7 @@ struct world {
     stranger = load(stranger_leaf.cert_pem);
 
     inventory::registry_config rc;
-    auto src = core::validate_topology_source_text(source_yaml);
+    auto src = core::validate_topology_source_text(fuzz::inventory_source_yaml);
     fuzz::check(src.ok(), "fuzz source valid", core::render_text(src.errors));
     for (const char* name : {"alpha", "beta", "push"}) {
       inventory::inventory_spec spec;

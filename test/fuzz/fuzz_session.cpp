@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "fuzz_common.hpp"
+#include "fuzz_inventory_files.hpp"
 #include "server/config.hpp"
 #include "server/pki.hpp"
 #include "server/serve.hpp"
@@ -56,23 +57,6 @@ namespace {
 using namespace topogate;
 namespace fs = std::filesystem;
 namespace http = boost::beast::http;
-
-constexpr std::string_view source_yaml = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata: {name: data-center}
-spec:
-  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
-  configMap:
-    configMapRef: {namespace: gpustack-system, name: topology-inventory}
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
-
-constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
-revision: inventory-42
-nodes:
-  worker-a: {topology.gpustack.ai/region: region-a, topology.gpustack.ai/zone: zone-a, topology.gpustack.ai/rack: rack-01}
-)";
 
 // A port nothing listens on now (bound, then released) for the health listener: `serve`
 // reports only the TLS port it bound.
@@ -117,8 +101,8 @@ struct world {
     write("server.crt", leaf.cert_pem);
     write("server.key", leaf.key_pem);
     write("alpha.token", "alpha-old\nalpha-new\n");
-    write("source.yaml", source_yaml);
-    write("snapshot.yaml", snapshot_yaml);
+    write("source.yaml", fuzz::inventory_source_yaml);
+    write("snapshot.yaml", fuzz::inventory_snapshot_yaml);
     health_port = free_port();
     // Short timeouts so that an input which stops half-way is closed quickly; small body
     // limits so that inputs of libFuzzer's sizes reach them.
