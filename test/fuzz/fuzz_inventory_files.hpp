@@ -1,20 +1,13 @@
 #pragma once
-// The inventory the server-side targets (fuzz_http, fuzz_session) serve: a configMap
-// TopologySource with the runbook's data-center levels, and a one-Node snapshot for it.
+// The inventory the server-side targets (fuzz_http, fuzz_session) serve: the data-center
+// TopologySource of the server tests, and a one-Node snapshot for it.
 #include <string_view>
+
+#include "test/fixtures/data_center_source.hpp"
 
 namespace topogate::fuzz {
 
-constexpr std::string_view inventory_source_yaml = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata: {name: data-center}
-spec:
-  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
-  configMap:
-    configMapRef: {namespace: gpustack-system, name: topology-inventory}
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
+constexpr std::string_view inventory_source_yaml = test_fixtures::data_center_source_yaml;
 
 constexpr std::string_view inventory_snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
 revision: inventory-42

@@ -20,22 +20,14 @@
 #include "server/file_util.hpp"
 #include "server/metrics.hpp"
 #include "server/pki.hpp"
+#include "test/fixtures/data_center_source.hpp"
 
 namespace topogate::server {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view source_yaml = R"(apiVersion: worker.gpustack.ai/v1
-kind: TopologySource
-metadata: {name: data-center}
-spec:
-  levels: [topology.gpustack.ai/region, topology.gpustack.ai/zone, topology.gpustack.ai/rack]
-  configMap:
-    configMapRef: {namespace: gpustack-system, name: topology-inventory}
-    key: snapshot.yaml
-    maxStaleness: 10m
-)";
+constexpr std::string_view source_yaml = test_fixtures::data_center_source_yaml;
 
 constexpr std::string_view snapshot_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
 revision: inventory-42
