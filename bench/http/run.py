@@ -43,6 +43,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import socket
 import ssl
 import subprocess
@@ -378,12 +379,6 @@ def ratio(a, b):
     return a / b if b else float("nan")
 
 
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
 def round_ratios(tg, r):
     return {"rps": ratio(tg["rps"], r["rps"]), "p99": ratio(tg["p99"], r["p99"]),
             "cpu": ratio(tg["cpu_us_per_req"], r["cpu_us_per_req"])}
@@ -398,7 +393,7 @@ def combine_rounds(rounds):
     out = {}
     for srv in rounds[0]:
         rs = [rd[srv] for rd in rounds]
-        c = {k: median([r[k] for r in rs]) for k in ("rps", "p50", "p99", "cpu_us_per_req")}
+        c = {k: statistics.median([r[k] for r in rs]) for k in ("rps", "p50", "p99", "cpu_us_per_req")}
         c["requests"] = sum(r["requests"] for r in rs)
         c["peak_rss"] = max(r["peak_rss"] for r in rs)
         c["non2xx"] = sum(r["non2xx"] for r in rs)
@@ -440,7 +435,7 @@ def print_table(args, results, memory, header_lines):
                 if r.get("round_ratios"):
                     # Several rounds: the median of the ratios paired within each round.
                     per = r["round_ratios"]
-                    rr = {k: median([x[k] for x in per]) for k in ("rps", "p99", "cpu")}
+                    rr = {k: statistics.median([x[k] for x in per]) for k in ("rps", "p99", "cpu")}
                     spreads.append(f"{title}, topogate/{srv} req/s per round: "
                                  + ", ".join(f"{x['rps']:.2f}×" for x in per)
                                  + f" (median {rr['rps']:.2f}×, range {min(x['rps'] for x in per):.2f}–"
