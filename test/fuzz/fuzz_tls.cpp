@@ -40,6 +40,7 @@
 #include "fuzz_common.hpp"
 #include "server/pki.hpp"
 #include "server/tls.hpp"
+#include "test/fixtures/tls_memory_client.hpp"
 
 namespace {
 
@@ -159,41 +160,11 @@ void run_raw(script& in) {
   }
 }
 
-struct client_side {
-  SSL* ssl = nullptr;
-  BIO* to_client = nullptr;  // the client reads this
-  BIO* to_server = nullptr;  // the client writes this
-  explicit client_side(int max_version) {
-    ssl = SSL_new(the_world().client_ctx);
-    fuzz::check(ssl != nullptr, "client SSL");
-    if (max_version) SSL_set_max_proto_version(ssl, max_version);
-    to_client = BIO_new(BIO_s_mem());
-    to_server = BIO_new(BIO_s_mem());
-    SSL_set_bio(ssl, to_client, to_server);
-    SSL_set1_host(ssl, "localhost");
-    SSL_set_connect_state(ssl);
-  }
-  ~client_side() { SSL_free(ssl); }
-  client_side(const client_side&) = delete;
-  client_side& operator=(const client_side&) = delete;
-
-  // Appends what the client wrote since the last call.
-  void take_output(std::string& into) {
-    char* data = nullptr;
-    const long len = BIO_get_mem_data(to_server, &data);
-    if (len > 0) into.append(data, static_cast<std::size_t>(len));
-    (void)BIO_reset(to_server);
-  }
-  void give_input(std::string& records) {
-    if (!records.empty()) BIO_write(to_client, records.data(), static_cast<int>(records.size()));
-    records.clear();
-  }
-};
-
 void run_client(script& in, bool tls12, bool tamper) {
   world& w = the_world();
   ERR_clear_error();
-  client_side client(tls12 ? TLS1_2_VERSION : 0);
+  test_fixtures::tls_memory_client client(w.client_ctx, tls12 ? TLS1_2_VERSION : 0, "localhost");
+  fuzz::check(client.ssl() != nullptr, "client SSL");
   server::tls_channel ch(w.server_ctx->native_handle());
   fuzz::check(ch.valid(), "channel");
   std::string wire;  // what the channel wrote, not yet given to the client
@@ -204,9 +175,9 @@ void run_client(script& in, bool tls12, bool tamper) {
   bool client_done = false, server_done = false;
   for (int round = 0; round < 64 && !(client_done && server_done); ++round) {
     if (!client_done) {
-      const int c = SSL_do_handshake(client.ssl);
+      const int c = SSL_do_handshake(client.ssl());
       client_done = c == 1;
-      fuzz::check(client_done || SSL_get_error(client.ssl, c) == SSL_ERROR_WANT_READ,
+      fuzz::check(client_done || SSL_get_error(client.ssl(), c) == SSL_ERROR_WANT_READ,
                   "client handshake failed");
     }
     client.take_output(pending);
@@ -292,9 +263,9 @@ void run_client(script& in, bool tls12, bool tamper) {
     char b[4096];
     for (;;) {
       std::size_t got = 0;
-      const int r = SSL_read_ex(client.ssl, b, sizeof b, &got);
+      const int r = SSL_read_ex(client.ssl(), b, sizeof b, &got);
       if (r != 1) {
-        const int e = SSL_get_error(client.ssl, r);
+        const int e = SSL_get_error(client.ssl(), r);
         if (e == SSL_ERROR_ZERO_RETURN) {
           fuzz::check(server_closed && read_back == answered, "the client saw a close too early");
           client_saw_close = true;
@@ -323,7 +294,7 @@ void run_client(script& in, bool tls12, bool tamper) {
         piece.resize(n);
         for (std::size_t i = 0; i < n; ++i) piece[i] = pattern(sent + i);
         std::size_t written = 0;
-        fuzz::check(SSL_write_ex(client.ssl, piece.data(), n, &written) == 1 && written == n,
+        fuzz::check(SSL_write_ex(client.ssl(), piece.data(), n, &written) == 1 && written == n,
                     "client write");
         sent += n;
         take_client();
@@ -350,7 +321,7 @@ void run_client(script& in, bool tls12, bool tamper) {
       }
       case 6: {  // the client closes
         if (client_closed) break;
-        SSL_shutdown(client.ssl);
+        SSL_shutdown(client.ssl());
         ERR_clear_error();
         client_closed = true;
         take_client();

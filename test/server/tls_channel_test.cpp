@@ -17,6 +17,7 @@
 
 #include "server/pki.hpp"
 #include "server/tls.hpp"
+#include "test/fixtures/tls_memory_client.hpp"
 
 namespace topogate::server {
 namespace {
@@ -50,7 +51,7 @@ struct TlsChannel : ::testing::Test {
   }
 
   void TearDown() override {
-    if (client) SSL_free(client);
+    client.reset();
     if (client_ctx) SSL_CTX_free(client_ctx);
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -59,23 +60,12 @@ struct TlsChannel : ::testing::Test {
   static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
   void make_client(int max_version = 0) {
-    if (max_version) SSL_CTX_set_max_proto_version(client_ctx, max_version);
-    client = SSL_new(client_ctx);
-    to_client = BIO_new(BIO_s_mem());
-    to_server = BIO_new(BIO_s_mem());
-    SSL_set_bio(client, to_client, to_server);  // the client reads to_client, writes to_server
-    SSL_set1_host(client, "localhost");
-    SSL_set_connect_state(client);
+    client = std::make_unique<test_fixtures::tls_memory_client>(client_ctx, max_version, "localhost");
   }
 
   // Moves up to `limit` bytes of what the client wrote into the channel's input.
   std::size_t feed(tls_channel& ch, std::size_t limit = 1 << 20) {
-    if (to_server) {
-      char* data = nullptr;
-      const long len = BIO_get_mem_data(to_server, &data);
-      pending_input.append(data, static_cast<std::size_t>(std::max(0L, len)));
-      (void)BIO_reset(to_server);
-    }
+    if (client) client->take_output(pending_input);
     auto [space, room] = ch.input_space();
     const std::size_t n = std::min({room, limit, pending_input.size()});
     std::memcpy(space, pending_input.data(), n);
@@ -84,16 +74,13 @@ struct TlsChannel : ::testing::Test {
     return n;
   }
 
-  void channel_to_client(std::string& records) {
-    BIO_write(to_client, records.data(), static_cast<int>(records.size()));
-    records.clear();
-  }
+  void channel_to_client(std::string& records) { client->give_input(records); }
 
   // Runs both handshakes to completion; false if either side failed.
   bool handshake(tls_channel& ch, std::string& records, std::size_t piece = 1 << 20) {
     for (int round = 0; round < 100000; ++round) {
-      const int c = SSL_do_handshake(client);
-      if (c != 1 && SSL_get_error(client, c) != SSL_ERROR_WANT_READ) return false;
+      const int c = SSL_do_handshake(client->ssl());
+      if (c != 1 && SSL_get_error(client->ssl(), c) != SSL_ERROR_WANT_READ) return false;
       feed(ch, piece);
       const auto s = ch.handshake();
       channel_to_client(records);
@@ -127,9 +114,7 @@ struct TlsChannel : ::testing::Test {
   issued ca;
   std::shared_ptr<boost::asio::ssl::context> server_ctx;
   SSL_CTX* client_ctx = nullptr;
-  SSL* client = nullptr;
-  BIO* to_client = nullptr;
-  BIO* to_server = nullptr;
+  std::unique_ptr<test_fixtures::tls_memory_client> client;
   std::string pending_input;
   std::unique_ptr<tls_channel> channel;
   std::string wire;  // what the channel wrote for the client
@@ -141,7 +126,7 @@ TEST_F(TlsChannel, HandshakeThenRequestAndResponse) {
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.3");
 
   const std::string request = "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(SSL_write(client, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
   EXPECT_FALSE(ch.pending());
   feed(ch);
   EXPECT_TRUE(ch.pending());  // ciphertext taken off the "socket", not yet read out
@@ -158,7 +143,7 @@ TEST_F(TlsChannel, HandshakeThenRequestAndResponse) {
   std::string got(response.size(), '\0');
   std::size_t total = 0;
   while (total < got.size()) {
-    const int n = SSL_read(client, got.data() + total, static_cast<int>(got.size() - total));
+    const int n = SSL_read(client->ssl(), got.data() + total, static_cast<int>(got.size() - total));
     ASSERT_GT(n, 0);
     total += static_cast<std::size_t>(n);
   }
@@ -170,7 +155,7 @@ TEST_F(TlsChannel, InputArrivingOneByteAtATime) {
   tls_channel& ch = *channel;
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.2");
   const std::string request(3000, 'q');
-  ASSERT_EQ(SSL_write(client, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
   std::string plain;
   tls_channel::status last{};
   for (int i = 0; i < 10000 && plain.size() < request.size(); ++i) {
@@ -187,7 +172,7 @@ TEST_F(TlsChannel, LargestRecordsFromTheClient) {
   ASSERT_TRUE(connect());
   tls_channel& ch = *channel;
   const std::string request(3 * tls_record_plaintext, 'L');
-  ASSERT_EQ(SSL_write(client, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
   std::string plain;
   tls_channel::status last{};
   for (int i = 0; i < 100 && plain.size() < request.size(); ++i) {
@@ -206,9 +191,9 @@ TEST_F(TlsChannel, CloseNotifyBothWays) {
   ASSERT_FALSE(wire.empty());
   channel_to_client(wire);
   char buf[16];
-  EXPECT_EQ(SSL_read(client, buf, sizeof buf), 0);
-  EXPECT_EQ(SSL_get_error(client, 0), SSL_ERROR_ZERO_RETURN);
-  EXPECT_EQ(SSL_shutdown(client), 1);  // the client's answer
+  EXPECT_EQ(SSL_read(client->ssl(), buf, sizeof buf), 0);
+  EXPECT_EQ(SSL_get_error(client->ssl(), 0), SSL_ERROR_ZERO_RETURN);
+  EXPECT_EQ(SSL_shutdown(client->ssl()), 1);  // the client's answer
   feed(ch);
   tls_channel::status last{};
   EXPECT_EQ(drain_plain(ch, last), "");
