@@ -11,11 +11,30 @@
 #include <string>
 #include <vector>
 
+#include "core/document.hpp"
 #include "core/syntax.hpp"
 #include "core/topology_source_internal.hpp"
 
 namespace topogate::core {
 namespace {
+
+// Every text goes through both entry points: validate_topology_source (the source kept, as
+// the reconcile loop and the CLI use it) and check_topology_source (the webhook's: nothing
+// kept, the selector and the "no level can be written" warning worked out without the
+// source); they must report the same errors, in the same order, and the same warnings.
+source_result validate_both(std::string_view text, const validation_options& opts = {}) {
+  source_result r = validate_topology_source_text(text, opts);
+  const decode_result decoded = decode_any(text, "");
+  if (decoded.ok()) {
+    error_list errors;
+    std::vector<std::string> warnings;
+    check_topology_source(decoded.root, opts, errors, warnings);
+    EXPECT_EQ(render_text(errors), render_text(r.errors)) << text;
+    EXPECT_EQ(errors.size(), r.errors.size()) << text;
+    EXPECT_EQ(warnings, r.warnings) << text;
+  }
+  return r;
+}
 
 std::set<std::string> rules_of(const error_list& errors) {
   std::set<std::string> out;
@@ -146,11 +165,11 @@ spec:
       name: topology-inventory-token
 )";
   for (const auto* text : {&cloud_fabric, &cloud_zones, &data_center, &inventory_service}) {
-    const auto r = validate_topology_source_text(*text);
+    const auto r = validate_both(*text);
     EXPECT_TRUE(r.ok()) << *text << dump(r);
     EXPECT_TRUE(r.warnings.empty()) << dump(r);
   }
-  const auto r = validate_topology_source_text(inventory_service);
+  const auto r = validate_both(inventory_service);
   EXPECT_EQ(r.source.name, "inventory-service");
   ASSERT_TRUE(r.source.webhook.has_value());
   EXPECT_EQ(r.source.webhook->poll_interval, "1m");
@@ -164,18 +183,18 @@ TEST(RunbookExamples, MutualTlsVariantValid) {
   f.auth =
       "    tlsClientCertificateSecretRef: {namespace: gpustack-system, name: "
       "topology-inventory-client}\n";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
 TEST(ApiVersion, BothVersionsAcceptedOthersNot) {
   for (std::string_view v : {"worker.gpustack.ai/v1", "worker.gpustack.ai/v1alpha1"}) {
-    const auto r = validate_topology_source_text("apiVersion: " + std::string(v) +
+    const auto r = validate_both("apiVersion: " + std::string(v) +
                                                  "\nkind: TopologySource\nmetadata: {name: x}\n"
                                                  "spec: {levels: [a.b/c], nodeLabels: {}}\n");
     EXPECT_TRUE(r.ok()) << dump(r);
   }
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       "apiVersion: worker.gpustack.ai/v2\nkind: Other\nmetadata: {name: x}\nspec: {levels: "
       "[a.b/c], nodeLabels: {}}\n");
   EXPECT_TRUE(has_error(r.errors, "", error_type::not_supported, "apiVersion")) << dump(r);
@@ -186,23 +205,23 @@ TEST(ApiVersion, BothVersionsAcceptedOthersNot) {
 // T1-T4: levels
 
 TEST(T1, LevelCountBoundaries) {
-  EXPECT_TRUE(validate_topology_source_text(node_labels_source(levels_list(1))).ok());
-  const auto sixteen = validate_topology_source_text(node_labels_source(levels_list(16)));
+  EXPECT_TRUE(validate_both(node_labels_source(levels_list(1))).ok());
+  const auto sixteen = validate_both(node_labels_source(levels_list(16)));
   EXPECT_TRUE(sixteen.ok()) << dump(sixteen);
-  const auto seventeen = validate_topology_source_text(node_labels_source(levels_list(17)));
+  const auto seventeen = validate_both(node_labels_source(levels_list(17)));
   EXPECT_TRUE(has_error(seventeen.errors, "T1", error_type::too_many, "spec.levels"))
       << dump(seventeen);
   EXPECT_EQ(rules_of(seventeen.errors), std::set<std::string>{"T1"});
 
-  const auto empty = validate_topology_source_text(node_labels_source("[]"));
+  const auto empty = validate_both(node_labels_source("[]"));
   EXPECT_TRUE(has_error(empty.errors, "T1", error_type::required, "spec.levels"));
-  const auto missing = validate_topology_source_text(with_spec("  nodeLabels: {}\n"));
+  const auto missing = validate_both(with_spec("  nodeLabels: {}\n"));
   EXPECT_TRUE(has_error(missing.errors, "T1", error_type::required, "spec.levels"));
   const auto not_list =
-      validate_topology_source_text(node_labels_source("topology.gpustack.ai/rack"));
+      validate_both(node_labels_source("topology.gpustack.ai/rack"));
   EXPECT_TRUE(has_error(not_list.errors, "T1", error_type::invalid, "spec.levels"))
       << dump(not_list);
-  const auto map = validate_topology_source_text(node_labels_source("{a: b}"));
+  const auto map = validate_both(node_labels_source("{a: b}"));
   EXPECT_TRUE(has_error(map.errors, "T1", error_type::invalid, "spec.levels"));
 }
 
@@ -215,7 +234,7 @@ class T2 : public ::testing::TestWithParam<level_case> {};
 
 TEST_P(T2, LevelIsALabelKey) {
   const auto& c = GetParam();
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       node_labels_source("[topology.gpustack.ai/zone, \"" + c.level + "\"]"));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.level << "\n" << dump(r);
@@ -243,7 +262,7 @@ INSTANTIATE_TEST_SUITE_P(
                       level_case{"topology gpustack", false}));
 
 TEST(T2, NonStringLevelIsAnErrorNotACrash) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       node_labels_source("[topology.gpustack.ai/zone, {a: b}, [x], 12, ~]"));
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[1]")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[2]")) << dump(r);
@@ -252,29 +271,29 @@ TEST(T2, NonStringLevelIsAnErrorNotACrash) {
 }
 
 TEST(T3, HostnameIsForbidden) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       node_labels_source("[topology.kubernetes.io/zone, kubernetes.io/hostname]"));
   EXPECT_TRUE(has_error(r.errors, "T3", error_type::forbidden, "spec.levels[1]")) << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T3"});
   // Look-alikes are ordinary keys.
-  EXPECT_TRUE(validate_topology_source_text(node_labels_source("[example.com/hostname]")).ok());
+  EXPECT_TRUE(validate_both(node_labels_source("[example.com/hostname]")).ok());
 }
 
 TEST(T4, DuplicateLevelReportedAtItsSecondIndex) {
-  const auto r = validate_topology_source_text(node_labels_source(
+  const auto r = validate_both(node_labels_source(
       "[topology.kubernetes.io/region, topology.kubernetes.io/zone, topology.kubernetes.io/zone]"));
   EXPECT_TRUE(has_error(r.errors, "T4", error_type::duplicate, "spec.levels[2]")) << dump(r);
   EXPECT_EQ(r.errors.size(), 1u);
-  const auto three = validate_topology_source_text(node_labels_source("[a/b, c/d, a/b, a/b]"));
+  const auto three = validate_both(node_labels_source("[a/b, c/d, a/b, a/b]"));
   EXPECT_TRUE(has_error(three.errors, "T4", error_type::duplicate, "spec.levels[2]"));
   EXPECT_TRUE(has_error(three.errors, "T4", error_type::duplicate, "spec.levels[3]"));
   EXPECT_EQ(three.errors.size(), 2u);
   // Keys are case-sensitive: these are two levels.
-  EXPECT_TRUE(validate_topology_source_text(node_labels_source("[a/Rack, a/rack]")).ok());
+  EXPECT_TRUE(validate_both(node_labels_source("[a/Rack, a/rack]")).ok());
 }
 
 TEST(T4, ErrorRendersLikeKubernetes) {
-  const auto r = validate_topology_source_text(node_labels_source(
+  const auto r = validate_both(node_labels_source(
       "[topology.kubernetes.io/region, topology.kubernetes.io/zone, topology.kubernetes.io/zone]"));
   EXPECT_EQ(render_text(r.errors),
             "[T4] spec.levels[2]: Duplicate value: \"topology.kubernetes.io/zone\"\n");
@@ -284,30 +303,30 @@ TEST(T4, ErrorRendersLikeKubernetes) {
 // T5: exactly one source
 
 TEST(T5, ExactlyOneSource) {
-  const auto none = validate_topology_source_text(with_spec("  levels: [a/b]\n"));
+  const auto none = validate_both(with_spec("  levels: [a/b]\n"));
   EXPECT_TRUE(has_error(none.errors, "T5", error_type::required, "spec")) << dump(none);
   EXPECT_EQ(rules_of(none.errors), std::set<std::string>{"T5"});
 
   webhook_fields f;
   f.extra = "  nodeLabels: {}\n";
-  const auto two = validate_topology_source_text(webhook_source_text(f));
+  const auto two = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(two.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(two);
   EXPECT_EQ(rules_of(two.errors), std::set<std::string>{"T5"});
 
   f.extra =
       "  nodeLabels: {}\n  configMap: {configMapRef: {namespace: gpustack-system, name: c}, key: "
       "k, maxStaleness: 1m}\n";
-  const auto three = validate_topology_source_text(webhook_source_text(f));
+  const auto three = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.configMap"))
       << dump(three);
   EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(three);
 
   // null counts as unset, as a nil pointer in Go.
   const auto null_extra =
-      validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: {}\n  webhook: ~\n"));
+      validate_both(with_spec("  levels: [a/b]\n  nodeLabels: {}\n  webhook: ~\n"));
   EXPECT_TRUE(null_extra.ok()) << dump(null_extra);
   const auto wrong_type =
-      validate_topology_source_text(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
+      validate_both(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
   EXPECT_TRUE(has_error(wrong_type.errors, "T5", error_type::invalid, "spec.nodeLabels"))
       << dump(wrong_type);
 }
@@ -326,7 +345,7 @@ TEST_P(T6, WritePrefix) {
   const auto& c = GetParam();
   webhook_fields f;
   f.extra = "  additionalWritePrefix: \"" + c.prefix + "\"\n";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.prefix << "\n" << dump(r);
   } else {
@@ -369,9 +388,9 @@ TEST(T6, ReservedListIsConfigurable) {
   webhook_fields f;
   f.extra = "  additionalWritePrefix: inventory.corp.example/\n";
   validation_options opts;
-  EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f), opts).ok());
+  EXPECT_TRUE(validate_both(webhook_source_text(f), opts).ok());
   opts.reserved_prefixes.push_back("corp.example/");  // a trailing slash in the list is tolerated
-  const auto r = validate_topology_source_text(webhook_source_text(f), opts);
+  const auto r = validate_both(webhook_source_text(f), opts);
   EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
       << dump(r);
 }
@@ -379,13 +398,13 @@ TEST(T6, ReservedListIsConfigurable) {
 TEST(T6, NonStringPrefix) {
   webhook_fields f;
   f.extra = "  additionalWritePrefix: [a/]\n";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
       << dump(r);
 }
 
 TEST(T7, WritePrefixWithNodeLabelsForbidden) {
-  const auto r = validate_topology_source_text(node_labels_source(
+  const auto r = validate_both(node_labels_source(
       "[topology.kubernetes.io/zone]", "  additionalWritePrefix: topology.example.com/\n"));
   EXPECT_TRUE(has_error(r.errors, "T7", error_type::forbidden, "spec.additionalWritePrefix"))
       << dump(r);
@@ -403,25 +422,25 @@ std::string config_map_source(
 }
 
 TEST(T8, KeyMustBeNonBlank) {
-  EXPECT_TRUE(validate_topology_source_text(
+  EXPECT_TRUE(validate_both(
                   config_map_source("    key: snapshot.yaml\n", "    maxStaleness: 10m\n"))
                   .ok());
   for (std::string_view line : {"", "    key: \"\"\n", "    key: \"  \"\n",
                                 "    key: \"\\u00a0\\u2003\"\n", "    key: ~\n"}) {
     const auto r =
-        validate_topology_source_text(config_map_source(line, "    maxStaleness: 10m\n"));
+        validate_both(config_map_source(line, "    maxStaleness: 10m\n"));
     EXPECT_TRUE(has_error(r.errors, "T8", error_type::required, "spec.configMap.key"))
         << line << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T8"}) << dump(r);
   }
   const auto number =
-      validate_topology_source_text(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
+      validate_both(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
   EXPECT_TRUE(has_error(number.errors, "T8", error_type::invalid, "spec.configMap.key"))
       << dump(number);
 }
 
 TEST(T8, KeyThatNoConfigMapCanHoldWarns) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       config_map_source("    key: snap shot.yaml\n", "    maxStaleness: 10m\n"));
   EXPECT_TRUE(r.ok()) << dump(r);
   EXPECT_EQ(r.warnings.size(), 1u);
@@ -438,7 +457,7 @@ class T8Staleness : public ::testing::TestWithParam<duration_field_case> {};
 TEST_P(T8Staleness, PositiveDuration) {
   const auto& c = GetParam();
   const std::string line = c.line.empty() ? "" : "    maxStaleness: " + c.line + "\n";
-  const auto r = validate_topology_source_text(config_map_source("    key: k\n", line));
+  const auto r = validate_both(config_map_source("    key: k\n", line));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.line << dump(r);
   } else {
@@ -461,7 +480,7 @@ INSTANTIATE_TEST_SUITE_P(
                       duration_field_case{"2562048h", false}, duration_field_case{"[1m]", false}));
 
 TEST(T13, ConfigMapRefRequired) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
   EXPECT_TRUE(has_error(r.errors, "T13", error_type::required, "spec.configMap.configMapRef"))
       << dump(r);
@@ -481,7 +500,7 @@ TEST_P(T9, AbsoluteHttpsUrl) {
   const auto& c = GetParam();
   webhook_fields f;
   f.url = c.url;
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.url << "\n" << dump(r);
   } else {
@@ -513,7 +532,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(T9, UserInfoIsNeverEchoed) {
   webhook_fields f;
   f.url = "https://admin:hunter2@x/?token=s3cr3t&a=1";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   ASSERT_FALSE(r.ok());
   const std::string all = render_text(r.errors) + render_json(r.errors);
   EXPECT_EQ(all.find("hunter2"), std::string::npos) << all;
@@ -527,7 +546,7 @@ TEST(T9, CredentialsRedactedEvenWhenTheUrlDoesNotParse) {
         "https://admin:hunter2@x/%zz", "https://x/?sig=hunter2#frag"}) {
     webhook_fields f;
     f.url = url;
-    const auto r = validate_topology_source_text(webhook_source_text(f));
+    const auto r = validate_both(webhook_source_text(f));
     ASSERT_FALSE(r.ok()) << url;
     EXPECT_TRUE(has_error(r.errors, "T9", error_type::invalid, "spec.webhook.url")) << url;
     const std::string all = render_text(r.errors) + render_json(r.errors);
@@ -538,8 +557,8 @@ TEST(T9, CredentialsRedactedEvenWhenTheUrlDoesNotParse) {
 
 TEST(Json, SameVerdictAsYaml) {
   const auto yaml =
-      validate_topology_source_text(node_labels_source("[a/b, a/b, kubernetes.io/hostname]"));
-  const auto json = validate_topology_source_text(
+      validate_both(node_labels_source("[a/b, a/b, kubernetes.io/hostname]"));
+  const auto json = validate_both(
       R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"test"},)"
       R"("spec":{"levels":["a/b","a/b","kubernetes.io/hostname"],"nodeLabels":{}}})");
   ASSERT_EQ(yaml.errors.size(), json.errors.size()) << dump(yaml) << dump(json);
@@ -548,7 +567,7 @@ TEST(Json, SameVerdictAsYaml) {
     EXPECT_EQ(yaml.errors[i].path, json.errors[i].path);
     EXPECT_EQ(yaml.errors[i].type, json.errors[i].type);
   }
-  const auto levels_number = validate_topology_source_text(
+  const auto levels_number = validate_both(
       R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"test"},)"
       R"("spec":{"levels":["a/b",42],"nodeLabels":{}}})");
   EXPECT_TRUE(has_error(levels_number.errors, "T2", error_type::invalid, "spec.levels[1]"))
@@ -558,14 +577,14 @@ TEST(Json, SameVerdictAsYaml) {
 TEST(T9, MissingOrNonStringUrl) {
   webhook_fields f;
   const auto text = webhook_source_text(f);
-  const auto missing = validate_topology_source_text(
+  const auto missing = validate_both(
       with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    pollInterval: 1m\n    "
                 "timeout: 10s\n    maxStaleness: 5m\n" +
                 f.auth));
   EXPECT_TRUE(has_error(missing.errors, "T9", error_type::required, "spec.webhook.url"))
       << dump(missing);
   const auto number =
-      validate_topology_source_text(with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n "
+      validate_both(with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n "
                                               "   url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
                                               "    maxStaleness: 5m\n" +
                                               f.auth));
@@ -574,7 +593,9 @@ TEST(T9, MissingOrNonStringUrl) {
 }
 
 // T9 skips parse_url for the URLs its fast path calls plain. Every URL it calls plain must be
-// one the full parse accepts with nothing for T9 to report; the generated URLs mix clean
+// one the full parse accepts as https with a host and no user information, fragment or query
+// (all that T9 checks; T9 itself returns before its checks for such a URL, so it is the
+// parse that is compared, not T9's verdict); the generated URLs mix clean
 // pieces with the characters that change what Go's url.Parse makes of a URL (user
 // information, a port, a query, a fragment, escapes, brackets, white space, control and
 // non-ASCII bytes) and start with near misses of "https://".
@@ -607,22 +628,6 @@ TEST(T9, FastPathPassesOnlyUrlsTheFullParseFindsClean) {
     return lower == "https";
   };
 
-  // One decoded source; only its URL changes from one case to the next.
-  auto decoded = decode_yaml(webhook_source_text(webhook_fields{}));
-  ASSERT_TRUE(decoded.ok());
-  const auto child = [](doc_node* n, std::string_view key) -> doc_node* {
-    if (n == nullptr) return nullptr;
-    for (auto& [k, v] : n->map) {
-      if (k == key) return &v;
-    }
-    return nullptr;
-  };
-  doc_node* url_node = child(child(child(&decoded.root, "spec"), "webhook"), "url");
-  ASSERT_NE(url_node, nullptr);
-  const validation_options opts;
-  error_list errors;
-  std::vector<std::string> warnings;
-
   std::size_t plain = 0, not_plain = 0, with_port = 0, with_path = 0, port_or_path = 0;
   for (int i = 0; i < 200000; ++i) {
     std::string url(prefixes[rng() % prefixes.size()]);
@@ -651,13 +656,6 @@ TEST(T9, FastPathPassesOnlyUrlsTheFullParseFindsClean) {
     with_port += !parsed->port.empty();
     with_path += !parsed->path.empty();
     port_or_path += !parsed->port.empty() || !parsed->path.empty();
-
-    url_node->text = url;
-    errors.clear();
-    warnings.clear();
-    check_topology_source(decoded.root, opts, errors, warnings);
-    ASSERT_TRUE(errors.empty()) << url << "\n" << render_text(errors);
-    ASSERT_TRUE(warnings.empty()) << url << "\n" << warnings.front();
   }
   // Both answers are common, and the plain URLs are not mostly bare hosts (the seed gives
   // 48110 plain, 11903 with a port, 27116 with a path, 32243 with either; 151890 not plain).
@@ -683,7 +681,7 @@ TEST(T10, EachDurationRequiredAndPositive) {
                                                     : &f.stale;
       *target = bad;
       if (field == "pollInterval") f.timeout = "1ns";  // keep T11 out of the way
-      const auto r = validate_topology_source_text(webhook_source_text(f));
+      const auto r = validate_both(webhook_source_text(f));
       EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook." + field) ||
                   has_error(r.errors, "T10", error_type::required, "spec.webhook." + field))
           << field << "=" << bad << "\n"
@@ -692,7 +690,7 @@ TEST(T10, EachDurationRequiredAndPositive) {
                                                                   << dump(r);
     }
   }
-  const auto missing = validate_topology_source_text(
+  const auto missing = validate_both(
       with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    url: https://x/\n"
                 "    bearerTokenSecretRef: {namespace: gpustack-system, name: t}\n"));
   EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.pollInterval"));
@@ -705,7 +703,7 @@ TEST(T10, JsonNumberIsNotADuration) {
       R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"j"},
   "spec":{"levels":["topology.gpustack.ai/rack"],"webhook":{"url":"https://x/","pollInterval":60,"timeout":"10s",
   "maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"gpustack-system","name":"t"}}}})";
-  const auto r = validate_topology_source_text(json);
+  const auto r = validate_both(json);
   EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook.pollInterval"))
       << dump(r);
   EXPECT_EQ(r.errors.size(), 1u) << dump(r);
@@ -724,7 +722,7 @@ TEST_P(T11, TimeoutNotAbovePollInterval) {
   f.poll = c.poll;
   f.timeout = c.timeout;
   f.stale = "1h";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.poll << " " << c.timeout << dump(r);
   } else {
@@ -748,11 +746,11 @@ TEST(Warnings, MaxStalenessShorterThanPollInterval) {
   f.poll = "1m";
   f.timeout = "10s";
   f.stale = "30s";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(r.ok()) << dump(r);
   ASSERT_EQ(r.warnings.size(), 1u);
   f.stale = "1m";  // equal is fine
-  EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f)).warnings.empty());
+  EXPECT_TRUE(validate_both(webhook_source_text(f)).warnings.empty());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -761,7 +759,7 @@ TEST(Warnings, MaxStalenessShorterThanPollInterval) {
 TEST(T12, ExactlyOneAuthentication) {
   webhook_fields f;
   f.auth = "";
-  const auto neither = validate_topology_source_text(webhook_source_text(f));
+  const auto neither = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(neither.errors, "T12", error_type::required, "spec.webhook"))
       << dump(neither);
   EXPECT_EQ(rules_of(neither.errors), std::set<std::string>{"T12"});
@@ -769,7 +767,7 @@ TEST(T12, ExactlyOneAuthentication) {
   f.auth =
       "    bearerTokenSecretRef: {namespace: gpustack-system, name: a}\n"
       "    tlsClientCertificateSecretRef: {namespace: gpustack-system, name: b}\n";
-  const auto both = validate_topology_source_text(webhook_source_text(f));
+  const auto both = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(both.errors, "T12", error_type::forbidden,
                         "spec.webhook.tlsClientCertificateSecretRef"))
       << dump(both);
@@ -781,7 +779,7 @@ TEST(T13, ReferencesStayInTheWorkerNamespace) {
   f.auth = "    bearerTokenSecretRef: {namespace: kube-system, name: t}\n";
   f.extra = "    caBundleConfigMapRef: {namespace: default, name: ca}\n";
   // extra lands after auth inside webhook, as it is indented under it
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(r.errors, "T13", error_type::forbidden,
                         "spec.webhook.bearerTokenSecretRef.namespace"))
       << dump(r);
@@ -792,30 +790,30 @@ TEST(T13, ReferencesStayInTheWorkerNamespace) {
 
   f.auth = "    tlsClientCertificateSecretRef: {name: t}\n";
   f.extra = "";
-  const auto missing_ns = validate_topology_source_text(webhook_source_text(f));
+  const auto missing_ns = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(missing_ns.errors, "T13", error_type::required,
                         "spec.webhook.tlsClientCertificateSecretRef.namespace"))
       << dump(missing_ns);
 
   f.auth = "    bearerTokenSecretRef: {namespace: gpustack-system, name: Bad_Name}\n";
-  const auto bad_name = validate_topology_source_text(webhook_source_text(f));
+  const auto bad_name = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(bad_name.errors, "T13", error_type::invalid,
                         "spec.webhook.bearerTokenSecretRef.name"))
       << dump(bad_name);
 
   f.auth = "    bearerTokenSecretRef: {namespace: gpustack-system}\n";
-  const auto no_name = validate_topology_source_text(webhook_source_text(f));
+  const auto no_name = validate_both(webhook_source_text(f));
   EXPECT_TRUE(has_error(no_name.errors, "T13", error_type::required,
                         "spec.webhook.bearerTokenSecretRef.name"))
       << dump(no_name);
 
   f.auth = "    bearerTokenSecretRef: gpustack-system/t\n";
-  const auto scalar = validate_topology_source_text(webhook_source_text(f));
+  const auto scalar = validate_both(webhook_source_text(f));
   EXPECT_TRUE(
       has_error(scalar.errors, "T13", error_type::invalid, "spec.webhook.bearerTokenSecretRef"))
       << dump(scalar);
 
-  const auto cm = validate_topology_source_text(
+  const auto cm = validate_both(
       config_map_source("    key: k\n", "    maxStaleness: 1m\n",
                         "    configMapRef: {namespace: other, name: inv}\n"));
   EXPECT_TRUE(
@@ -827,9 +825,9 @@ TEST(T13, WorkerNamespaceIsConfigurable) {
   webhook_fields f;
   f.auth = "    bearerTokenSecretRef: {namespace: inventory, name: t}\n";
   validation_options opts;
-  EXPECT_FALSE(validate_topology_source_text(webhook_source_text(f), opts).ok());
+  EXPECT_FALSE(validate_both(webhook_source_text(f), opts).ok());
   opts.worker_namespace = "inventory";
-  EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f), opts).ok());
+  EXPECT_TRUE(validate_both(webhook_source_text(f), opts).ok());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -837,7 +835,7 @@ TEST(T13, WorkerNamespaceIsConfigurable) {
 
 TEST(T14, SelectorRequirements) {
   auto check = [](std::string_view selector) {
-    return validate_topology_source_text(node_labels_source(
+    return validate_both(node_labels_source(
         "[topology.kubernetes.io/zone]", "  nodeSelector: " + std::string(selector) + "\n"));
   };
   EXPECT_TRUE(check("{}").ok());
@@ -920,7 +918,7 @@ TEST(LabelSelector, Matches) {
 }
 
 TEST(LabelSelector, ParsedIntoSource) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       node_labels_source("[a/b]",
                          "  nodeSelector: {matchLabels: {role: worker}, matchExpressions: [{key: "
                          "zone, operator: In, values: [a]}]}\n"));
@@ -942,33 +940,33 @@ TEST(Warnings, CredentialLookingQuery) {
         "ApiKey=x", "auth=x", "signature=x", "sig=x", "a=1&token=x"}) {
     webhook_fields f;
     f.url = "https://x/s?" + std::string(q);
-    const auto r = validate_topology_source_text(webhook_source_text(f));
+    const auto r = validate_both(webhook_source_text(f));
     EXPECT_TRUE(r.ok()) << q << dump(r);
     EXPECT_EQ(r.warnings.size(), 1u) << q << dump(r);
   }
   for (std::string_view q : {"tokens=x", "monkey=x", "page=2", "", "token"}) {
     webhook_fields f;
     f.url = "https://x/s?" + std::string(q);
-    EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f)).warnings.empty()) << q;
+    EXPECT_TRUE(validate_both(webhook_source_text(f)).warnings.empty()) << q;
   }
 }
 
 TEST(Warnings, WritingSourceWithNothingToPublish) {
   webhook_fields f;
   f.levels = "[topology.kubernetes.io/region, topology.kubernetes.io/zone]";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(r.ok()) << dump(r);
   EXPECT_EQ(r.warnings.size(), 1u) << dump(r);
 
   f.levels = "[topology.kubernetes.io/zone, example.com/rack]";
-  EXPECT_EQ(validate_topology_source_text(webhook_source_text(f)).warnings.size(), 1u);
+  EXPECT_EQ(validate_both(webhook_source_text(f)).warnings.size(), 1u);
   f.extra = "  additionalWritePrefix: example.com/\n";
-  EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f)).warnings.empty());
+  EXPECT_TRUE(validate_both(webhook_source_text(f)).warnings.empty());
   f.extra.clear();
   f.levels = "[topology.kubernetes.io/zone, topology.gpustack.ai/rack]";
-  EXPECT_TRUE(validate_topology_source_text(webhook_source_text(f)).warnings.empty());
+  EXPECT_TRUE(validate_both(webhook_source_text(f)).warnings.empty());
   // A read-only source publishes nothing by design: no warning.
-  EXPECT_TRUE(validate_topology_source_text(node_labels_source("[topology.kubernetes.io/zone]"))
+  EXPECT_TRUE(validate_both(node_labels_source("[topology.kubernetes.io/zone]"))
                   .warnings.empty());
 }
 
@@ -980,7 +978,7 @@ TEST(Warnings, BoundedAndPrintable) {
   f.stale = "1m";
   f.levels = "[example.com/rack]";
   f.extra = "    " + std::string(200, 'z') + ": 1\n";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(r.ok()) << dump(r);
   EXPECT_GE(r.warnings.size(), 4u) << dump(r);
   for (const auto& w : r.warnings) {
@@ -994,7 +992,7 @@ TEST(Warnings, BoundedAndPrintable) {
 TEST(Warnings, UnknownFieldsAreReported) {
   webhook_fields f;
   f.extra = "    pollIntervall: 1m\n";
-  const auto r = validate_topology_source_text(webhook_source_text(f));
+  const auto r = validate_both(webhook_source_text(f));
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.warnings.size(), 1u) << dump(r);
 }
@@ -1038,20 +1036,20 @@ TEST(Robustness, WrongShapes) {
         "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\n"
         "spec: {levels: [a], nodeLabels: {}, nodeSelector: {matchLabels: [a], matchExpressions: "
         "[1, ~, {values: x}]}}\n"}) {
-    const auto r = validate_topology_source_text(text);
+    const auto r = validate_both(text);
     EXPECT_FALSE(r.ok()) << text;
   }
 }
 
 TEST(Robustness, MissingMetadataNameIsAnError) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\n"
       "spec: {levels: [a/b], nodeLabels: {}}\n");
   EXPECT_TRUE(has_error(r.errors, "", error_type::required, "metadata.name")) << dump(r);
 }
 
 TEST(AllErrors, ReportedTogether) {
-  const auto r = validate_topology_source_text(
+  const auto r = validate_both(
       with_spec("  levels: [kubernetes.io/hostname, a/b, a/b]\n"
                 "  additionalWritePrefix: kubernetes.io/\n"
                 "  webhook:\n    url: http://x/#f\n    pollInterval: 1m\n    timeout: 2m\n    "
