@@ -145,7 +145,7 @@ void add_dns1123_subdomain_errors(std::vector<std::string>& errs, std::string_vi
 
 }  // namespace
 
-std::vector<std::string> check_dns1123_subdomain(std::string_view s) {
+std::vector<std::string> detail::dns1123_subdomain_errors(std::string_view s) {
   std::vector<std::string> errs;
   add_dns1123_subdomain_errors(errs, s, {});
   return errs;
@@ -159,7 +159,7 @@ std::vector<std::string> check_dns1123_label(std::string_view s) {
   return errs;
 }
 
-std::vector<std::string> check_qualified_name(std::string_view key) {
+std::vector<std::string> detail::qualified_name_errors(std::string_view key) {
   // apimachinery splits on every '/': more than one makes the whole key malformed.
   std::vector<std::string> errs;
   std::string_view name = key;
@@ -192,7 +192,7 @@ std::vector<std::string> check_qualified_name(std::string_view key) {
   return errs;
 }
 
-std::vector<std::string> check_label_value(std::string_view value) {
+std::vector<std::string> detail::label_value_errors(std::string_view value) {
   std::vector<std::string> errs;
   if (value.size() > max_label_value_length) errs.push_back(max_len_error(max_label_value_length));
   if (!value.empty() && !matches_qualified_name_part(value))

@@ -18,15 +18,30 @@ inline constexpr std::size_t max_label_value_length = 63;
 inline constexpr std::size_t max_dns1123_subdomain_length = 253;
 inline constexpr std::size_t max_dns1123_label_length = 63;
 
-[[nodiscard]] std::vector<std::string> check_qualified_name(std::string_view key);   // label key
-[[nodiscard]] std::vector<std::string> check_label_value(std::string_view value);    // may be empty
-[[nodiscard]] std::vector<std::string> check_dns1123_subdomain(std::string_view s);
-[[nodiscard]] std::vector<std::string> check_dns1123_label(std::string_view s);
-
-// Fast predicates for hot paths (snapshot validation); same answers as the checks above.
+// Fast predicates for hot paths (snapshot validation); same answers as the checks below.
 [[nodiscard]] bool is_qualified_name(std::string_view key) noexcept;
 [[nodiscard]] bool is_label_value(std::string_view value) noexcept;
 [[nodiscard]] bool is_dns1123_subdomain(std::string_view s) noexcept;
+
+namespace detail {
+// The messages for a name its predicate refused, worked out byte by byte.
+[[nodiscard]] std::vector<std::string> qualified_name_errors(std::string_view key);
+[[nodiscard]] std::vector<std::string> label_value_errors(std::string_view value);
+[[nodiscard]] std::vector<std::string> dns1123_subdomain_errors(std::string_view s);
+}  // namespace detail
+
+// apimachinery's messages, one per way the name breaks its rule; none for a valid name (the
+// usual case: answered by the predicate, here inline, before anything is built).
+[[nodiscard]] inline std::vector<std::string> check_qualified_name(std::string_view key) {  // label key
+  return is_qualified_name(key) ? std::vector<std::string>{} : detail::qualified_name_errors(key);
+}
+[[nodiscard]] inline std::vector<std::string> check_label_value(std::string_view value) {  // may be empty
+  return is_label_value(value) ? std::vector<std::string>{} : detail::label_value_errors(value);
+}
+[[nodiscard]] inline std::vector<std::string> check_dns1123_subdomain(std::string_view s) {
+  return is_dns1123_subdomain(s) ? std::vector<std::string>{} : detail::dns1123_subdomain_errors(s);
+}
+[[nodiscard]] std::vector<std::string> check_dns1123_label(std::string_view s);
 
 // Go's strings.TrimSpace (Unicode White_Space: ASCII space, \t\n\v\f\r, U+0085, U+00A0,
 // U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).

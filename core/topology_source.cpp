@@ -179,10 +179,8 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
   const auto name = string_field(name_node, name_path, "T13", errors);
   if (name && !name->empty()) {
     if (keep) ref.name = *name;
-    if (!is_dns1123_subdomain(*name)) {
-      for (auto& msg : check_dns1123_subdomain(*name))
-        errors.push_back(invalid("T13", name_path.str(), *name, std::move(msg)));
-    }
+    for (auto& msg : check_dns1123_subdomain(*name))
+      errors.push_back(invalid("T13", name_path.str(), *name, std::move(msg)));
   } else if (!name && name_node != nullptr && !name_node->is_null()) {
     // wrong type, already reported
   } else {
@@ -386,10 +384,8 @@ void check_levels(const doc_node* n, topology_source* src, error_list& errors) {
       continue;
     }
     const std::string_view level = item.as_string();
-    if (!is_qualified_name(level)) {
-      for (auto& msg : check_qualified_name(level))
-        errors.push_back(invalid("T2", index(path, i), level, std::move(msg)));
-    }
+    for (auto& msg : check_qualified_name(level))
+      errors.push_back(invalid("T2", index(path, i), level, std::move(msg)));
     if (level == hostname_label) {
       errors.push_back(forbidden("T3", index(path, i),
                                  "kubernetes.io/hostname is always appended as the final level; "
@@ -588,10 +584,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
   if (const doc_node* ml = object_field(selector.find("matchLabels"), labels_path, rule, errors)) {
     if (keep) sel.match_labels.reserve(ml->map.size());
     for (const auto& [k, v] : ml->map) {
-      if (!is_qualified_name(k)) {
-        for (auto& msg : check_qualified_name(k))
-          errors.push_back(invalid(rule_s, labels_path.str(), k, std::move(msg)));
-      }
+      for (auto& msg : check_qualified_name(k))
+        errors.push_back(invalid(rule_s, labels_path.str(), k, std::move(msg)));
       const field_path value_path = labels_path.key(k);
       std::string_view value;  // null reads as ""
       if (!v.is_null()) {
@@ -601,10 +595,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
         }
         value = v.as_string();
       }
-      if (!is_label_value(value)) {
-        for (auto& msg : check_label_value(value))
-          errors.push_back(invalid(rule_s, value_path.str(), value, std::move(msg)));
-      }
+      for (auto& msg : check_label_value(value))
+        errors.push_back(invalid(rule_s, value_path.str(), value, std::move(msg)));
       if (keep) sel.match_labels.emplace_back(k, value);
     }
   }
@@ -629,10 +621,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
         const doc_node* key_node = item->find("key");
         if (const auto k = string_field(key_node, key_path, rule, errors)) {
           if (keep) req.key = std::string(*k);
-          if (!is_qualified_name(*k)) {
-            for (auto& msg : check_qualified_name(*k))
-              errors.push_back(invalid(rule_s, key_path.str(), *k, std::move(msg)));
-          }
+          for (auto& msg : check_qualified_name(*k))
+            errors.push_back(invalid(rule_s, key_path.str(), *k, std::move(msg)));
         } else if (key_node == nullptr || key_node->is_null()) {
           errors.push_back(required(rule_s, key_path.str()));
         }
@@ -649,10 +639,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
             for (std::size_t j = 0; j < vs->items.size(); ++j) {
               const field_path value_path = values_path.index(j);
               if (const auto v = string_field(&vs->items[j], value_path, rule, errors)) {
-                if (!is_label_value(*v)) {
-                  for (auto& msg : check_label_value(*v))
-                    errors.push_back(invalid(rule_s, value_path.str(), *v, std::move(msg)));
-                }
+                for (auto& msg : check_label_value(*v))
+                  errors.push_back(invalid(rule_s, value_path.str(), *v, std::move(msg)));
                 if (keep) req.values.emplace_back(*v);
               } else if (vs->items[j].is_null()) {
                 if (keep) req.values.emplace_back();
@@ -729,10 +717,8 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
     const auto name = string_field(meta->find("name"), field_path("metadata.name"), "", errors);
     if (name && !name->empty()) {
       if (src != nullptr) src->name = std::string(*name);
-      if (!is_dns1123_subdomain(*name)) {
-        for (auto& msg : check_dns1123_subdomain(*name))
-          errors.push_back(invalid("", "metadata.name", *name, std::move(msg)));
-      }
+      for (auto& msg : check_dns1123_subdomain(*name))
+        errors.push_back(invalid("", "metadata.name", *name, std::move(msg)));
     } else if (meta->find("generateName") == nullptr &&
                (meta->find("name") == nullptr || meta->find("name")->is_null() || name)) {
       errors.push_back(required("", "metadata.name"));
