@@ -400,9 +400,6 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     }
     if (root != nullptr) {
       if (is_source) {
-        // A denial usually holds a few errors: room for them at once, instead of moving the
-        // ones found so far at every growth.
-        errors.reserve(8);
         core::check_topology_source(*root, opts.validation, errors, warnings);
       } else {
         auto res = core::validate_model_deployment(*root);
