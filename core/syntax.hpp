@@ -31,11 +31,12 @@ namespace detail {
 }  // namespace detail
 
 // apimachinery's messages, one per way the name breaks its rule; none for a valid name (the
-// usual case: answered by the predicate, here inline, before anything is built).
-[[nodiscard]] inline std::vector<std::string> check_qualified_name(std::string_view key) {  // label key
+// usual case: answered by the predicate, here inline, before anything is built). A label key
+// is a qualified name; a label value may be empty.
+[[nodiscard]] inline std::vector<std::string> check_qualified_name(std::string_view key) {
   return is_qualified_name(key) ? std::vector<std::string>{} : detail::qualified_name_errors(key);
 }
-[[nodiscard]] inline std::vector<std::string> check_label_value(std::string_view value) {  // may be empty
+[[nodiscard]] inline std::vector<std::string> check_label_value(std::string_view value) {
   return is_label_value(value) ? std::vector<std::string>{} : detail::label_value_errors(value);
 }
 [[nodiscard]] inline std::vector<std::string> check_dns1123_subdomain(std::string_view s) {
