@@ -6,18 +6,56 @@
 // - a parsed duration formats (Go's Duration.String) to text that parses to the same value.
 #include <cstddef>
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <string_view>
 
 #include "core/syntax.hpp"
 #include "fuzz_common.hpp"
-#include "test/fixtures/name_reference.hpp"
 
 namespace {
 
 using namespace topogate;
 
-using namespace topogate::test_fixtures;
+// SPEC.md, section "Syntax primitives".
+const std::regex& dns_label_re() {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  return re;
+}
+const std::regex& dns_subdomain_re() {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return re;
+}
+const std::regex& label_name_re() {
+  static const std::regex re("([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]");
+  return re;
+}
+const std::regex& label_value_re() {
+  static const std::regex re("(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?");
+  return re;
+}
+
+bool ref_subdomain(std::string_view s) {
+  return s.size() <= core::max_dns1123_subdomain_length &&
+         std::regex_match(s.begin(), s.end(), dns_subdomain_re());
+}
+bool ref_label(std::string_view s) {
+  return s.size() <= core::max_dns1123_label_length && std::regex_match(s.begin(), s.end(), dns_label_re());
+}
+bool ref_label_value(std::string_view s) {
+  return s.size() <= core::max_label_value_length && std::regex_match(s.begin(), s.end(), label_value_re());
+}
+bool ref_qualified_name(std::string_view s) {
+  std::string_view name = s;
+  const auto slash = s.find('/');
+  if (slash != std::string_view::npos) {
+    const std::string_view prefix = s.substr(0, slash);
+    name = s.substr(slash + 1);
+    if (prefix.empty() || !ref_subdomain(prefix)) return false;
+  }
+  return !name.empty() && name.size() <= core::max_label_name_length &&
+         std::regex_match(name.begin(), name.end(), label_name_re());
+}
 
 }  // namespace
 
