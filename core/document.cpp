@@ -69,11 +69,23 @@ std::string_view doc_node::kind_name() const noexcept {
 namespace detail {
 namespace {
 
+// yaml.v3's line number (1-based) of the byte at `offset`: LF, CR LF and a lone CR each end
+// a line.
 std::size_t line_of(std::string_view text, std::size_t offset) {
-  return static_cast<std::size_t>(std::count(
-             text.begin(),
-             text.begin() + static_cast<std::ptrdiff_t>(std::min(offset, text.size())), '\n')) +
-         1;
+  const std::string_view before = text.substr(0, std::min(offset, text.size()));
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (before[i] == '\n' || (before[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n')))
+      ++line;
+  }
+  return line;
+}
+
+// True when `text` has a CR that is not followed by LF.
+bool has_lone_cr(std::string_view text) noexcept {
+  for (std::size_t i = text.find('\r'); i != std::string_view::npos; i = text.find('\r', i + 1))
+    if (i + 1 == text.size() || text[i + 1] != '\n') return true;
+  return false;
 }
 
 std::string at_line(std::size_t line, std::string_view msg) {
@@ -1031,9 +1043,12 @@ class tree_builder final : public YAML::EventHandler {
   }
 
   // The path of the innermost open location, rendered per path_style.
-  std::string current_path() const {
+  std::string current_path() const { return path_of(frames_.size()); }
+
+  // The path through the outermost `count` open collections.
+  std::string path_of(std::size_t count) const {
     std::string out;
-    for (std::size_t i = 0; i < frames_.size(); ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       const frame& f = frames_[i];
       if (f.node->is_sequence()) {
         if (f.node->items.empty()) break;
@@ -1095,7 +1110,10 @@ class tree_builder final : public YAML::EventHandler {
   }
 
   [[noreturn]] void fatal(const YAML::Mark& mark, std::string_view msg) {
-    errors.push_back(invalid(std::string(rule_), current_path(), "",
+    fatal_at(current_path(), mark, msg);
+  }
+  [[noreturn]] void fatal_at(std::string path, const YAML::Mark& mark, std::string_view msg) {
+    errors.push_back(invalid(std::string(rule_), std::move(path), "",
                              at_line(static_cast<std::size_t>(mark.line) + 1, msg)));
     errors.back().has_value = false;
     throw abort_parse{};
@@ -1181,7 +1199,13 @@ class tree_builder final : public YAML::EventHandler {
                       (k == doc_node::kind::mapping ? "!!map" : "!!seq") + " cannot be a key");
     }
     if (frames_.size() >= limits_.max_depth) {
-      fatal(mark, "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
+      // Reported at the collection that is one level too deep (the next item of a sequence,
+      // or the pending value of a key), as the JSON decoder reports it.
+      std::string at = current_path();
+      if (!frames_.empty() && frames_.back().node->is_sequence())
+        at = index(path_of(frames_.size() - 1), frames_.back().node->items.size());
+      fatal_at(std::move(at), mark,
+               "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
     }
     const bool discard = discarding();
     doc_node* n = place(mark);
@@ -1517,6 +1541,18 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
     decode_result r;
     r.errors.push_back(too_long(std::string(rule_id), "", text.size(), limits.max_bytes));
     return r;
+  }
+  // yaml.v3 reads a lone CR as a line break, like LF and CR LF; yaml-cpp knows only the
+  // other two and would make the CR part of a token. Such a text is decoded with each lone
+  // CR turned into LF, which is the same document for yaml.v3, line numbers included (in
+  // scalars yaml.v3 itself turns every line break into LF).
+  std::string unified;
+  if (has_lone_cr(text)) {
+    unified.assign(text);
+    for (std::size_t i = 0; i < unified.size(); ++i)
+      if (unified[i] == '\r' && (i + 1 == unified.size() || unified[i + 1] != '\n'))
+        unified[i] = '\n';
+    text = unified;
   }
   bool separators = false;
   if (std::string problem = check_yaml_characters(text, &separators); !problem.empty())
@@ -2030,6 +2066,13 @@ decode_result detail::decode_json_styled(decoder_state& state, std::string_view 
   if (!json_ok) {
     r.root = doc_node{};
     return detail::fail_with(rule_id, "invalid JSON");
+  }
+  if (!b.errors.empty()) {
+    // A decode error (a duplicate key, a limit): yaml.v3 names its line, which this
+    // decoder does not track. The text is a YAML document with the same meaning (the checks
+    // above hold), so the YAML decoder, which tracks lines, reports the same errors with them.
+    decode_result lined = decode_yaml_styled(text, rule_id, limits, style);
+    if (!lined.errors.empty()) return lined;
   }
   r.errors = std::move(b.errors);
   if (!r.errors.empty()) r.root = doc_node{};

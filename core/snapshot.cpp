@@ -343,6 +343,20 @@ bool decode_ref(detail::decoder_state& state, std::string_view text, snapshot_re
     return false;
   }
   tree = std::move(r.root);
+  if (!json_ok) return walk_tree(tree, out, sink);
+  // The JSON decoder does not track lines, and a type error names the node's line as yaml.v3
+  // does: on one, the text (a YAML document with the same meaning) is decoded again by the
+  // YAML decoder and walked for the messages.
+  error_list type_errors;
+  error_sink probe(type_errors);
+  if (walk_tree(tree, out, probe) && probe.empty()) return true;
+  out = snapshot_ref{};
+  r = detail::decode_yaml_styled(text, "S1", limits, detail::path_style::snapshot);
+  if (!r.ok()) {
+    for (auto& e : r.errors) sink.add(std::move(e));
+    return false;
+  }
+  tree = std::move(r.root);
   return walk_tree(tree, out, sink);
 }
 

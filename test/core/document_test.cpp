@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace topogate::core {
@@ -208,6 +209,62 @@ TEST(DocumentErrors, SyntaxErrorCarriesTheLine) {
   const decode_result r = decode_yaml("a: 1\nb: [\n", "S1");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.errors[0].detail.find("line "), std::string::npos);
+}
+
+TEST(DocumentErrors, JsonDuplicateKeyNamesBothLines) {
+  // yaml.v3: "line 2: mapping key "a" already defined at line 1"; the JSON decoder tracks
+  // no lines, so the YAML decoder reports this error for it.
+  for (const decode_result& r :
+       {decode_json("{\"a\": 1,\n \"a\": 2}", "S1"), decode_any("{\"a\": 1,\n \"a\": 2}", "S1")}) {
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].path, "a");
+    EXPECT_EQ(r.errors[0].rule, "S1");
+    EXPECT_NE(r.errors[0].detail.find("line 2: mapping key \"a\" already defined at line 1"),
+              std::string::npos)
+        << r.errors[0].detail;
+  }
+}
+
+// yaml.v3 reads a lone CR as a line break, as it reads LF and CR LF (results checked
+// against gopkg.in/yaml.v3 v3.0.1).
+TEST(LineBreaks, LoneCrIsALineBreak) {
+  const std::pair<std::string, std::string> accepted[] = {
+      {"a: 1\rb: [x]\r", R"({a:"1"i,b:["x"s]})"},
+      {"a: \"x\ry\"", R"({a:"x y"s})"},    // folded, as a line break is
+      {"a: \"x\r\ry\"", "{a:\"x\ny\"s}"},  // an empty line is kept as LF
+      {"a: 'x\ry'", R"({a:"x y"s})"},
+      {"a: |\r  l1\r  l2\r", "{a:\"l1\nl2\n\"s}"},  // block scalars get LF
+      {"a: 1\r\nb: 2\rc: 3\n", R"({a:"1"i,b:"2"i,c:"3"i})"},
+      {"{\"a\": 1,\r\"b\": [\"x\"]\r}", R"({a:"1"i,b:["x"s]})"}};
+  for (const auto& [text, tree] : accepted) {
+    const decode_result y = decode_yaml(text);
+    ASSERT_TRUE(y.ok()) << text << ": " << render_text(y.errors);
+    EXPECT_EQ(render(y.root), tree) << text;
+    const decode_result a = decode_any(text);
+    ASSERT_TRUE(a.ok()) << text << ": " << render_text(a.errors);
+    EXPECT_EQ(render(a.root), tree) << text;
+  }
+  // Lines count a lone CR, and CR LF once.
+  const decode_result dup = decode_yaml("a: 1\rb: 2\r\na: 3\r");
+  ASSERT_EQ(dup.errors.size(), 1u);
+  EXPECT_NE(dup.errors[0].detail.find("line 3: mapping key \"a\" already defined at line 1"),
+            std::string::npos)
+      << dup.errors[0].detail;
+  const decode_result json_dup = decode_json("{\"a\": 1,\r\r \"a\": 2}");
+  ASSERT_EQ(json_dup.errors.size(), 1u);
+  EXPECT_NE(json_dup.errors[0].detail.find("line 3: mapping key \"a\" already defined at line 1"),
+            std::string::npos)
+      << json_dup.errors[0].detail;
+  // A syntax error's line is yaml-cpp's own; the same as with LF.
+  const decode_result syntax = decode_yaml("a: 1\r\rb: [\r");
+  const decode_result syntax_lf = decode_yaml("a: 1\n\nb: [\n");
+  ASSERT_FALSE(syntax.ok());
+  ASSERT_FALSE(syntax_lf.ok());
+  EXPECT_EQ(syntax.errors[0].detail, syntax_lf.errors[0].detail);
+  // A character check before the scan counts lines the same way.
+  const decode_result control = decode_yaml("a: 1\rb: \"x\x01\"\r");
+  ASSERT_FALSE(control.ok());
+  EXPECT_NE(control.errors[0].detail.find("line 2"), std::string::npos) << control.errors[0].detail;
 }
 
 TEST(DocumentLimits, BytesBothSides) {

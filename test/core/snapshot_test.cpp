@@ -639,5 +639,31 @@ TEST(SnapshotPaths, JsonFastPathEqualsYamlDecoderOnTheSameText) {
   EXPECT_GT(fast_valid, 20);  // the generator reaches valid snapshots too
 }
 
+TEST(SnapshotPaths, JsonErrorsNameTheLinesYamlV3Names) {
+  // yaml.v3 (checked with v3.0.1): "line 3: cannot unmarshal !!seq into
+  // map[string]map[string]string"; a lone CR ends a line as LF does.
+  for (const char* eol : {"\n", "\r\n", "\r"}) {
+    const std::string json = std::string("{\"apiVersion\": \"topology.gpustack.ai/v1alpha1\",") +
+                             eol + " \"revision\": \"r1\"," + eol + " \"nodes\": [\"worker-a\"]}";
+    const error_list e = check(json);
+    ASSERT_EQ(e.size(), 1u) << render_text(e);
+    EXPECT_EQ(render_text(e),
+              "[S1] nodes: Invalid value: line 3: cannot unmarshal !!seq into "
+              "map[string]map[string]string\n");
+  }
+  // A byte-order mark sends the same text (same lines) through the YAML decoder: every
+  // message is the same, word for word.
+  std::mt19937 rng(20261201);
+  int invalid = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string json = random_json(rng);
+    const error_list ea = check(json);
+    const error_list eb = check("\xef\xbb\xbf" + json);
+    EXPECT_EQ(render_text(ea), render_text(eb)) << json;
+    invalid += ea.empty() ? 0 : 1;
+  }
+  EXPECT_GT(invalid, 200);
+}
+
 }  // namespace
 }  // namespace topogate::core
