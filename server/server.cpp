@@ -563,6 +563,7 @@ class http_session : public drainable {
 
   void on_linger(beast::error_code ec, std::size_t n) {
     lingered_ += n;
+    if (ec == net::error::eof) peer_ended_ = true;
     // Bounded in time and bytes: a client may not keep the connection by streaming forever.
     if (ec || lingered_ > (64u << 20) || clock_type::now() >= linger_deadline_) {
       linger_ = false;
@@ -605,6 +606,9 @@ class http_session : public drainable {
   bool timer_armed_ = false;
   bool timed_out_ = false;
   bool closed_ = false;
+  // A read returned the end of the stream: the peer sends nothing more, and a further read
+  // would wait for a readiness edge that has already passed (Asio marks the socket drained).
+  bool peer_ended_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool reading_body_ = false;
@@ -674,7 +678,8 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
   }
 
   // close_notify, then the peer's (or its end of the stream): a peer that never answers
-  // cannot hold the connection, nor, while draining, delay the exit.
+  // cannot hold the connection, nor, while draining, delay the exit. A peer whose stream
+  // has already ended (a bare FIN, or a 413's linger read to the end) is not waited for.
   void close() {
     if (closing_ || closed_) return;
     closing_ = true;
@@ -682,7 +687,7 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
     channel_.close_notify();
     if (wire_.empty()) return close_socket();
     write_wire([self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->close_socket();
+      if (ec || self->peer_ended_) return self->close_socket();
       self->await_close_notify();
     });
   }
@@ -699,6 +704,7 @@ class tls_session final : public http_session<tls_session>, public std::enable_s
     socket_.async_read_some(net::buffer(data, size),
                             [self = shared_from_this(), h = std::forward<Handler>(handler)](beast::error_code ec, std::size_t n) mutable {
                               self->channel_.commit(n);
+                              if (ec == net::error::eof) self->peer_ended_ = true;
                               h(ec);
                             });
   }

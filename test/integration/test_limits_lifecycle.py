@@ -90,6 +90,95 @@ def test_handshake_timeout(make_server, pki):
     raw.close()
 
 
+class MemoryTls:
+    """A TLS client over a raw socket (memory BIOs), so that the test decides what goes on
+    the wire: a request, a close_notify or not, then the TCP end of the stream."""
+
+    def __init__(self, port, pki):
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.incoming, self.outgoing, server_hostname="localhost")
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.flush()
+                self.incoming.write(self.sock.recv(65536))
+        self.flush()
+
+    def flush(self):
+        data = self.outgoing.read()
+        if data:
+            self.sock.sendall(data)
+
+    def send(self, data: bytes):
+        self.tls.write(data)
+        self.flush()
+
+    def close_notify(self):
+        try:
+            self.tls.unwrap()
+        except ssl.SSLWantReadError:
+            pass  # sent; the server's is read below
+        self.flush()
+
+    def seconds_until_server_closes(self):
+        """Ends the client's stream (FIN), then reads raw bytes until the server closes."""
+        self.sock.shutdown(socket.SHUT_WR)
+        started = time.monotonic()
+        got = b""
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                break
+            got += chunk
+        self.sock.close()
+        self.incoming.write(got)
+        self.incoming.write_eof()
+        answer = b""
+        try:
+            while chunk := self.tls.read(65536):
+                answer += chunk
+        except (ssl.SSLZeroReturnError, ssl.SSLWantReadError, ssl.SSLEOFError):
+            pass
+        return time.monotonic() - started, answer
+
+
+def test_server_closes_at_once_when_the_client_has_ended(server, pki):
+    # The server answers a client's end with its close_notify and then waits up to 2 s for
+    # the client's. A client whose stream has already ended (a bare FIN, or the end a 413's
+    # lingering read reaches) cannot send one: the server closes at once, without holding
+    # the connection for those 2 s. Each close below takes milliseconds.
+    bare = MemoryTls(server.port, pki)
+    bare.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.2)  # the response is out; the next read is the one that meets the end
+    took, answer = bare.seconds_until_server_closes()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+    assert took < 1.0, f"closed after {took:.2f} s"
+
+    lingered = MemoryTls(server.port, pki)
+    lingered.send(b"PUT /snapshots/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n" + b"a" * 100)
+    time.sleep(0.2)  # the 413 is out and the server reads what follows raw, to the end
+    lingered.close_notify()
+    took, answer = lingered.seconds_until_server_closes()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:100]
+    assert took < 1.0, f"closed after {took:.2f} s"
+
+    # The usual end, close_notify then FIN, as before.
+    polite = MemoryTls(server.port, pki)
+    polite.send(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.2)
+    polite.close_notify()
+    took, answer = polite.seconds_until_server_closes()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+    assert took < 1.0, f"closed after {took:.2f} s"
+
+
 def test_plain_health_listener(make_server, pki):
     hp = free_port()
     srv = make_server(lambda d: default_config(pki, d, extra=f"listen: {{address: 127.0.0.1, port: 0, healthPort: {hp}}}")
