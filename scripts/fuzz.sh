@@ -49,10 +49,23 @@ run_target() { # TARGET: runs it, writes $build/<target>.result (the summary lin
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   if ((rc != 0)); then
     result=FAILED
+    local artifact
+    artifact=$(ls -t "$artifacts" | head -1)
     {
       echo "== $t FAILED (log: $log)"
-      grep -E 'PROPERTY FAILED|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5
-      echo "   artifact: $(ls -t "$artifacts" | head -1)"
+      # The property's own message (up to 20 lines), or the sanitizer's summary.
+      grep -A20 'PROPERTY FAILED' "$log" | sed '/ERROR: libFuzzer/,$d' | head -20
+      grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5
+      echo "   artifact: $artifact"
+      # The input itself, so that a failure seen only in CI's output can be replayed:
+      # base64 -d > FILE; build/fuzz/<target> FILE.
+      if [[ -n $artifact && -f $artifacts$artifact ]]; then
+        if (($(stat -c %s "$artifacts$artifact") <= 16384)); then
+          echo "   input (base64): $(base64 -w0 "$artifacts$artifact")"
+        else
+          echo "   input: $(stat -c %s "$artifacts$artifact") bytes, too large to print"
+        fi
+      fi
     } >&2
   fi
   printf '%-20s %8s %14s %12s %8s\n' "$t" "$seconds" "${runs:-?}" "${rate:-?}" "$result" >"$build/$t.result"

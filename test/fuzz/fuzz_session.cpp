@@ -10,10 +10,13 @@
 // client sends. After the last write the client closes its side (TLS: close_notify first)
 // and reads until the server closes.
 // Properties beyond "no crash" (ASan and UBSan also cover the server's threads):
-//   - the server closes the connection within 3 s of the client's close, before its own
-//     5 s timeouts would: the end of the client's input is acted on, never waited out, and
-//     no input leaves a connection open (3 s leaves room for a loaded machine: a close
-//     acted on takes milliseconds);
+//   - the server closes the connection within 1.5 s of the client's close, before its own
+//     2 s wait for the client's close_notify and its 5 s timeouts would: the end of the
+//     client's input is acted on, never waited out, and no input leaves a connection open
+//     (1.5 s leaves room for a loaded machine: a close acted on takes milliseconds);
+//   - the TLS handshake completes.
+// Every socket call is bounded by a deadline and retried after a signal (libFuzzer's
+// -timeout watchdog is a SIGALRM).
 //   - what the server sends parses as a sequence of HTTP/1.1 responses with valid
 //     statuses, never 500 (a response to HEAD ends the check: its length is not its body);
 //   - the server still answers a health probe on a new connection afterwards.
@@ -22,8 +25,8 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,13 +77,18 @@ unsigned short free_port() {
 
 // At exit the server is stopped as SIGTERM stops it (drain, then `serve` returns), so that
 // no server thread is still running while the process tears its globals down.
+// Then its files (certificates, token, inventory) are removed.
 std::promise<void> server_stopped;
 std::atomic<bool> stopping{false};
+fs::path server_dir;
 
 void stop_server() {
   stopping = true;
   ::kill(::getpid(), SIGTERM);
-  (void)server_stopped.get_future().wait_for(std::chrono::seconds(10));
+  if (server_stopped.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready) {
+    std::error_code ignored;
+    fs::remove_all(server_dir, ignored);
+  }
 }
 
 struct world {
@@ -93,6 +101,7 @@ struct world {
     const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     dir = base / ("topogate-fuzz-session-" + std::to_string(::getpid()));
     fs::create_directories(dir);
+    server_dir = dir;
     server::issued ca, leaf;
     fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
     fuzz::check(server::issue(ca, {"localhost", "fuzz", {"localhost"}, {"127.0.0.1"}, true, 30},
@@ -151,19 +160,47 @@ world& the_world() {
   return w;
 }
 
+using steady = std::chrono::steady_clock;
+constexpr auto close_within = std::chrono::milliseconds(1500);
+
+// Every socket is non-blocking and every wait is a poll with the time left until a deadline.
+// libFuzzer's -timeout watchdog is a SIGALRM on this thread, and a signal interrupts a
+// blocking call (a socket with SO_RCVTIMEO gets EINTR whatever SA_RESTART says): a wait is
+// retried after one, and only the deadline ends it.
+bool wait_for(int fd, short events, steady::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
+long long ms_since(steady::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
+}
+
 int connect_to(unsigned short port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   fuzz::check(fd >= 0, "socket");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  fuzz::check(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    fuzz::check(errno == EINPROGRESS || errno == EINTR, "connect", std::strerror(errno));
+    fuzz::check(wait_for(fd, POLLOUT, steady::now() + std::chrono::seconds(3)),
+                "connect: no answer");
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    fuzz::check(err == 0, "connect", std::strerror(err));
+  }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  // Reads give up after this, before the server's own 5 s timeouts.
-  timeval tv{3, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
 }
 
@@ -189,30 +226,71 @@ void check_responses(std::string_view wire, std::string_view sent) {
   }
 }
 
-void send_all_plain(int fd, std::string_view data) {
+// Sends until done, the server closes (a limit, an error answer: fine) or the deadline.
+void send_all_plain(int fd, std::string_view data, steady::time_point deadline) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;  // the server closed first (a limit, an error answer): fine
-    data.remove_prefix(static_cast<std::size_t>(n));
+    if (n > 0) {
+      data.remove_prefix(static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd, POLLOUT, deadline)) return;
+    } else {
+      return;
+    }
   }
 }
 
-// Reads until the server closes; false when it did not within the receive timeout.
-bool read_to_close_plain(int fd, std::string& out) {
+// Reads until the server closes (an end of stream or a reset); false when it has not by the
+// deadline.
+bool read_to_close_plain(int fd, std::string& out, steady::time_point deadline) {
   char buf[16384];
   for (;;) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) return true;
-    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;  // a reset is a close
-    out.append(buf, static_cast<std::size_t>(n));
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return true;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_for(fd, POLLIN, deadline)) return false;
+    } else {
+      return true;
+    }
+  }
+}
+
+enum class tls_result { done, closed, timed_out };
+
+// One TLS call on the non-blocking socket, repeated while OpenSSL waits for the socket.
+// `closed`: the connection ended (the server's close_notify, an end of stream, a reset or
+// an alert); `timed_out`: it was still open at the deadline.
+template <class Op>
+tls_result tls_call(SSL* ssl, int fd, steady::time_point deadline, Op op) {
+  for (;;) {
+    const int r = op();
+    if (r == 1) return tls_result::done;
+    const int e = SSL_get_error(ssl, r);
+    const int saved = errno;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      if (!wait_for(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline))
+        return tls_result::timed_out;
+    } else if (e == SSL_ERROR_SYSCALL && saved == EINTR) {
+      continue;
+    } else {
+      return tls_result::closed;
+    }
   }
 }
 
 void probe_health(const world& w) {
   const int fd = connect_to(w.health_port);
-  send_all_plain(fd, "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const auto deadline = steady::now() + std::chrono::seconds(3);
+  send_all_plain(fd, "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", deadline);
   std::string out;
-  const bool closed = read_to_close_plain(fd, out);
+  const bool closed = read_to_close_plain(fd, out, deadline);
   ::close(fd);
   fuzz::check(closed && out.rfind("HTTP/1.1 200", 0) == 0, "the server stopped answering probes",
               out.substr(0, 200));
@@ -236,37 +314,55 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string answer;
   bool closed = false;
   const int fd = connect_to(plain ? w.health_port : w.tls_port);
+  // Writing may take its time (thousands of small pieces on a loaded machine); a server that
+  // neither reads nor closes is caught by the read below. The close must follow the
+  // client's within 1.5 s.
+  const auto write_deadline = steady::now() + std::chrono::seconds(10);
   if (plain) {
     for (std::string_view rest = sent; !rest.empty();) {
       const std::size_t n = next_piece(rest.size());
-      send_all_plain(fd, rest.substr(0, n));
+      send_all_plain(fd, rest.substr(0, n), write_deadline);
       rest.remove_prefix(n);
     }
     ::shutdown(fd, SHUT_WR);
-    closed = read_to_close_plain(fd, answer);
+    closed = read_to_close_plain(fd, answer, steady::now() + close_within);
   } else {
     SSL* ssl = SSL_new(w.client_ctx);
     SSL_set_fd(ssl, fd);
-    fuzz::check(SSL_connect(ssl) == 1, "TLS handshake with the server");
+    const auto started = steady::now();
+    const tls_result hs =
+        tls_call(ssl, fd, started + std::chrono::seconds(4), [&] { return SSL_connect(ssl); });
+    fuzz::check(hs == tls_result::done, "TLS handshake with the server",
+                std::string(hs == tls_result::timed_out ? "timed out" : "failed") + " after " +
+                    std::to_string(ms_since(started)) +
+                    " ms: " + ERR_error_string(ERR_peek_last_error(), nullptr));
     for (std::string_view rest = sent; !rest.empty();) {
       const std::size_t n = next_piece(rest.size());
       std::size_t written = 0;
-      if (SSL_write_ex(ssl, rest.data(), n, &written) != 1) break;  // the server closed first
+      if (tls_call(ssl, fd, write_deadline,
+                   [&] { return SSL_write_ex(ssl, rest.data(), n, &written); }) != tls_result::done)
+        break;  // the server closed first (or stopped reading: the read below judges)
       rest.remove_prefix(n);
     }
-    SSL_shutdown(ssl);  // close_notify
+    // close_notify (0: sent, the server's not yet seen), then the end of the stream.
+    (void)tls_call(ssl, fd, write_deadline, [&] { return SSL_shutdown(ssl) >= 0 ? 1 : -1; });
     ::shutdown(fd, SHUT_WR);
+    const auto deadline = steady::now() + close_within;
     char buf[16384];
     for (;;) {
       std::size_t got = 0;
-      if (SSL_read_ex(ssl, buf, sizeof buf, &got) == 1) {
+      const tls_result r =
+          tls_call(ssl, fd, deadline, [&] { return SSL_read_ex(ssl, buf, sizeof buf, &got); });
+      if (r == tls_result::done) {
         answer.append(buf, got);
         continue;
       }
-      const int e = SSL_get_error(ssl, 0);
-      // A clean close, a reset or an abrupt end after the answer all close the connection;
-      // only the receive timeout means the server kept it open.
-      closed = !(e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK));
+      // After a TLS-level end (an alert, a record OpenSSL refuses) the socket itself must
+      // still reach its end.
+      if (r == tls_result::closed) {
+        std::string rest;
+        closed = read_to_close_plain(fd, rest, deadline);
+      }
       break;
     }
     SSL_free(ssl);
