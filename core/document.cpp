@@ -929,7 +929,12 @@ class tree_builder final : public YAML::EventHandler {
  public:
   tree_builder(std::string_view text, std::string_view rule, const decode_limits& limits,
                path_style style, bool line_separators)
-      : text_(text), rule_(rule), limits_(limits), style_(style), separators_(line_separators) {}
+      // yaml-cpp's marks count from after a byte-order mark.
+      : text_(text.substr(text.substr(0, 3) == "\xef\xbb\xbf" ? 3 : 0)),
+        rule_(rule),
+        limits_(limits),
+        style_(style),
+        separators_(line_separators) {}
 
   doc_node root;
   error_list errors;
@@ -942,6 +947,7 @@ class tree_builder final : public YAML::EventHandler {
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     if (skip_depth_) return;
+    if (flow_node_missing(mark, true)) fatal(mark, "did not find expected node content");
     if (expecting_key()) {
       // A null key: yaml.v3 cannot decode it into a string and drops the entry, but still
       // compares its literal text with the other keys.
@@ -957,6 +963,8 @@ class tree_builder final : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     if (skip_depth_) return;
+    if (tag == "?" && flow_node_missing(mark, false))
+      fatal(mark, "did not find expected node content");
     doc_node scalar;
     bool is_null = false;
     resolve_scalar(mark, tag, value, scalar, is_null);
@@ -1010,12 +1018,12 @@ class tree_builder final : public YAML::EventHandler {
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
+                       YAML::EmitterStyle::value style) override {
     if (skip_depth_) {
       ++skip_depth_;
       return;
     }
-    open_collection(mark, doc_node::kind::sequence, anchor);
+    open_collection(mark, doc_node::kind::sequence, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnSequenceEnd() override {
     if (skip_depth_) {
@@ -1026,12 +1034,12 @@ class tree_builder final : public YAML::EventHandler {
   }
 
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
+                  YAML::EmitterStyle::value style) override {
     if (skip_depth_) {
       ++skip_depth_;
       return;
     }
-    open_collection(mark, doc_node::kind::mapping, anchor);
+    open_collection(mark, doc_node::kind::mapping, anchor, style == YAML::EmitterStyle::Flow);
   }
   void OnMapEnd() override {
     if (skip_depth_) {
@@ -1075,6 +1083,7 @@ class tree_builder final : public YAML::EventHandler {
     std::size_t count_at_start = 0;
     std::size_t height = 1;
     bool discard = false;  // inside the value of a dropped (null) key
+    bool flow = false;     // a flow collection ([...] or {...})
     bool has_key = false;  // a key was read and its value is pending or being built
     bool value_pending = false;
     std::size_t entries_begin = 0;  // mappings: entries_[entries_begin + i] describes map[i]
@@ -1122,6 +1131,26 @@ class tree_builder final : public YAML::EventHandler {
   std::string name_of(YAML::anchor_t anchor) const {
     if (anchor < anchors_.size() && !anchor_names_[anchor].empty()) return anchor_names_[anchor];
     return std::to_string(anchor);
+  }
+
+  // Where yaml.v3 finds no node in a flow collection and yaml-cpp reads one: an empty entry
+  // ("[a,,b]", "[,]", "{,}", "{: x}"), which yaml-cpp reads as a null key or item starting
+  // at a ',' or ':', and a plain scalar starting with ':' ("[:b]", "{a: :b}"), which
+  // yaml.v3 reads as a value indicator there. A null value ("{a: , b: 1}", "{a, b}") is
+  // fine, and so is an explicit key ("{? , a: 1}").
+  bool flow_node_missing(const YAML::Mark& mark, bool null_node) const {
+    if (frames_.empty() || !frames_.back().flow || mark.pos < 0) return false;
+    const auto at = static_cast<std::size_t>(mark.pos);
+    if (at >= text_.size()) return false;
+    if (!null_node) return text_[at] == ':';
+    const frame& f = frames_.back();
+    if (f.node->is_mapping() && f.value_pending) return false;
+    if (text_[at] != ',' && text_[at] != ':') return false;
+    std::size_t i = at;
+    while (i > 0 && (text_[i - 1] == ' ' || text_[i - 1] == '\t' || text_[i - 1] == '\n' ||
+                     text_[i - 1] == '\r'))
+      --i;
+    return i == 0 || text_[i - 1] != '?';
   }
 
   std::string literal_null_at(const YAML::Mark& mark) const {
@@ -1187,7 +1216,7 @@ class tree_builder final : public YAML::EventHandler {
     return n;
   }
 
-  void open_collection(const YAML::Mark& mark, doc_node::kind k, YAML::anchor_t anchor) {
+  void open_collection(const YAML::Mark& mark, doc_node::kind k, YAML::anchor_t anchor, bool flow) {
     if (expecting_key()) {
       if (discarding()) {
         // A complex key inside a value yaml.v3 never decodes: skip it, keep its value slot.
@@ -1212,6 +1241,9 @@ class tree_builder final : public YAML::EventHandler {
     n->k = k;
     frame f;
     f.discard = discard;
+    // Inside a flow collection everything is flow (yaml-cpp reports the single-pair mapping
+    // of "[a: b]" as block).
+    f.flow = flow || (!frames_.empty() && frames_.back().flow);
     f.node = n;
     f.anchor = anchor;
     f.count_at_start = count_;

@@ -3,7 +3,8 @@
 // identical for yaml.v3 (the consumer reads JSON with its YAML scanner) but makes
 // decode_snapshot take the YAML path, because the first non-blank byte is no longer '{'.
 // Both must accept or reject together, decode to the same snapshot, and report the same
-// errors (rule, path, type) for decoding and for validation.
+// errors (rule, path, type) for decoding and for validation; behind a byte-order mark
+// instead (the YAML path, same lines) the messages must match word for word.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -59,5 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto ea = core::check_snapshot(json, ctx);
   const auto eb = core::check_snapshot(yaml, ctx);
   fuzz::check(fuzz::keys(ea) == fuzz::keys(eb), "JSON and YAML paths report different errors", describe(ea, eb));
+  // Behind a byte-order mark the text takes the YAML path with its lines unchanged: the
+  // messages are then the same word for word, line numbers included.
+  const auto ec = core::check_snapshot("\xef\xbb\xbf" + std::string(json), ctx);
+  fuzz::check(core::render_text(ea) == core::render_text(ec),
+              "JSON and YAML paths word their errors differently", describe(ea, ec));
   return 0;
 }
