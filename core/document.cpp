@@ -948,6 +948,8 @@ class tree_builder final : public YAML::EventHandler {
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     if (skip_depth_) return;
     if (flow_node_missing(mark, true)) fatal(mark, "did not find expected node content");
+    if (block_key_missing(mark)) fatal(mark, "did not find expected key");
+    if (block_colon_missing(mark)) fatal(mark, "could not find expected ':'");
     if (expecting_key()) {
       // A null key: yaml.v3 cannot decode it into a string and drops the entry, but still
       // compares its literal text with the other keys.
@@ -1084,6 +1086,7 @@ class tree_builder final : public YAML::EventHandler {
     std::size_t height = 1;
     bool discard = false;  // inside the value of a dropped (null) key
     bool flow = false;     // a flow collection ([...] or {...})
+    int key_pos = -1;      // where the pending key starts (yaml-cpp's mark)
     bool has_key = false;  // a key was read and its value is pending or being built
     bool value_pending = false;
     std::size_t entries_begin = 0;  // mappings: entries_[entries_begin + i] describes map[i]
@@ -1153,6 +1156,28 @@ class tree_builder final : public YAML::EventHandler {
     return i == 0 || text_[i - 1] != '?';
   }
 
+  // A block mapping's line without its key (": x", ":"): yaml.v3 finds no key there, where
+  // yaml-cpp reads a null key starting at the ':'. An explicit "? " key is not this.
+  bool block_key_missing(const YAML::Mark& mark) const {
+    if (!expecting_key() || frames_.back().flow || mark.pos < 0) return false;
+    const auto at = static_cast<std::size_t>(mark.pos);
+    if (at >= text_.size() || text_[at] != ':') return false;
+    std::size_t i = at;
+    while (i > 0 && (text_[i - 1] == ' ' || text_[i - 1] == '\t' || text_[i - 1] == '\n' ||
+                     text_[i - 1] == '\r'))
+      --i;
+    return i == 0 || text_[i - 1] != '?';
+  }
+
+  // A block mapping's key without its ':' ("a: 1\nb"): yaml.v3 finds no ':' after it, where
+  // yaml-cpp reads the key with a null value that starts where the key does (a value left
+  // empty after "b:" starts after the ':', and so does that of an explicit "? b" key).
+  bool block_colon_missing(const YAML::Mark& mark) const {
+    if (frames_.empty() || mark.pos < 0) return false;
+    const frame& f = frames_.back();
+    return f.node->is_mapping() && !f.flow && f.value_pending && f.key_pos == mark.pos;
+  }
+
   std::string literal_null_at(const YAML::Mark& mark) const {
     if (mark.pos < 0 || static_cast<std::size_t>(mark.pos) >= text_.size()) return {};
     const std::string_view rest = text_.substr(static_cast<std::size_t>(mark.pos));
@@ -1195,6 +1220,7 @@ class tree_builder final : public YAML::EventHandler {
     f.node->map.emplace_back(dropped ? std::string() : std::move(key), doc_node{});
     f.has_key = true;
     f.value_pending = true;
+    f.key_pos = mark.pos;
   }
 
   // The slot for the next value: the root, the next sequence item, or the pending map value.

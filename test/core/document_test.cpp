@@ -295,6 +295,37 @@ TEST(FlowCollections, EmptyEntriesAreRefusedNullValuesAreNot) {
   }
 }
 
+// A block mapping line without its ':' or without its key: yaml.v3 refuses it where
+// yaml-cpp reads a null value or a null key (checked against gopkg.in/yaml.v3 v3.0.1).
+TEST(BlockMappings, AKeyWithoutItsColonOrAColonWithoutItsKeyIsRefused) {
+  const std::pair<std::string, std::string> refused[] = {
+      {"a: 1\nb", "line 2: could not find expected ':'"},
+      {"a: 1\nb\n", "line 2: could not find expected ':'"},
+      {"a:\n  x: 1\n  wo", "line 3: could not find expected ':'"},
+      {"a: 1\n~", "line 2: could not find expected ':'"},
+      {"a: 1\n\"b\"", "line 2: could not find expected ':'"},
+      {"a: 1\n: x", "line 2: did not find expected key"},
+      {"a: 1\n:\n  b: 2", "line 2: did not find expected key"},
+      {": x", "line 1: did not find expected key"}};
+  for (const auto& [text, detail] : refused) {
+    const decode_result r = decode_any(text);
+    ASSERT_EQ(r.errors.size(), 1u) << text;
+    EXPECT_EQ(r.errors[0].detail, detail) << text;
+  }
+  const std::pair<std::string, std::string> accepted[] = {
+      {"a: 1\n  b", R"({a:"1 b"s})"},
+      {"? x", "{x:~}"},
+      {"? x\nb: 1", R"({x:~,b:"1"i})"},
+      {"a:\nb: 1", R"({a:~,b:"1"i})"},
+      {"- a\n- b:\n", R"(["a"s,{b:~}])"},
+      {"a: {b}\nc: [d: ]", "{a:{b:~},c:[{d:~}]}"}};
+  for (const auto& [text, tree] : accepted) {
+    const decode_result r = decode_yaml(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << render_text(r.errors);
+    EXPECT_EQ(render(r.root), tree) << text;
+  }
+}
+
 TEST(ByteOrderMark, NullKeysAreComparedByTheirOwnText) {
   // yaml-cpp's marks count from after the mark; the literal text of a dropped null key is
   // read at the right place (yaml.v3: "~" and "null" differ, "~" twice is a duplicate).
