@@ -77,18 +77,24 @@ unsigned short free_port() {
 
 // At exit the server is stopped as SIGTERM stops it (drain, then `serve` returns), so that
 // no server thread is still running while the process tears its globals down.
-// Then its files (certificates, token, inventory) are removed.
+// The thread that ran it is joined, so that it has ended (and OpenSSL has freed its
+// per-thread error state) before LeakSanitizer looks. Then the server's files
+// (certificates, token, inventory) are removed.
 std::promise<void> server_stopped;
 std::atomic<bool> stopping{false};
+std::thread server_thread;
 fs::path server_dir;
 
 void stop_server() {
   stopping = true;
   ::kill(::getpid(), SIGTERM);
-  if (server_stopped.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready) {
-    std::error_code ignored;
-    fs::remove_all(server_dir, ignored);
+  if (server_stopped.get_future().wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    server_thread.detach();  // still draining: the leak check may report its objects
+    return;
   }
+  server_thread.join();
+  std::error_code ignored;
+  fs::remove_all(server_dir, ignored);
 }
 
 struct world {
@@ -135,13 +141,13 @@ struct world {
     auto port = listening.get_future();
     // A write to a connection the server has closed must fail, not kill the process.
     std::signal(SIGPIPE, SIG_IGN);
-    std::thread([cfg = std::move(*cfg), &listening]() mutable {
+    server_thread = std::thread([cfg = std::move(*cfg), &listening]() mutable {
       server::serve_hooks hooks;
       hooks.on_listening = [&listening](unsigned short p) { listening.set_value(p); };
       const int rc = server::serve(std::move(cfg), hooks);
       if (!stopping) fuzz::fail("serve returned", std::to_string(rc));
       server_stopped.set_value();
-    }).detach();
+    });
     fuzz::check(port.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
                 "the server did not start");
     tls_port = port.get();
