@@ -538,7 +538,7 @@ std::string check_double_quoted(std::string_view text, std::size_t open) {
       ++i;
       continue;
     }
-    if (i + 1 >= text.size()) return {};
+    if (i + 1 >= text.size()) break;
     const char e = text[i + 1];
     int digits = 0;
     switch (e) {
@@ -595,7 +595,22 @@ std::string check_double_quoted(std::string_view text, std::size_t open) {
       return at_line(line_of(text, i), "found invalid Unicode character escape code");
     i += 2 + static_cast<std::size_t>(digits);
   }
-  return {};
+  // No closing quote: yaml-cpp takes a scalar cut off by the end of the text (after a line
+  // break) as it stands; yaml.v3 does not.
+  return at_line(line_of(text, text.size()), "found unexpected end of stream");
+}
+
+// As check_double_quoted, for a single-quoted scalar (where '' is a quote): only its end.
+std::string check_single_quoted(std::string_view text, std::size_t open) {
+  for (std::size_t i = open + 1; i < text.size(); ++i) {
+    if (text[i] != '\'') continue;
+    if (i + 1 < text.size() && text[i + 1] == '\'') {
+      ++i;
+      continue;
+    }
+    return {};
+  }
+  return at_line(line_of(text, text.size()), "found unexpected end of stream");
 }
 
 }  // namespace
@@ -1382,7 +1397,8 @@ class tree_builder final : public YAML::EventHandler {
     out.text = value;
   }
 
-  // yaml-cpp accepts the JSON escape `\/` in double-quoted scalars; yaml.v3 does not.
+  // yaml-cpp accepts the JSON escape `\/` in double-quoted scalars, and a quoted scalar the
+  // end of the text cuts off after a line break; yaml.v3 does neither.
   void check_quoted(const YAML::Mark& mark) {
     if (mark.pos < 0) return;
     std::size_t i = static_cast<std::size_t>(mark.pos);
@@ -1401,8 +1417,9 @@ class tree_builder final : public YAML::EventHandler {
         break;
       }
     }
-    if (i >= text_.size() || text_[i] != '"') return;
-    std::string problem = check_double_quoted(text_, i);
+    if (i >= text_.size() || (text_[i] != '"' && text_[i] != '\'')) return;
+    std::string problem =
+        text_[i] == '"' ? check_double_quoted(text_, i) : check_single_quoted(text_, i);
     if (!problem.empty()) {
       errors.push_back(invalid(std::string(rule_), current_path(), "", std::move(problem)));
       errors.back().has_value = false;
