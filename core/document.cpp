@@ -1164,11 +1164,17 @@ class tree_builder final : public YAML::EventHandler {
     const frame& f = frames_.back();
     if (f.node->is_mapping() && f.value_pending) return false;
     if (text_[at] != ',' && text_[at] != ':') return false;
+    return !after_explicit_key(at);
+  }
+
+  // True when only white space separates `at` from a '?' before it: the null there is an
+  // explicit key's ("? , a: 1", "?\n: x"), which yaml.v3 reads too.
+  bool after_explicit_key(std::size_t at) const {
     std::size_t i = at;
     while (i > 0 && (text_[i - 1] == ' ' || text_[i - 1] == '\t' || text_[i - 1] == '\n' ||
                      text_[i - 1] == '\r'))
       --i;
-    return i == 0 || text_[i - 1] != '?';
+    return i > 0 && text_[i - 1] == '?';
   }
 
   // A block mapping's line without its key (": x", ":"): yaml.v3 finds no key there, where
@@ -1177,11 +1183,7 @@ class tree_builder final : public YAML::EventHandler {
     if (!expecting_key() || frames_.back().flow || mark.pos < 0) return false;
     const auto at = static_cast<std::size_t>(mark.pos);
     if (at >= text_.size() || text_[at] != ':') return false;
-    std::size_t i = at;
-    while (i > 0 && (text_[i - 1] == ' ' || text_[i - 1] == '\t' || text_[i - 1] == '\n' ||
-                     text_[i - 1] == '\r'))
-      --i;
-    return i == 0 || text_[i - 1] != '?';
+    return !after_explicit_key(at);
   }
 
   // A block mapping's key without its ':' ("a: 1\nb"): yaml.v3 finds no ':' after it, where
