@@ -69,22 +69,30 @@ std::string_view doc_node::kind_name() const noexcept {
 namespace detail {
 namespace {
 
+// A CR not followed by LF: a line break to yaml.v3, as LF and CR LF are.
+bool lone_cr_at(std::string_view text, std::size_t i) noexcept {
+  return text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n');
+}
+
 // yaml.v3's line number (1-based) of the byte at `offset`: LF, CR LF and a lone CR each end
 // a line.
 std::size_t line_of(std::string_view text, std::size_t offset) {
-  const std::string_view before = text.substr(0, std::min(offset, text.size()));
   std::size_t line = 1;
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    if (before[i] == '\n' || (before[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n')))
-      ++line;
-  }
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i)
+    if (text[i] == '\n' || lone_cr_at(text, i)) ++line;
   return line;
 }
 
-// True when `text` has a CR that is not followed by LF.
-bool has_lone_cr(std::string_view text) noexcept {
-  for (std::size_t i = text.find('\r'); i != std::string_view::npos; i = text.find('\r', i + 1))
-    if (i + 1 == text.size() || text[i + 1] != '\n') return true;
+// `text` with every lone CR turned into LF, in `out`; false (and `out` untouched) when it
+// has none.
+bool lone_crs_as_lf(std::string_view text, std::string& out) {
+  for (std::size_t i = text.find('\r'); i != std::string_view::npos; i = text.find('\r', i + 1)) {
+    if (!lone_cr_at(text, i)) continue;
+    out.assign(text);
+    for (std::size_t j = i; j < out.size(); ++j)
+      if (lone_cr_at(out, j)) out[j] = '\n';
+    return true;
+  }
   return false;
 }
 
@@ -1273,11 +1281,10 @@ class tree_builder final : public YAML::EventHandler {
     if (frames_.size() >= limits_.max_depth) {
       // Reported at the collection that is one level too deep (the next item of a sequence,
       // or the pending value of a key), as the JSON decoder reports it.
-      std::string at = current_path();
-      if (!frames_.empty() && frames_.back().node->is_sequence())
-        at = index(path_of(frames_.size() - 1), frames_.back().node->items.size());
-      fatal_at(std::move(at), mark,
-               "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
+      const bool in_sequence = !frames_.empty() && frames_.back().node->is_sequence();
+      fatal_at(in_sequence ? index(path_of(frames_.size() - 1), frames_.back().node->items.size())
+                           : current_path(),
+               mark, "document nesting exceeds " + std::to_string(limits_.max_depth) + " levels");
     }
     const bool discard = discarding();
     doc_node* n = place(mark);
@@ -1624,13 +1631,7 @@ decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id
   // CR turned into LF, which is the same document for yaml.v3, line numbers included (in
   // scalars yaml.v3 itself turns every line break into LF).
   std::string unified;
-  if (has_lone_cr(text)) {
-    unified.assign(text);
-    for (std::size_t i = 0; i < unified.size(); ++i)
-      if (unified[i] == '\r' && (i + 1 == unified.size() || unified[i + 1] != '\n'))
-        unified[i] = '\n';
-    text = unified;
-  }
+  if (lone_crs_as_lf(text, unified)) text = unified;
   bool separators = false;
   if (std::string problem = check_yaml_characters(text, &separators); !problem.empty())
     return fail_with(rule_id, std::move(problem));
