@@ -3,15 +3,26 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <array>
 
 #include "core/document.hpp"
 #include "core/document_internal.hpp"
+#include "core/k8s_status.hpp"
 #include "core/model_deployment.hpp"
 
 namespace topogate::admission {
 
 namespace ondemand = simdjson::ondemand;
+
+std::string_view to_string(failure f) noexcept {
+  switch (f) {
+    case failure::none: return "none";
+    case failure::bad_request: return "bad request";
+    case failure::too_large: return "too large";
+    case failure::unsupported_media_type: return "unsupported media type";
+    case failure::timeout: return "timeout";
+  }
+  return "bad request";
+}
 
 std::string_view to_string(verdict v) noexcept {
   switch (v) {
@@ -20,21 +31,6 @@ std::string_view to_string(verdict v) noexcept {
     case verdict::errored: return "errored";
   }
   return "errored";
-}
-
-std::string_view cause_type(core::error_type t) noexcept {
-  // apimachinery's field.ErrorType values, which become metav1.CauseType verbatim.
-  switch (t) {
-    case core::error_type::required: return "FieldValueRequired";
-    case core::error_type::invalid: return "FieldValueInvalid";
-    case core::error_type::forbidden: return "FieldValueForbidden";
-    case core::error_type::duplicate: return "FieldValueDuplicate";
-    case core::error_type::too_many: return "FieldValueTooMany";
-    case core::error_type::not_supported: return "FieldValueNotSupported";
-    case core::error_type::too_long: return "FieldValueTooLong";
-    case core::error_type::not_found: return "FieldValueNotFound";
-  }
-  return "FieldValueInvalid";
 }
 
 bool is_json_content_type(std::string_view ct) noexcept {
@@ -101,29 +97,16 @@ bool handles(route rt, const group_version_kind& gvk) {
 }
 bool validates_operation(std::string_view op) { return op == "CREATE" || op == "UPDATE"; }
 
-// A Kubernetes Status document, the body of every HTTP error (what kubectl and the
-// apiserver log show for a failed webhook call).
-std::string status_body(int code, std::string_view reason, std::string_view message) {
-  std::string out = R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":)";
-  core::append_json_string(out, message);
-  out += R"(,"reason":)";
-  core::append_json_string(out, reason);
-  out += R"(,"code":)";
-  out += std::to_string(code);
-  out += '}';
-  return out;
-}
-
-outcome http_error(int code, std::string_view reason, std::string_view message) {
+outcome refuse(failure f, std::string message) {
   outcome o;
-  o.http_status = code;
   o.result = verdict::errored;
+  o.error = f;
   o.kind = "other";
-  o.body = status_body(code, reason, message);
+  o.message = std::move(message);
   return o;
 }
 
-outcome bad_request(std::string_view message) { return http_error(400, "BadRequest", message); }
+outcome bad_request(std::string message) { return refuse(failure::bad_request, std::move(message)); }
 
 std::string_view json_error_text(simdjson::error_code e) { return simdjson::error_message(e); }
 
@@ -242,76 +225,6 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
   return {};
 }
 
-// metav1.Status for a denial: what the apiserver turns into kubectl's
-// `admission webhook "..." denied the request: <message>`.
-void append_denial_status(std::string& out, const parsed_review& r, const core::error_list& errors) {
-  // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`, the aggregate
-  // bracketed only when it holds more than one error. Each error is escaped once, piece by
-  // piece straight into the message (every piece is split off next to an ASCII byte, so the
-  // escaped pieces are the escaped message), and each cause copies its escaped text out of
-  // the message.
-  out += R"("status":{"metadata":{},"status":"Failure","message":")";
-  core::append_json_chars(out, r.request_kind.kind);
-  if (!r.request_kind.group.empty()) {
-    out += '.';
-    core::append_json_chars(out, r.request_kind.group);
-  }
-  out += R"( \")";
-  core::append_json_chars(out, r.name);
-  out += R"(\" is invalid: )";
-  if (errors.size() > 1) out += '[';
-  // Where each error's field and its text without the field (apimachinery's ErrorBody())
-  // lie, escaped, in `out`: on the stack for the few errors a denial usually holds.
-  struct escaped {
-    std::size_t field_at, field_size, body_at, body_size;
-  };
-  std::array<escaped, 16> few;
-  std::vector<escaped> many;
-  if (errors.size() > few.size()) many.resize(errors.size());
-  escaped* const pieces = errors.size() > few.size() ? many.data() : few.data();
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (i) out += ", ";
-    // The text is "<field>: <body>".
-    pieces[i].field_at = out.size();
-    core::append_json_chars(out, errors[i].path);
-    pieces[i].field_size = out.size() - pieces[i].field_at;
-    out += ": ";  // plain: nothing to escape
-    pieces[i].body_at = out.size();
-    errors[i].append_json_body_to(out);
-    pieces[i].body_size = out.size() - pieces[i].body_at;
-  }
-  if (errors.size() > 1) out += ']';
-
-  out += R"(","reason":"Invalid","details":{"name":)";
-  core::append_json_string(out, r.name);
-  out += R"(,"group":)";
-  core::append_json_string(out, r.request_kind.group);
-  out += R"(,"kind":)";
-  core::append_json_string(out, r.request_kind.kind);
-  out += R"(,"causes":[)";
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    const auto& e = errors[i];
-    if (i) out += ',';
-    // The reasons are plain ASCII identifiers: nothing to escape.
-    out += R"({"reason":")";
-    out += cause_type(e.type);
-    out += '"';
-    // The cause message is the error without its field, prefixed with the stable rule id
-    // so tooling can match on it.
-    out += R"(,"message":")";
-    if (!e.rule.empty()) {
-      out += '[';
-      core::append_json_chars(out, e.rule);
-      out += "] ";
-    }
-    out.append(out, pieces[i].body_at, pieces[i].body_size);
-    out += R"(","field":")";
-    out.append(out, pieces[i].field_at, pieces[i].field_size);
-    out += R"("})";
-  }
-  out += R"(]},"code":422})";
-}
-
 }  // namespace
 
 outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
@@ -328,14 +241,12 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts,
                core::json_decoder& decoder) {
   if (meta.content_type && !is_json_content_type(*meta.content_type)) {
-    return http_error(415, "UnsupportedMediaType",
-                      "Content-Type must be application/json, got \"" +
-                          sanitize_warning(*meta.content_type) + "\"");
+    return refuse(failure::unsupported_media_type,
+                  "Content-Type must be application/json, got \"" + sanitize_warning(*meta.content_type) + "\"");
   }
   if (body.size() > opts.max_body_bytes) {
-    return http_error(413, "RequestEntityTooLarge",
-                      "request body is " + std::to_string(body.size()) + " bytes; the limit is " +
-                          std::to_string(opts.max_body_bytes));
+    return refuse(failure::too_large, "request body is " + std::to_string(body.size()) + " bytes; the limit is " +
+                                          std::to_string(opts.max_body_bytes));
   }
   if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
 
@@ -383,7 +294,7 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     if (!r.has_object)
       return bad_request("request.object is required for " + std::string(r.operation));
     if (meta.deadline && std::chrono::steady_clock::now() >= *meta.deadline) {
-      auto t = http_error(504, "Timeout", "the request's timeout expired before validation started");
+      auto t = refuse(failure::timeout, "the request's timeout expired before validation started");
       t.uid = r.uid;
       t.kind = o.kind;
       return t;
@@ -430,8 +341,10 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   out += R"(,"allowed":)";
   out += errors.empty() ? "true" : "false";
   if (!errors.empty()) {
-    out += ',';
-    append_denial_status(out, r, errors);
+    // apierrors.NewInvalid: what the apiserver turns into kubectl's
+    // `admission webhook "..." denied the request: <message>`.
+    out += R"(,"status":)";
+    core::append_invalid_status(out, r.request_kind.group, r.request_kind.kind, r.name, errors, false);
   }
   std::size_t kept = 0;
   for (const auto& w : warnings) {
@@ -446,7 +359,6 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   o.warning_count = kept;
   o.result = errors.empty() ? verdict::allowed : verdict::denied;
   o.errors = std::move(errors);
-  o.http_status = 200;
   return o;
 }
 

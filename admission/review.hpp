@@ -1,11 +1,12 @@
 #pragma once
 // AdmissionReview handling (admission.k8s.io/v1 and v1beta1): a pure function from the
-// request body to the HTTP status and response body the apiserver expects. Shared by the
+// request body to the verdict and the AdmissionReview response the apiserver expects. Shared by the
 // webhook routes and `topogate review FILE`.
 //
 // Three outcomes are kept apart, as controller-runtime does: allowed (maybe with
 // warnings), denied (a policy decision carrying every field error), and errored (the
-// request itself could not be processed: an HTTP 4xx with a Kubernetes Status body).
+// request itself could not be processed: a `failure` the server answers with an HTTP 4xx
+// or 504 and a Kubernetes Status body).
 
 #include <chrono>
 #include <cstddef>
@@ -42,10 +43,21 @@ struct request_meta {
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
+// Why a request could not be reviewed (verdict::errored); the server says it in HTTP
+// (server/router: 400, 413, 415, 504 with a Kubernetes Status).
+enum class failure {
+  none,
+  bad_request,             // not an AdmissionReview the API server sends
+  too_large,               // over options.max_body_bytes
+  unsupported_media_type,  // Content-Type is not application/json
+  timeout,                 // the request's ?timeout= passed before validation started
+};
+
 struct outcome {
-  int http_status = 200;
-  std::string body;         // JSON: an AdmissionReview, or a Status for HTTP errors
   verdict result = verdict::errored;
+  std::string body;         // allowed/denied: the AdmissionReview response (JSON)
+  failure error = failure::none;
+  std::string message;      // errored: why
   std::string kind;         // the object's kind, "other" when the route does not handle it
   std::string uid;          // request.uid when it could be read
   std::size_t warning_count = 0;
@@ -65,8 +77,6 @@ struct outcome {
 // A warning as the apiserver accepts it: control characters removed, at most
 // max_warning_length bytes, cut on a UTF-8 boundary.
 [[nodiscard]] std::string sanitize_warning(std::string_view w);
-
-// Kubernetes' StatusCause type for a field error ("FieldValueDuplicate", ...).
-[[nodiscard]] std::string_view cause_type(core::error_type t) noexcept;
+[[nodiscard]] std::string_view to_string(failure f) noexcept;
 
 }  // namespace topogate::admission

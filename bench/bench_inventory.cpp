@@ -141,8 +141,9 @@ void push_latency(const std::string& dir, int pushes, int nodes) {
     t0 = clk::now();
     const auto a = reg.push("bench", bodies[static_cast<std::size_t>(i)], std::nullopt, "bench");
     total.push_back(ms_since(t0));
-    if (a.status != 200 && a.status != 201) {
-      std::fprintf(stderr, "push %d: %d %s\n", i, a.status, a.body.c_str());
+    if (a.outcome != inventory::push_outcome::created && a.outcome != inventory::push_outcome::stored) {
+      std::fprintf(stderr, "push %d: %s %s %s\n", i, std::string(inventory::to_string(a.outcome)).c_str(),
+                   a.message.c_str(), core::render_text(a.errors).c_str());
       std::exit(1);
     }
   }

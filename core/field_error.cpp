@@ -4,8 +4,8 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -20,7 +20,7 @@ std::string_view to_string(error_type t) noexcept {
     case error_type::forbidden: return "Forbidden";
     case error_type::duplicate: return "Duplicate value";
     case error_type::too_many: return "Too many";
-    case error_type::not_supported: return "Not supported";
+    case error_type::not_supported: return "Unsupported value";
     case error_type::too_long: return "Too long";
     case error_type::not_found: return "Not found";
   }
@@ -81,35 +81,109 @@ constexpr std::array<bool, 256> plain_bytes = [] {
   return i;
 }
 
-// Go's %q for a string: printable ASCII as is, the usual escapes, the rest as \x/\u.
+// Valid runes Go's strconv.IsPrint calls not printable and that Unicode assigns (Go 1.21+,
+// Unicode 15.0): the space separators but U+0020, the line and paragraph separators, the
+// C1 controls, the format characters and the private-use planes. Sorted, disjoint.
+struct rune_range {
+  std::uint32_t first, last;
+};
+constexpr rune_range go_not_printable[] = {
+    {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},
+    {0x6dd, 0x6dd},     {0x70f, 0x70f},     {0x890, 0x891},     {0x8e2, 0x8e2},
+    {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},
+    {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},   {0xe000, 0xf8ff},
+    {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0001, 0xe0001},
+    {0xe0020, 0xe007f}, {0xf0000, 0xffffd}, {0x100000, 0x10fffd},
+};
+
+bool go_printable(std::uint32_t cp) noexcept {
+  const auto* it = std::upper_bound(std::begin(go_not_printable), std::end(go_not_printable), cp,
+                                    [](std::uint32_t c, const rune_range& r) { return c < r.first; });
+  return it == std::begin(go_not_printable) || cp > std::prev(it)->last;
+}
+
+// The length of the UTF-8 sequence starting p[0] (n bytes available) as Go's
+// utf8.DecodeRuneInString accepts it, its code point in `cp`; 0 when Go decodes an error
+// (an invalid or cut-off sequence, an overlong form, a surrogate, beyond U+10FFFF).
+std::size_t go_decode_rune(const unsigned char* p, std::size_t n, std::uint32_t& cp) noexcept {
+  const unsigned c = p[0];
+  std::size_t len = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+  else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    cp = c & 0x0f;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    cp = c & 0x07;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  }
+  if (len == 0 || n < len || p[1] < lo || p[1] > hi) return 0;
+  for (std::size_t j = 1; j < len; ++j) {
+    if ((p[j] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (p[j] & 0x3f);
+  }
+  return len;
+}
+
+// Go's %q for a string (strconv.Quote): printable runes as they are, \a \b \f \n \r \t \v,
+// \" and \\, other ASCII controls and each byte of an invalid sequence as \xXX, other runes
+// that are not printable as \uXXXX or \UXXXXXXXX. One difference is left: Go also escapes the
+// code points Unicode leaves unassigned (some 700 ranges); they pass through here.
 void append_go_quoted(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
+  const auto* const p = reinterpret_cast<const unsigned char*>(s.data());
   for (std::size_t i = 0; i < s.size(); ++i) {
     // Runs of bytes that go out as they are, appended at once (a non-ASCII byte ends a
-    // JSON-plain run, and is passed through below).
+    // JSON-plain run, and is looked at below).
     if (const std::size_t run = plain_prefix(s.data() + i, s.size() - i); run != 0) {
       out.append(s.data() + i, run);
       i += run - 1;
       continue;
     }
-    const auto c = static_cast<unsigned char>(s[i]);
+    const unsigned c = p[i];
     switch (c) {
       case '"': out += "\\\""; continue;
       case '\\': out += "\\\\"; continue;
+      case '\a': out += "\\a"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
       case '\n': out += "\\n"; continue;
       case '\r': out += "\\r"; continue;
       case '\t': out += "\\t"; continue;
+      case '\v': out += "\\v"; continue;
       default: break;
     }
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
+    std::uint32_t cp = 0;
+    const std::size_t len = c < 0x80 ? 0 : go_decode_rune(p + i, s.size() - i, cp);
+    if (len == 0) {
+      // An ASCII control or DEL, or a byte Go cannot decode.
+      const char esc[] = {'\\', 'x', hex[c >> 4], hex[c & 0xf]};
+      out.append(esc, sizeof esc);
+    } else if (go_printable(cp)) {
+      out.append(s.data() + i, len);  // UTF-8 passes through
+      i += len - 1;
     } else {
-      out.push_back(static_cast<char>(c));  // UTF-8 passes through
+      const int digits = cp < 0x10000 ? 4 : 8;
+      out += digits == 4 ? "\\u" : "\\U";
+      for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out.push_back(hex[(cp >> shift) & 0xf]);
+      i += len - 1;
     }
   }
   out.push_back('"');
+}
+
+// append_json_go_quoted for a text with something to escape: apart, so that the callers'
+// plain case (nearly every name and value) stays small.
+[[gnu::noinline]] void append_json_go_quoted_escaped(std::string& out, std::string_view s) {
+  std::string quoted;
+  append_go_quoted(quoted, s);
+  append_json_chars(out, quoted);
 }
 
 }  // namespace
@@ -153,16 +227,27 @@ void field_error::append_json_body_to(std::string& out) const {
       out += bad_value;
       out += R"(\")";
     } else {
-      std::string quoted;
-      append_go_quoted(quoted, bad_value);
       out += ": ";
-      append_json_chars(out, quoted);
+      append_json_go_quoted_escaped(out, bad_value);
     }
   }
   if (!detail.empty()) {
     out += ": ";
     append_json_chars(out, detail);
   }
+}
+
+void append_json_go_quoted(std::string& out, std::string_view s) {
+  if (plain_prefix(s.data(), s.size()) == s.size()) {
+    // Go quotes a plain text as it is, and JSON escapes only its quotes (appended with their
+    // length known: strlen would cost as much as the copy of a short name).
+    constexpr std::string_view quote = R"(\")";
+    out.append(quote);
+    out.append(s);
+    out.append(quote);
+    return;
+  }
+  append_json_go_quoted_escaped(out, s);
 }
 
 field_error required(std::string rule, std::string path, std::string detail) {
@@ -189,9 +274,11 @@ field_error too_many(std::string rule, std::string path, std::size_t actual, std
 
 field_error not_supported(std::string rule, std::string path, std::string_view value,
                           const std::vector<std::string>& supported) {
-  std::string detail = "supported values: ";
+  // apimachinery's field.NotSupported: `supported values: "a", "b"` (each strconv.Quote'd),
+  // no detail at all when the list is empty.
+  std::string detail;
   for (std::size_t i = 0; i < supported.size(); ++i) {
-    if (i) detail += ", ";
+    detail += i ? ", " : "supported values: ";
     append_go_quoted(detail, supported[i]);
   }
   return {std::move(rule), std::move(path), error_type::not_supported, std::string(value), true,

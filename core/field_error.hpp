@@ -9,14 +9,15 @@
 
 namespace topogate::core {
 
-// The closed set of Kubernetes field-error types, with their exact strings.
+// The closed set of Kubernetes field-error types, with the strings apimachinery's
+// field.ErrorType.String() prints for them.
 enum class error_type {
   required,       // "Required value"
   invalid,        // "Invalid value"
   forbidden,      // "Forbidden"
   duplicate,      // "Duplicate value"
   too_many,       // "Too many"
-  not_supported,  // "Not supported"
+  not_supported,  // "Unsupported value"
   too_long,       // "Too long"
   not_found,      // "Not found"
 };
@@ -49,6 +50,7 @@ field_error invalid(std::string rule, std::string path, std::string_view value, 
 field_error forbidden(std::string rule, std::string path, std::string detail = {});
 field_error duplicate(std::string rule, std::string path, std::string_view value);
 field_error too_many(std::string rule, std::string path, std::size_t actual, std::size_t max);
+// Detail `supported values: "a", "b"`, none when `supported` is empty (field.NotSupported).
 field_error not_supported(std::string rule, std::string path, std::string_view value,
                           const std::vector<std::string>& supported);
 field_error too_long(std::string rule, std::string path, std::size_t actual, std::size_t max);
@@ -100,5 +102,8 @@ void append_json_string(std::string& out, std::string_view s);
 // never joins an ASCII byte to its neighbours, so the pieces of a text split next to an ASCII
 // byte escape to the pieces of the escaped text.
 void append_json_chars(std::string& out, std::string_view s);
+// Go's %q of s (strconv.Quote, as apimachinery quotes a string value and a resource name in
+// its messages), escaped as append_json_chars escapes it, without JSON quotes around it.
+void append_json_go_quoted(std::string& out, std::string_view s);
 
 }  // namespace topogate::core

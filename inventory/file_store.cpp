@@ -15,7 +15,8 @@
 #include "inventory/file_source.hpp"
 #include "inventory/store.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::inventory {
+namespace detail {
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -150,7 +151,10 @@ class file_store final : public revision_store {
 
   [[nodiscard]] std::string describe() const override { return "file:" + dir_; }
 
-  store_status load(const std::string& inventory, std::optional<stored_revision>& out) override {
+  // A read blocks only where the disk does; the deadline is the caller's to enforce (the
+  // lane answers the waiting push; this returns when the disk does).
+  store_status load(const std::string& inventory, std::optional<stored_revision>& out,
+                    store_deadline /*deadline*/) override {
     out.reset();
     const auto path = dir_ + "/" + file_name(inventory);
     auto r = read_stable(path, 4u << 20);
@@ -161,18 +165,23 @@ class file_store final : public revision_store {
     std::string_view all = r.bytes;
     const auto nl = all.find('\n');
     if (!all.starts_with(magic) || nl == std::string_view::npos) {
-      return {store_status::code::unavailable, path + ": not a topogate store file"};
+      out = stored_revision{};
+      return {store_status::code::damaged, path + ": not a topogate store file"};
     }
     std::string_view header = all.substr(magic.size(), nl - magic.size());
     const std::string_view body = all.substr(nl + 1);
     const auto sp1 = header.find(' ');
     const auto sp2 = sp1 == std::string_view::npos ? sp1 : header.find(' ', sp1 + 1);
-    if (sp2 == std::string_view::npos) return {store_status::code::unavailable, path + ": bad header"};
+    if (sp2 == std::string_view::npos) {
+      out = stored_revision{};
+      return {store_status::code::damaged, path + ": bad header"};
+    }
     long long ns = 0;
     std::from_chars(header.data(), header.data() + sp1, ns);
     const auto digest = header.substr(sp1 + 1, sp2 - sp1 - 1);
     if (digest != sha256_hex(body)) {
-      return {store_status::code::unavailable, path + ": digest mismatch (file damaged)"};
+      out = stored_revision{};
+      return {store_status::code::damaged, path + ": digest mismatch (file damaged)"};
     }
     stored_revision rev;
     rev.json.assign(body);
@@ -185,7 +194,8 @@ class file_store final : public revision_store {
   }
 
   store_status save(const std::string& inventory, const stored_revision& rev,
-                    const std::string& /*expected_version*/, std::string& new_version) override {
+                    const std::string& /*expected_version*/, std::string& new_version,
+                    store_deadline deadline) override {
     const auto final_path = dir_ + "/" + file_name(inventory);
     const auto tmp_path = dir_ + "/." + file_name(inventory) + ".tmp-" + std::to_string(::getpid()) + "-" +
                           std::to_string(counter_.fetch_add(1));
@@ -214,6 +224,12 @@ class file_store final : public revision_store {
       return fail("fsync " + tmp_path, e, tmp_path);
     }
     if (::close(fd) != 0) return fail("close " + tmp_path, errno, tmp_path);
+    // The rename is the commit point: a write that took past its deadline (a disk that
+    // stalled in fsync) is abandoned before it, so a push answered 503 is not stored.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::unlink(tmp_path.c_str());
+      return {store_status::code::unavailable, "the write to " + dir_ + " did not complete in time (abandoned before the rename)"};
+    }
     if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) return fail("rename " + tmp_path, errno, tmp_path);
     // The rename itself is durable only once the directory entry is.
     const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -251,13 +267,15 @@ class file_store final : public revision_store {
 
 }  // namespace
 
+}  // namespace detail
+
 std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error) {
   if (directory.empty()) {
     error = "store.directory is required for the file store";
     return nullptr;
   }
   if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
-    error = "create store directory " + directory + ": " + errno_text(errno);
+    error = "create store directory " + directory + ": " + detail::errno_text(errno);
     return nullptr;
   }
   struct stat st {};
@@ -266,12 +284,12 @@ std::unique_ptr<revision_store> make_file_store(const std::string& directory, st
     return nullptr;
   }
   if (::access(directory.c_str(), W_OK) != 0) {
-    error = "store directory " + directory + " is not writable: " + errno_text(errno);
+    error = "store directory " + directory + " is not writable: " + detail::errno_text(errno);
     return nullptr;
   }
-  auto s = std::make_unique<file_store>(directory);
+  auto s = std::make_unique<detail::file_store>(directory);
   s->clean_temporaries();
   return s;
 }
 
-}  // namespace topogate::inventory::detail
+}  // namespace topogate::inventory

@@ -1,6 +1,8 @@
 #pragma once
 // The Kubernetes API as topogate uses it: the revision store (one ConfigMap per inventory)
-// and the Node list/watch. Internal to inventory/.
+// and the Node list/watch, built by whoever runs the registry (serve) and handed to it
+// (registry_deps). Part of the topogate_kube library: a build without the Kubernetes
+// client (the fuzz targets) links the registry without it.
 
 #include <chrono>
 #include <functional>
@@ -10,11 +12,23 @@
 
 #include "core/nodes.hpp"
 #include "inventory/registry.hpp"
+#include "inventory/store.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::inventory {
 
 using log_fn = std::function<void(std::string_view level, std::string_view message)>;
 
+// One ConfigMap `topogate-<inventory>` per inventory in the namespace, written with
+// optimistic concurrency on metadata.resourceVersion and watched.
+std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, log_fn log, std::string& error);
+std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error);
+
+// Everything `cfg` asks for: the file or kubernetes store, and a Node watch when
+// `watch_nodes` (some inventory lists Nodes through the API). What cannot be built is left
+// null with its error, which the registry reports (pushes refused, a log line).
+registry_deps make_dependencies(const store_config& cfg, bool watch_nodes, const log_fn& log);
+
+namespace detail {
 // Where the API is and how to authenticate: explicit settings, else the in-cluster
 // defaults (KUBERNETES_SERVICE_HOST/PORT, the ServiceAccount token and CA).
 struct kube_endpoint {
@@ -24,16 +38,6 @@ struct kube_endpoint {
   std::string ca_file;
 };
 bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& error);
+}  // namespace detail
 
-class node_watch {
- public:
-  virtual ~node_watch() = default;
-  // Lists once (bounded by `timeout`), then keeps a watch running on its own thread and
-  // calls `on_change` with the full list after every change. False when the first list
-  // failed (the watch thread keeps retrying).
-  virtual bool start(std::function<void(core::node_list)> on_change, std::chrono::milliseconds timeout) = 0;
-  virtual void stop() = 0;
-};
-std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error);
-
-}  // namespace topogate::inventory::detail
+}  // namespace topogate::inventory

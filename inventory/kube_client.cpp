@@ -19,6 +19,7 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <limits>
@@ -163,7 +164,7 @@ bool prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& str
 }
 
 asio::awaitable<void> connect(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream,
-                              std::chrono::milliseconds timeout, std::string& error) {
+                              std::chrono::steady_clock::time_point deadline, std::string& error) {
   auto ex = co_await asio::this_coro::executor;
   tcp::resolver resolver(ex);
   auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, as_tuple);
@@ -171,7 +172,7 @@ asio::awaitable<void> connect(const kube_endpoint& ep, ssl::stream<beast::tcp_st
     error = "resolve " + ep.host + ": " + rec.message();
     co_return;
   }
-  beast::get_lowest_layer(stream).expires_after(timeout);
+  beast::get_lowest_layer(stream).expires_at(deadline);
   auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(results, as_tuple);
   if (cec) {
     error = "connect " + ep.host + ":" + ep.port + ": " + cec.message();
@@ -215,10 +216,13 @@ kube_client::response kube_client::request(std::string_view method, const std::s
     active_ = &ioc;
   }
   const http::verb verb = http::string_to_verb(method);
+  // One deadline for the whole call (connect, handshake, request, response): a caller with a
+  // budget (store.timeout) gets its answer, or a timeout, within it.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await connect(ep_, stream, timeout, out.error);
+        co_await connect(ep_, stream, deadline, out.error);
         if (!out.error.empty()) co_return;
         http::request<http::string_body> req{verb, target, 11};
         set_common(req, ep_, token);
@@ -227,7 +231,7 @@ kube_client::response kube_client::request(std::string_view method, const std::s
           req.body() = body;
         }
         req.prepare_payload();
-        beast::get_lowest_layer(stream).expires_after(timeout);
+        beast::get_lowest_layer(stream).expires_at(deadline);
         auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
         if (wec) {
           out.error = "write: " + wec.message();
@@ -243,7 +247,9 @@ kube_client::response kube_client::request(std::string_view method, const std::s
         }
         out.status = static_cast<int>(parser.get().result_int());
         out.body = std::move(parser.get().body());
-        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
+        // The answer is in: the close_notify exchange gets what is left of the budget, at most 1 s.
+        beast::get_lowest_layer(stream).expires_at(
+            std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
         co_await stream.async_shutdown(as_tuple);
       },
       asio::detached);
@@ -284,7 +290,7 @@ kube_client::response kube_client::stream_lines(const std::string& target,
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await connect(ep_, stream, std::chrono::seconds(10), out.error);
+        co_await connect(ep_, stream, std::chrono::steady_clock::now() + std::chrono::seconds(10), out.error);
         if (!out.error.empty()) co_return;
         http::request<http::string_body> req{http::verb::get, target, 11};
         set_common(req, ep_, token);

@@ -19,7 +19,8 @@
 #include "inventory/kube_client.hpp"
 #include "inventory/store.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::inventory {
+namespace detail {
 
 namespace {
 
@@ -191,6 +192,10 @@ std::string api_message(const kube_client::response& r) {
   return out;
 }
 
+std::chrono::milliseconds remaining(store_deadline deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+}
+
 // Interruptible back-off between retries.
 class stopper {
  public:
@@ -223,9 +228,12 @@ class kube_store final : public revision_store {
 
   [[nodiscard]] std::string describe() const override { return "kubernetes:" + ns_; }
 
-  store_status load(const std::string& inventory, std::optional<stored_revision>& out) override {
+  store_status load(const std::string& inventory, std::optional<stored_revision>& out,
+                    store_deadline deadline) override {
     out.reset();
-    const auto r = client_.request("GET", object_path(cm_name(inventory)));
+    const auto budget = remaining(deadline);
+    if (budget.count() <= 0) return {store_status::code::unavailable, "no time left for the read"};
+    const auto r = client_.request("GET", object_path(cm_name(inventory)), {}, budget);
     if (r.status == 404) return {};
     if (r.status != 200) return {store_status::code::unavailable, "get ConfigMap " + cm_name(inventory) + ": " + api_message(r)};
     simdjson::dom::parser p;
@@ -234,20 +242,27 @@ class kube_store final : public revision_store {
     stored_revision rev;
     std::string name;
     std::string error;
-    if (!decode_configmap(doc, rev, name, error)) return {store_status::code::unavailable, error};
+    if (!decode_configmap(doc, rev, name, error)) {
+      stored_revision version_only;
+      version_only.version = std::move(rev.version);
+      out = std::move(version_only);
+      return {store_status::code::damaged, error};
+    }
     out = std::move(rev);
     return {};
   }
 
   store_status save(const std::string& inventory, const stored_revision& rev, const std::string& expected_version,
-                    std::string& new_version) override {
+                    std::string& new_version, store_deadline deadline) override {
     const auto name = cm_name(inventory);
+    const auto budget = remaining(deadline);
+    if (budget.count() <= 0) return {store_status::code::unavailable, "no time left for the write"};
     const auto body = encode_configmap(ns_, name, inventory, rev, expected_version);
     // Create when no version is known; otherwise replace exactly that version: a 409 means
     // another replica wrote in between, and the caller decides (412, or retry).
     const auto r = expected_version.empty()
-                       ? client_.request("POST", collection_path(), body, std::chrono::seconds(15))
-                       : client_.request("PUT", object_path(name), body, std::chrono::seconds(15));
+                       ? client_.request("POST", collection_path(), body, budget)
+                       : client_.request("PUT", object_path(name), body, budget);
     if (r.status == 409) return {store_status::code::conflict, api_message(r)};
     if (r.status != 200 && r.status != 201) {
       return {store_status::code::unavailable, "write ConfigMap " + name + ": " + api_message(r)};
@@ -392,11 +407,9 @@ class api_node_watch final : public node_watch {
   api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
   ~api_node_watch() override { stop(); }
 
-  bool start(std::function<void(core::node_list)> on_change, std::chrono::milliseconds timeout) override {
+  void start(std::function<void(core::node_list)> on_change) override {
     on_change_ = std::move(on_change);
     thread_ = std::thread([this] { run(); });
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, timeout, [&] { return listed_; });
   }
 
   void stop() override {
@@ -451,11 +464,6 @@ class api_node_watch final : public node_watch {
       }
       backoff = std::chrono::milliseconds(500);
       publish();
-      {
-        std::lock_guard lk(mu_);
-        listed_ = true;
-      }
-      cv_.notify_all();
       bool relist = false;
       while (!relist && !stop_.stopped()) {
         simdjson::dom::parser ep;
@@ -508,31 +516,41 @@ class api_node_watch final : public node_watch {
   log_fn log_;
   std::function<void(core::node_list)> on_change_;
   std::map<std::string, label_set> nodes_;  // watch thread only
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool listed_ = false;
   stopper stop_;
   std::thread thread_;
 };
 
 }  // namespace
 
+}  // namespace detail
+
 std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, log_fn log, std::string& error) {
-  kube_endpoint ep;
-  if (!resolve_endpoint(cfg, ep, error)) return nullptr;
+  detail::kube_endpoint ep;
+  if (!detail::resolve_endpoint(cfg, ep, error)) return nullptr;
   if (cfg.kube_namespace.empty()) {
     error = "store.namespace is required for the kubernetes store";
     return nullptr;
   }
-  auto s = std::make_unique<kube_store>(std::move(ep), cfg.kube_namespace);
+  auto s = std::make_unique<detail::kube_store>(std::move(ep), cfg.kube_namespace);
   s->set_log(std::move(log));
   return s;
 }
 
 std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error) {
-  kube_endpoint ep;
-  if (!resolve_endpoint(cfg, ep, error)) return nullptr;
-  return std::make_unique<api_node_watch>(std::move(ep), std::move(log));
+  detail::kube_endpoint ep;
+  if (!detail::resolve_endpoint(cfg, ep, error)) return nullptr;
+  return std::make_unique<detail::api_node_watch>(std::move(ep), std::move(log));
 }
 
-}  // namespace topogate::inventory::detail
+registry_deps make_dependencies(const store_config& cfg, bool watch_nodes, const log_fn& log) {
+  registry_deps d;
+  if (cfg.type == store_config::kind::kubernetes) {
+    d.store = make_kube_store(cfg, log, d.store_error);
+  } else {
+    d = make_file_dependencies(cfg);
+  }
+  if (watch_nodes) d.nodes = make_node_watch(cfg, log, d.nodes_error);
+  return d;
+}
+
+}  // namespace topogate::inventory

@@ -15,6 +15,7 @@
 
 #include "core/node_labels.hpp"
 #include "inventory/inventory.hpp"
+#include "inventory/store.hpp"
 
 namespace topogate::inventory {
 
@@ -25,6 +26,9 @@ struct store_config {
   std::string kube_api_server;           // empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT)
   std::string kube_token_file;           // empty: the ServiceAccount token
   std::string kube_ca_file;              // empty: the ServiceAccount CA
+  // store.timeout: the deadline of every store operation, counted from the push's arrival
+  // (waiting behind earlier pushes included). Past it the push is answered `unavailable`.
+  std::chrono::milliseconds timeout{5000};
 };
 
 struct inventory_spec {
@@ -40,12 +44,58 @@ struct registry_config {
   std::chrono::seconds resync_interval{60};  // periodic full re-read, besides inotify
 };
 
-// A transport-independent HTTP answer (the server adds common headers and writes it).
-struct http_answer {
-  int status = 200;
-  std::string content_type = "application/json";
+// What the registry does I/O through, built by its owner (serve, a test, a fuzz target) and
+// handed over: the registry never builds a store or a watch itself.
+struct registry_deps {
+  std::unique_ptr<revision_store> store;  // null: pushes refused (store_error says why)
+  std::string store_error;
+  std::unique_ptr<node_watch> nodes;  // for inventories with nodes_from_api
+  std::string nodes_error;
+};
+// The file store when `cfg` asks for one (kubernetes needs the Kubernetes client:
+// inventory/kube.hpp's make_dependencies); nothing else.
+registry_deps make_file_dependencies(const store_config& cfg);
+
+// At most this many pushes per inventory are in progress at once (one running, the rest
+// waiting in order); another is refused at once (push_outcome::busy).
+inline constexpr std::size_t max_pushes_in_progress = 4;
+
+// A push as the server hands it over (the body is owned: it outlives the request thread).
+struct push_request {
+  std::string name;
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // e.g. ETag
+  std::optional<std::string> if_match;
+  std::string actor;  // an identity, never a credential
+  // Topogate-Accept-Impact: "*" or the served ETag a refusal reported.
+  std::optional<std::string> accept_impact;
+};
+
+// Every way a push can end. The server maps these to HTTP (server/inventory_http).
+enum class push_outcome {
+  created,              // stored and published; the inventory had no revision before
+  stored,               // stored and published
+  not_found,            // no such inventory
+  not_pushable,         // a nodeLabels inventory, or one fed by a file
+  too_large,            // over S10's 1 MiB
+  invalid,              // the snapshot breaks rules: `errors`
+  precondition_failed,  // If-Match does not match, or another replica published first
+  impact_refused,       // valid, but over maxProfileChanges without acceptance
+  unavailable,          // no store, the store failed or did not answer within store.timeout
+  busy,                 // max_pushes_in_progress already in progress for this inventory
+};
+[[nodiscard]] std::string_view to_string(push_outcome o) noexcept;
+
+struct push_result {
+  push_outcome outcome = push_outcome::unavailable;
+  std::string message;  // why, for every outcome but created/stored
+  std::shared_ptr<const revision> served;     // what the inventory serves after the push
+  std::shared_ptr<const revision> candidate;  // created/stored: the revision as accepted
+  core::error_list errors;                    // invalid
+  // created/stored: against the revision served before; impact_refused: the refused impact.
+  std::shared_ptr<const core::profile_impact> impact;
+  std::string impact_baseline_etag;  // impact_refused: the value that accepts it
+  std::size_t max_profile_changes = 0;
+  std::chrono::seconds retry_after{0};  // unavailable/busy: when trying again makes sense
 };
 
 // Observer for metrics/logging; every callback may be called from any thread.
@@ -72,15 +122,21 @@ struct node_label_check {
 
 class registry {
  public:
-  explicit registry(registry_config cfg, const clock& clk = system_clock(),
-                    registry_observer obs = {});
+  registry(registry_config cfg, registry_deps deps, const clock& clk = system_clock(),
+           registry_observer obs = {});
+  // With make_file_dependencies(cfg.store).
+  explicit registry(registry_config cfg, const clock& clk = system_clock(), registry_observer obs = {});
   ~registry();
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
-  // Loads the store and every source once (synchronously), then starts watching.
+  // Reads every file source once, then starts watching; returns without waiting for the
+  // store or the Kubernetes API (their inventories are not ready until they answer).
   void start();
-  void stop();
+  // Stops the watches and the lanes. A lane blocked in a store call the kernel does not
+  // return from (a frozen disk) is waited for up to `wait`; false when one still is (the
+  // registry must then not be destroyed: the process should exit).
+  bool stop(std::chrono::milliseconds wait = std::chrono::seconds(10));
   // SIGHUP: re-read every source now.
   void resync();
 
@@ -88,17 +144,19 @@ class registry {
   [[nodiscard]] std::vector<inventory*> all() const;
   [[nodiscard]] bool ready() const;
 
-  // PUT /snapshots/{name}: validate, make durable, then publish. 200/201 + ETag,
-  // 412 (If-Match mismatch), 413, 422 (every field error), 503 (store unavailable).
-  http_answer push(std::string_view name, std::string_view body,
-                   std::optional<std::string> if_match, std::string actor);
-  // The same, with the Topogate-Accept-Impact header's value ("*" or the served ETag):
-  // 409 with the profile-change impact when the inventory's maxProfileChanges refuses it.
-  http_answer push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
-                   std::string actor, std::optional<std::string> accept_impact);
-  // GET /snapshots/{name}/status and /history (JSON documents).
-  [[nodiscard]] http_answer status(std::string_view name) const;
-  [[nodiscard]] http_answer history(std::string_view name) const;
+  // PUT /snapshots/{name}: queued on the inventory's lane, then validated, made durable and
+  // published there, never on the caller's thread. `done` is called exactly once, from a
+  // registry thread (or from this call, for a refusal decided at once): by store.timeout
+  // after this call at the latest, however long the store takes.
+  void push_async(push_request req, std::function<void(push_result)> done);
+  // The same, waiting for the result (tests and tools; never on a request thread).
+  push_result push(push_request req);
+  push_result push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
+                   std::string actor, std::optional<std::string> accept_impact = std::nullopt);
+  // The JSON documents of GET /snapshots/{name}/status and /history; nullopt for an
+  // unknown inventory.
+  [[nodiscard]] std::optional<std::string> status_json(std::string_view name) const;
+  [[nodiscard]] std::optional<std::string> history_json(std::string_view name) const;
 
   // True when `name` is a nodeLabels inventory.
   [[nodiscard]] bool reads_node_labels(std::string_view name) const noexcept;
@@ -111,7 +169,7 @@ class registry {
   [[nodiscard]] bool inventory_ready(std::string_view name, std::string* why = nullptr) const;
 
  private:
-  [[nodiscard]] http_answer node_label_status(std::string_view name) const;
+  [[nodiscard]] std::string node_label_status(std::string_view name) const;
 
   struct impl;
   std::unique_ptr<impl> impl_;

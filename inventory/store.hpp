@@ -1,6 +1,11 @@
 #pragma once
 // Durable stores for pushed revisions (H2): a revision is acknowledged only once the store
-// says it is durable. Internal to inventory/.
+// says it is durable. The registry never builds a store itself: whoever runs it (serve, a
+// test, a fuzz target) builds one and hands it over (registry_deps in registry.hpp).
+//
+// Every call may block on I/O (a disk, the Kubernetes API) and so is made on an inventory's
+// own lane thread (inventory/lane.hpp), never on a request thread, and with a deadline:
+// a store answers `unavailable` once it has passed, or as soon after as its I/O allows.
 
 #include <chrono>
 #include <functional>
@@ -10,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "inventory/registry.hpp"
+#include "core/nodes.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::inventory {
 
 struct stored_revision {
   std::string json;  // canonical JSON of the accepted snapshot (before any pruning)
@@ -22,39 +27,54 @@ struct stored_revision {
 };
 
 struct store_status {
-  enum class code { ok, conflict, unavailable } value = code::ok;
+  // damaged (load only): the store answered, but what it holds for the inventory is no
+  // revision (a damaged file, a foreign ConfigMap); `out` then has only its version, and the
+  // next write replaces it.
+  enum class code { ok, conflict, unavailable, damaged } value = code::ok;
   std::string message;
   [[nodiscard]] bool ok() const noexcept { return value == code::ok; }
 };
+
+using store_deadline = std::chrono::steady_clock::time_point;
 
 class revision_store {
  public:
   virtual ~revision_store() = default;
   [[nodiscard]] virtual std::string describe() const = 0;
   // The last acknowledged revision of `inventory`, nullopt in `out` when there is none.
-  virtual store_status load(const std::string& inventory, std::optional<stored_revision>& out) = 0;
+  virtual store_status load(const std::string& inventory, std::optional<stored_revision>& out,
+                            store_deadline deadline) = 0;
   // Durable when it returns ok. `expected_version` (empty: none known) makes the write
-  // conditional where the store supports it (conflict on mismatch).
+  // conditional where the store supports it (conflict on mismatch). Past `deadline` a store
+  // gives up before its commit point (the rename, the API request) and answers unavailable.
   virtual store_status save(const std::string& inventory, const stored_revision& rev,
-                            const std::string& expected_version, std::string& new_version) = 0;
+                            const std::string& expected_version, std::string& new_version,
+                            store_deadline deadline) = 0;
   // Revisions written by other replicas. Called from the store's own threads.
   using change_fn = std::function<void(const std::string& inventory, const stored_revision&)>;
   virtual void start_watch(const std::vector<std::string>& /*inventories*/, change_fn /*fn*/) {}
   virtual void stop() {}
 };
 
+// The Node list from the Kubernetes API, for inventories with `nodes_from_api`.
+class node_watch {
+ public:
+  virtual ~node_watch() = default;
+  // Starts listing and watching on its own thread and returns at once; calls `on_change`
+  // (from that thread) with the full list after the first list and after every change.
+  virtual void start(std::function<void(core::node_list)> on_change) = 0;
+  virtual void stop() = 0;
+};
+
 // One file per inventory in `directory`: temp file, fsync, rename, fsync(directory).
 std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error);
-// One ConfigMap `topogate-<inventory>` per inventory in the namespace, written with
-// optimistic concurrency on metadata.resourceVersion and watched.
-std::unique_ptr<revision_store> make_kube_store(
-    const store_config& cfg, std::function<void(std::string_view level, std::string_view message)> log,
-    std::string& error);
 
+namespace detail {
 // Lower-case hex SHA-256.
 std::string sha256_hex(std::string_view bytes);
 // RFC 3339 UTC with milliseconds ("2026-11-29T18:12:05.123Z").
 std::string format_time(std::chrono::system_clock::time_point t);
 std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view s);
+}  // namespace detail
 
-}  // namespace topogate::inventory::detail
+}  // namespace topogate::inventory

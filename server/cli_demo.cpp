@@ -209,6 +209,7 @@ int run_demo(args a) {
         url.c_str(), dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
     std::fflush(stdout);
   };
+  hooks.dependencies = serve_dependencies;
   return server::serve(std::move(*cfg), hooks);
 }
 

@@ -6,6 +6,7 @@
 #include "admission/review.hpp"
 #include "server/commands.hpp"
 #include "server/file_util.hpp"
+#include "server/router.hpp"
 
 namespace topogate::cli {
 
@@ -27,12 +28,17 @@ int run_review(args a) {
     auto md = admission::review(admission::route::model_deployments, body, {}, opts);
     if (md.kind != "other") out = std::move(md);
   }
-  std::fwrite(out.body.data(), 1, out.body.size(), stdout);
-  std::fputc('\n', stdout);
   if (out.result == admission::verdict::errored) {
-    std::fprintf(stderr, "topogate review: HTTP %d\n", out.http_status);
+    // What the webhook would answer: the Status, and its HTTP status on stderr.
+    const auto res = server::admission_failure(out);
+    const auto& status = res.body().data;
+    std::fwrite(status.data(), 1, status.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fprintf(stderr, "topogate review: HTTP %u: %s\n", res.result_int(), out.message.c_str());
     return 2;
   }
+  std::fwrite(out.body.data(), 1, out.body.size(), stdout);
+  std::fputc('\n', stdout);
   return out.result == admission::verdict::denied ? 1 : 0;
 }
 

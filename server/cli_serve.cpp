@@ -3,11 +3,28 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
+#include "inventory/kube.hpp"
 #include "server/commands.hpp"
 #include "server/config.hpp"
+#include "server/log.hpp"
 #include "server/serve.hpp"
 
 namespace topogate::cli {
+
+// The stores and the Node watch the configuration asks for, Kubernetes ones included.
+inventory::registry_deps serve_dependencies(const server::serve_config& cfg) {
+  const auto& invs = cfg.registry.inventories;
+  const bool watch_nodes = std::any_of(invs.begin(), invs.end(), [](const auto& i) { return i.nodes_from_api; });
+  return inventory::make_dependencies(cfg.registry.store, watch_nodes, [](std::string_view level, std::string_view msg) {
+    const auto l = level == "error" ? server::log_level::error
+                   : level == "warn" ? server::log_level::warn
+                   : level == "debug" ? server::log_level::debug
+                                      : server::log_level::info;
+    server::log(l, msg, {{"component", "inventory"}});
+  });
+}
 
 int run_serve(args a) {
   std::string config_path;
@@ -36,7 +53,9 @@ int run_serve(args a) {
     std::fprintf(stderr, "topogate serve: %s\n", error.c_str());
     return 2;
   }
-  return server::serve(std::move(*cfg));
+  server::serve_hooks hooks;
+  hooks.dependencies = serve_dependencies;
+  return server::serve(std::move(*cfg), hooks);
 }
 
 }  // namespace topogate::cli

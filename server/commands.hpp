@@ -4,6 +4,9 @@
 #include <span>
 #include <string_view>
 
+#include "inventory/registry.hpp"
+#include "server/config.hpp"
+
 namespace topogate::cli {
 
 using args = std::span<const std::string_view>;
@@ -14,5 +17,8 @@ int run_serve(args a);     // topogate serve --config FILE
 int run_demo(args a);      // topogate demo [--dir DIR] [--port PORT]
 int run_version(args a);   // topogate version
 int run_diagnose(args a);  // topogate diagnose {chain|pending WORKLOAD} [input]
+
+// serve's and demo's registry dependencies: every store and watch the configuration asks for.
+inventory::registry_deps serve_dependencies(const server::serve_config& cfg);
 
 }  // namespace topogate::cli

@@ -193,7 +193,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
 
   auto& store = cfg.registry.store;
   if (auto s = root["store"]) {
-    check_keys(s, "store", {"type", "directory", "namespace", "apiServer", "tokenFile", "caFile"});
+    check_keys(s, "store", {"type", "directory", "namespace", "apiServer", "tokenFile", "caFile", "timeout"});
     const std::string type = s["type"] ? str(s["type"], "store.type") : "none";
     if (type == "none") store.type = inventory::store_config::kind::none;
     else if (type == "file") store.type = inventory::store_config::kind::file;
@@ -204,6 +204,13 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     if (s["apiServer"]) store.kube_api_server = str(s["apiServer"], "store.apiServer");
     if (s["tokenFile"]) store.kube_token_file = resolve_path(base, str(s["tokenFile"], "store.tokenFile"));
     if (s["caFile"]) store.kube_ca_file = resolve_path(base, str(s["caFile"], "store.caFile"));
+    if (s["timeout"]) {
+      store.timeout = duration(s["timeout"], "store.timeout");
+      // A push waits at most this long: past a webhook client's own patience it helps nobody.
+      if (store.timeout < std::chrono::milliseconds(100) || store.timeout > std::chrono::minutes(5)) {
+        fail("store.timeout", "must be between 100ms and 5m");
+      }
+    }
     if (store.type == inventory::store_config::kind::file && store.directory.empty()) {
       fail("store.directory", "is required for store.type file");
     }

@@ -5,8 +5,10 @@
 #include <cstdlib>
 
 #include "core/field_error.hpp"
+#include "core/k8s_status.hpp"
 #include "core/syntax.hpp"
 #include "inventory/registry.hpp"
+#include "server/inventory_http.hpp"
 #include "server/metrics.hpp"
 
 namespace topogate::server {
@@ -78,12 +80,24 @@ response unauthorized() {
 
 response forbidden() { return json_error(http::status::forbidden, "credentials not accepted"); }
 
-response from_answer(inventory::http_answer&& a) {
-  response res{static_cast<http::status>(a.status), 11};
-  res.set(http::field::content_type, a.content_type);
-  for (auto& [k, v] : a.headers) res.set(k, v);
-  res.body() = shared_body::value_type(std::move(a.body));
-  return res;
+response from_document(std::optional<std::string> doc, std::string_view name) {
+  if (!doc) return inventory_not_found(name);
+  return make(http::status::ok, json_type, std::move(*doc));
+}
+
+// What every response gets last: the nosniff header, and the body as the method and status
+// allow (none for HEAD and 304, else its Content-Length).
+void finish(response& res, http::verb m) {
+  res.set("X-Content-Type-Options", "nosniff");
+  if (m == http::verb::head) {
+    const auto n = res.body().data.size();
+    res.body() = {};
+    res.content_length(n);
+  } else if (res.result() == http::status::not_modified) {
+    res.body() = {};
+  } else {
+    res.prepare_payload();
+  }
 }
 
 std::string_view header(const request& req, http::field f) {
@@ -276,6 +290,27 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
 
 }  // namespace
 
+// A request the webhook could not review: a Kubernetes Status, which the API server logs and
+// kubectl shows for a failed webhook call.
+response admission_failure(const admission::outcome& out) {
+  struct mapping {
+    http::status status;
+    std::string_view reason;
+  };
+  const mapping m = [&]() -> mapping {
+    switch (out.error) {
+      case admission::failure::too_large: return {http::status::payload_too_large, "RequestEntityTooLarge"};
+      case admission::failure::unsupported_media_type:
+        return {http::status::unsupported_media_type, "UnsupportedMediaType"};
+      case admission::failure::timeout: return {http::status::gateway_timeout, "Timeout"};
+      case admission::failure::none:
+      case admission::failure::bad_request: break;
+    }
+    return {http::status::bad_request, "BadRequest"};
+  }();
+  return make(m.status, json_type, core::failure_status(static_cast<int>(m.status), m.reason, out.message));
+}
+
 bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept {
   auto opaque = [](std::string_view t) {
     t = trim(t);
@@ -339,7 +374,7 @@ std::size_t body_limit(http::verb method, std::string_view target, const body_li
 }
 
 response handle(const request& req, const peer_certificate& peer, const router_context& ctx, request_info& info,
-                std::chrono::steady_clock::time_point received) {
+                std::chrono::steady_clock::time_point received, deferred_response* later) {
   const auto [path, query] = split_target(req.target());
   const http::verb m = req.method();
   const bool get_like = m == http::verb::get || m == http::verb::head;
@@ -401,7 +436,8 @@ response handle(const request& req, const peer_certificate& peer, const router_c
                                      decoder);
         if (ctx.m) ctx.m->admission_decision(out.kind, admission::to_string(out.result));
         info.detail = std::string(admission::to_string(out.result));
-        res = make(static_cast<http::status>(out.http_status), json_type, std::move(out.body));
+        res = out.result == admission::verdict::errored ? admission_failure(out)
+                                                         : make(http::status::ok, json_type, std::move(out.body));
       }
     }
   } else if (path == "/snapshot" || path.starts_with("/snapshots/")) {
@@ -429,13 +465,23 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       if (auto denied = authorize(req, peer, ctx, name, access::write, info)) {
         res = std::move(*denied);
       } else {
-        std::optional<std::string> if_match;
-        if (auto im = header(req, http::field::if_match); !im.empty()) if_match = std::string(im);
+        inventory::push_request push{std::string(name), req.body(), std::nullopt, info.identity, std::nullopt};
+        if (auto im = header(req, http::field::if_match); !im.empty()) push.if_match = std::string(im);
         // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
-        std::optional<std::string> accept_impact;
-        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty()) accept_impact = std::string(ai);
-        res = from_answer(
-            ctx.registry->push(name, req.body(), std::move(if_match), info.identity, std::move(accept_impact)));
+        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty()) push.accept_impact = std::string(ai);
+        if (later != nullptr) {
+          // Validated and stored on the inventory's lane; this thread goes on serving.
+          *later = [reg = ctx.registry, push = std::move(push)](deliver_fn deliver) mutable {
+            std::string inv = push.name;
+            reg->push_async(std::move(push), [deliver = std::move(deliver), inv = std::move(inv)](inventory::push_result r) {
+              response out = push_response(r, inv);
+              finish(out, http::verb::put);
+              deliver(std::move(out));
+            });
+          };
+          return {};
+        }
+        res = push_response(ctx.registry->push(std::move(push)), name);
       }
     } else if (!get_like) {
       res = method_not_allowed(sub.empty() && path != "/snapshot" ? "GET, HEAD, PUT" : "GET, HEAD");
@@ -446,9 +492,9 @@ response handle(const request& req, const peer_certificate& peer, const router_c
     } else if (auto denied = authorize(req, peer, ctx, name, access::read, info)) {
       res = std::move(*denied);
     } else if (sub == "/status") {
-      res = from_answer(ctx.registry->status(name));
+      res = from_document(ctx.registry->status_json(name), name);
     } else if (sub == "/history") {
-      res = from_answer(ctx.registry->history(name));
+      res = from_document(ctx.registry->history_json(name), name);
     } else {
       res = serve_snapshot(req, ctx, name);
     }
@@ -456,16 +502,7 @@ response handle(const request& req, const peer_certificate& peer, const router_c
     res = json_error(http::status::not_found, "not found");
   }
 
-  res.set("X-Content-Type-Options", "nosniff");
-  if (m == http::verb::head) {
-    const auto n = res.body().data.size();
-    res.body() = {};
-    res.content_length(n);
-  } else if (res.result() == http::status::not_modified) {
-    res.body() = {};
-  } else {
-    res.prepare_payload();
-  }
+  finish(res, m);
   return res;
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,9 +57,23 @@ struct request_info {
   std::string detail;    // e.g. admission verdict
 };
 
+// A response made off the request thread (a push, answered once the inventory's lane has
+// stored it or store.timeout has passed): called with a function that takes the finished
+// response, from any thread, exactly once.
+using deliver_fn = std::function<void(response)>;
+using deferred_response = std::function<void(deliver_fn)>;
+
+// The answer to `req`. A push is not answered here when `later` is given: *later is set and
+// the returned response is unused. Without `later` (tests, fuzz targets) a push is waited
+// for on the calling thread.
 [[nodiscard]] response handle(const request& req, const peer_certificate& peer, const router_context& ctx,
                               request_info& info,
-                              std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now());
+                              std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now(),
+                              deferred_response* later = nullptr);
+
+// The answer to a review that could not be made (verdict::errored): 400, 413, 415 or 504 with
+// a Kubernetes Status carrying the reason. `topogate review` prints the same.
+[[nodiscard]] response admission_failure(const admission::outcome& out);
 
 // Appends the status line and header fields of `res` (and the blank line after them) to
 // `out`, byte for byte as Beast's serializer writes them: the TLS session encrypts this

@@ -1,6 +1,8 @@
 #include "server/serve.hpp"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "core/field_error.hpp"
@@ -80,7 +82,9 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   };
   std::unique_ptr<inventory::registry> reg;
   try {
-    reg = std::make_unique<inventory::registry>(cfg.registry, inventory::system_clock(), std::move(obs));
+    auto deps = hooks.dependencies ? hooks.dependencies(cfg) : inventory::make_file_dependencies(cfg.registry.store);
+    reg = std::make_unique<inventory::registry>(cfg.registry, std::move(deps), inventory::system_clock(), std::move(obs));
+    // Returns at once: the store and the Kubernetes API are read in the background.
     reg->start();
   } catch (const std::exception& e) {
     log(log_level::error, "cannot start the inventories", {{"error", e.what()}});
@@ -96,7 +100,13 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   srv.run([&] {
     if (hooks.on_listening) hooks.on_listening(port);
   });
-  reg->stop();
+  if (!reg->stop(cfg.limits.shutdown_timeout)) {
+    // A store call the kernel does not return from (a frozen disk): its lane still uses the
+    // registry, so the process ends here instead of destroying it.
+    log(log_level::error, "a store call is still blocked after the shutdown timeout; exiting without waiting for it", {});
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   return 0;
 }
 

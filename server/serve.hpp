@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "inventory/registry.hpp"
 #include "server/config.hpp"
 
 namespace topogate::server {
@@ -13,6 +14,9 @@ namespace topogate::server {
 struct serve_hooks {
   // Called once the listeners accept connections, with the bound TLS port.
   std::function<void(unsigned short port)> on_listening;
+  // Builds the registry's stores and Node watch (the Kubernetes ones live in topogate_kube,
+  // which `topogate` links and the fuzz build does not). Unset: make_file_dependencies.
+  std::function<inventory::registry_deps(const serve_config&)> dependencies;
 };
 
 // Exit status: 0 after a clean shutdown, 1 when the server could not start, 2 for

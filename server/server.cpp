@@ -431,8 +431,25 @@ class http_session : public drainable {
   void on_request() {
     const request req = parser_->release();
     request_info info;
-    response res = handle(req, peer_, srv_.context(kind_), info, started_);
+    deferred_response later;
+    response res = handle(req, peer_, srv_.context(kind_), info, started_, &later);
     keep_alive_ = req.keep_alive() && !draining_ && !srv_.stopping.load();
+    if (later) {
+      // A push: answered from the inventory's lane (by store.timeout at the latest), posted
+      // back to this connection's executor. Nothing is read meanwhile, and no thread waits.
+      expires_at(clock_type::time_point::max());
+      later([self = derived().shared_from_this(), info = std::move(info), method = std::string(req.method_string()),
+             version = req.version()](response answer) mutable {
+        auto ex = self->socket_.get_executor();
+        net::post(ex, [self = std::move(self), answer = std::move(answer), info = std::move(info),
+                       method = std::move(method), version]() mutable {
+          if (self->closed_) return self->finish_counting();
+          self->keep_alive_ = self->keep_alive_ && !self->draining_ && !self->srv_.stopping.load();
+          self->send(std::move(answer), method, info, version);
+        });
+      });
+      return;
+    }
     send(std::move(res), req.method_string(), info, req.version());
   }
 

@@ -26,6 +26,24 @@ step certs-test "$here/certs-test.sh"
 step consumer-go-test bash -c "cd '$repo/conformance' && GOTOOLCHAIN=local go test ./..."
 step chart-test "$here/chart-test.sh"
 step e2e "$here/run.sh"
+# The inventory's Kubernetes store and Node watch tests (test/inventory/kube_test.cpp,
+# node_labels_kube_test.cpp) skip without a control plane; here they get one.
+kube_unit() {
+  local tests cp rc=0
+  tests=$(dirname "$TOPOGATE_BINARY")/../test/inventory_tests
+  [[ -x $tests ]] || { echo "kube-unit: $tests not built"; return 1; }
+  cp=$(mktemp -d "${TMPDIR:-/tmp}/topogate-kube-unit.XXXXXX")
+  TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" start >/dev/null || { rm -rf "$cp"; return 1; }
+  local out
+  out=$(eval "$(TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" env)" && "$tests" --gtest_filter='Kube*' 2>&1) || rc=1
+  grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]' <<<"$out"
+  # Every one of them must have run against the control plane, none skipped.
+  if grep -q '^\[  SKIPPED \]' <<<"$out" || ! grep -q '^\[       OK \]' <<<"$out"; then rc=1; fi
+  TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" stop >/dev/null 2>&1
+  rm -rf "$cp"
+  return $rc
+}
+step kube-unit kube_unit
 step conformance "$here/conformance.sh"
 step diagnose "$here/diagnose.sh"
 echo "=== summary"

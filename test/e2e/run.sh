@@ -237,7 +237,7 @@ check_denied() { # FILE KIND [EXTRA_KUBECTL_ARGS...]
   expected=$("$topogate" validate "${kind%s}" "$f" 2>&1 || true)
   while IFS= read -r line; do
     # "[T4] spec.levels[1]: Duplicate value: ..." -> rule, field path, type
-    [[ $line =~ ^\[([A-Z][0-9]+)\]\ ([^:]+):\ (Required value|Invalid value|Forbidden|Duplicate value|Too many|Not supported|Too long|Not found) ]] || continue
+    [[ $line =~ ^\[([A-Z][0-9]+)\]\ ([^:]+):\ (Required value|Invalid value|Forbidden|Duplicate value|Too many|Unsupported value|Too long|Not found) ]] || continue
     n=$((n + 1))
     local rule=${BASH_REMATCH[1]} path=${BASH_REMATCH[2]} type=${BASH_REMATCH[3]}
     if [[ $out != *"$path: [$rule] $type"* && $out != *"$path: $type"* ]]; then

@@ -116,8 +116,11 @@ class Server:
         self.port = None
         self.health_port = None
 
-    def start(self):
+    def start(self, listen_timeout=15.0):
+        """Starts the process and waits (up to `listen_timeout` s) for its `listening` log line;
+        `started_at` is the monotonic time just before the process was spawned."""
         self.log = open(self.log_path, "w")
+        self.started_at = time.monotonic()
         self.proc = subprocess.Popen([self.binary, "serve", "--config", str(self.config), "--port", "0",
                                       *self.extra_args], stdout=subprocess.DEVNULL, stderr=self.log)
 
@@ -133,7 +136,7 @@ class Server:
                     return entry
             return None
 
-        entry = wait_for(listening, what="the listening log line")
+        entry = wait_for(listening, timeout=listen_timeout, what="the listening log line")
         self.port = entry["port"]
         self.health_port = entry.get("health_port")
         return self
@@ -231,12 +234,12 @@ def sanitizer_report(log: str) -> str:
 def make_server(binary, tmp_path):
     servers = []
 
-    def factory(config, extra_args=(), subdir="srv"):
+    def factory(config, extra_args=(), subdir="srv", listen_timeout=15.0):
         d = tmp_path / subdir
         d.mkdir(exist_ok=True)
         s = Server(binary, d, config(d) if callable(config) else config, extra_args)
         servers.append(s)
-        return s.start()
+        return s.start(listen_timeout=listen_timeout)
 
     yield factory
     reports = []

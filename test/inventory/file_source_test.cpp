@@ -224,19 +224,20 @@ TEST(FileSource, InvalidInputMidStreamKeepsTheLastValidRevision) {
   EXPECT_TRUE(std::any_of(a->errors.begin(), a->errors.end(), [](const auto& e) { return e.rule == "S4"; }));
   EXPECT_EQ(inv->current()->etag, etag);
   // /status shows the served revision and the rejected attempt with its rules.
-  const auto st = reg.status("dc");
-  EXPECT_EQ(st.status, 200);
+  const auto st = reg.status_json("dc");
+  ASSERT_TRUE(st.has_value());
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  ASSERT_FALSE(parser.parse(st.body).get(doc)) << st.body;
+  ASSERT_FALSE(parser.parse(*st).get(doc)) << *st;
   EXPECT_EQ(std::string_view(doc["served"]["revision"]), "ok-1");
   EXPECT_EQ(std::string_view(doc["lastAttempt"]["result"]), "rejected");
   EXPECT_EQ(std::string_view(doc["lastAttempt"]["rules"].at(0)), "S4");
 
   testing::write_atomic(path, testing::snapshot_json("ok-3"));
   EXPECT_TRUE(eventually([&] { return served_revision(inv) == "ok-3"; }));
-  const auto h = reg.history("dc");
-  ASSERT_FALSE(parser.parse(h.body).get(doc)) << h.body;
+  const auto h = reg.history_json("dc");
+  ASSERT_TRUE(h.has_value());
+  ASSERT_FALSE(parser.parse(*h).get(doc)) << *h;
   simdjson::dom::array items;
   ASSERT_FALSE(doc["items"].get(items));
   ASSERT_GE(items.size(), 3u);
@@ -328,7 +329,8 @@ TEST(FileSource, PushesToAFileInventoryAreRefused) {
   cfg.store.directory = dir / "store";
   registry reg(std::move(cfg));
   reg.start();
-  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "writer").status, 409);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "writer").outcome,
+            push_outcome::not_pushable);
   EXPECT_EQ(served_revision(reg.find("dc")), "f-1");
   reg.stop();
 }

@@ -228,16 +228,23 @@ TEST(ProfileImpactPolicy, FileSourceRefusalIsReportedAndNotServed) {
   testing::write_atomic(path, snap("too-many", nodes, 2 + static_cast<int>(limit) + 1));
   ASSERT_TRUE(eventually([&] { return !inv->impact_refusal().empty(); }));
   EXPECT_EQ(served_revision(inv), "base");
+  // The observer hears of the attempt just after it is recorded, on the loop thread.
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lk(mu);
+    return !seen.empty() && seen.back().revision_id == "too-many";
+  }));
   {
     std::lock_guard lk(mu);
     ASSERT_FALSE(seen.empty());
     EXPECT_TRUE(seen.back().impact_refused);
     EXPECT_EQ(seen.back().revision_id, "too-many");
   }
-  const auto status = reg.status("dc");
-  EXPECT_NE(status.body.find("\"impactRefusal\""), std::string::npos);
-  const auto history = reg.history("dc");
-  EXPECT_NE(history.body.find("\"impactRefused\":true"), std::string::npos);
+  const auto status = reg.status_json("dc");
+  ASSERT_TRUE(status.has_value());
+  EXPECT_NE(status->find("\"impactRefusal\""), std::string::npos);
+  const auto history = reg.history_json("dc");
+  ASSERT_TRUE(history.has_value());
+  EXPECT_NE(history->find("\"impactRefused\":true"), std::string::npos);
 
   testing::write_atomic(path, snap("within", nodes, 2 + static_cast<int>(limit)));
   ASSERT_TRUE(eventually([&] { return served_revision(inv) == "within"; }));

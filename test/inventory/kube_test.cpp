@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "inventory/registry.hpp"
 #include "test_util.hpp"
@@ -51,10 +52,33 @@ detail::kube_client admin(const control_plane& c) {
   return detail::kube_client(ep);
 }
 
+bool verbose() { return std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr; }
+
+// What serve builds for the registry (kube.hpp): the kubernetes store and, when asked, the
+// Node watch. The registry builds neither itself.
+registry_deps kube_deps(const registry_config& cfg, bool watch_nodes = false) {
+  return make_dependencies(cfg.store, watch_nodes, [](std::string_view level, std::string_view msg) {
+    if (verbose()) {
+      std::fprintf(stderr, "%.*s %.*s\n", static_cast<int>(level.size()), level.data(), static_cast<int>(msg.size()),
+                   msg.data());
+    }
+  });
+}
+
+bool published(const push_result& r) {
+  return r.outcome == push_outcome::created || r.outcome == push_outcome::stored;
+}
+
+std::string describe(const push_result& r) {
+  return std::string(to_string(r.outcome)) + (r.message.empty() ? "" : ": " + r.message);
+}
+
+std::string etag(const push_result& r) { return r.served ? r.served->etag : std::string(); }
+
 registry_observer quiet() {
   registry_observer o;
   o.on_log = [](std::string_view level, std::string_view inv, std::string_view msg) {
-    if (std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr) {
+    if (verbose()) {
       std::fprintf(stderr, "%.*s %.*s %.*s\n", static_cast<int>(level.size()), level.data(),
                    static_cast<int>(inv.size()), inv.data(), static_cast<int>(msg.size()), msg.data());
     }
@@ -88,23 +112,17 @@ class KubeStore : public ::testing::Test {
     cfg.store = kube_store_config(c_, ns_);
     return cfg;
   }
-  static std::string etag(const http_answer& a) {
-    for (const auto& [k, v] : a.headers) {
-      if (k == "ETag") return v;
-    }
-    return {};
-  }
   control_plane c_;
   std::string ns_;
 };
 
 TEST_F(KubeStore, PushToOneReplicaIsServedByTheOther) {
-  registry a(replica(), system_clock(), quiet());
-  registry b(replica(), system_clock(), quiet());
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
+  registry b(replica(), kube_deps(replica()), system_clock(), quiet());
   a.start();
   b.start();
   const auto r = a.push("pushed", testing::snapshot_json("k-1"), std::nullopt, "writer");
-  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_EQ(r.outcome, push_outcome::created) << describe(r);
   ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "k-1"; }));
   EXPECT_EQ(b.find("pushed")->current()->etag, etag(r));
   EXPECT_EQ(b.find("pushed")->current()->actor, "writer");
@@ -114,42 +132,43 @@ TEST_F(KubeStore, PushToOneReplicaIsServedByTheOther) {
   ASSERT_LT(big.size(), core::max_snapshot_bytes);
   ASSERT_GT(big.size(), 900u << 10);
   const auto rb = a.push("pushed", big, std::nullopt, "writer");
-  ASSERT_EQ(rb.status, 200) << rb.body;
+  ASSERT_EQ(rb.outcome, push_outcome::stored) << describe(rb);
   ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "k-big"; }));
   EXPECT_EQ(b.find("pushed")->current()->etag, etag(rb));
   a.stop();
   b.stop();
 
-  // A restarted replica serves the stored revision at once, before any watch event.
-  registry c(replica(), system_clock(), quiet());
+  // A restarted replica serves the stored revision as soon as the store has answered (start()
+  // no longer waits for it; allowEmptyStart: ready means the store answered).
+  registry c(replica(), kube_deps(replica()), system_clock(), quiet());
   c.start();
+  ASSERT_TRUE(eventually([&] { return c.inventory_ready("pushed"); }));
   EXPECT_EQ(served_revision(c.find("pushed")), "k-big");
   EXPECT_EQ(c.find("pushed")->current()->etag, etag(rb));
   c.stop();
 }
 
 TEST_F(KubeStore, ConcurrentConditionalPushesOneWinsTheOtherGets412) {
-  registry a(replica(), system_clock(), quiet());
-  registry b(replica(), system_clock(), quiet());
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
+  registry b(replica(), kube_deps(replica()), system_clock(), quiet());
   a.start();
   b.start();
   const auto first = a.push("pushed", testing::snapshot_json("base"), std::nullopt, "w");
-  ASSERT_EQ(first.status, 201);
+  ASSERT_EQ(first.outcome, push_outcome::created) << describe(first);
   const auto e1 = etag(first);
   ASSERT_TRUE(eventually([&] { return b.find("pushed")->current() && b.find("pushed")->current()->etag == e1; }));
   for (int round = 0; round < 5; ++round) {
     const auto base = a.find("pushed")->current()->etag;
     ASSERT_TRUE(eventually([&] { return b.find("pushed")->current()->etag == base; }));
-    http_answer ra;
-    http_answer rb;
+    push_result ra;
+    push_result rb;
     std::thread ta([&] { ra = a.push("pushed", testing::snapshot_json("a-" + std::to_string(round)), base, "a"); });
     std::thread tb([&] { rb = b.push("pushed", testing::snapshot_json("b-" + std::to_string(round)), base, "b"); });
     ta.join();
     tb.join();
-    const bool a_won = ra.status == 200 && rb.status == 412;
-    const bool b_won = rb.status == 200 && ra.status == 412;
-    ASSERT_TRUE(a_won || b_won) << "round " << round << ": A " << ra.status << " " << ra.body << " B " << rb.status
-                                << " " << rb.body;
+    const bool a_won = ra.outcome == push_outcome::stored && rb.outcome == push_outcome::precondition_failed;
+    const bool b_won = rb.outcome == push_outcome::stored && ra.outcome == push_outcome::precondition_failed;
+    ASSERT_TRUE(a_won || b_won) << "round " << round << ": A " << describe(ra) << " B " << describe(rb);
     const auto winner = (a_won ? "a-" : "b-") + std::to_string(round);
     // Nothing is lost: both replicas converge on the acknowledged winner.
     EXPECT_TRUE(eventually([&] { return served_revision(a.find("pushed")) == winner; })) << winner;
@@ -160,16 +179,16 @@ TEST_F(KubeStore, ConcurrentConditionalPushesOneWinsTheOtherGets412) {
 }
 
 TEST_F(KubeStore, UnconditionalPushesFromBothReplicasAllSucceed) {
-  registry a(replica(), system_clock(), quiet());
-  registry b(replica(), system_clock(), quiet());
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
+  registry b(replica(), kube_deps(replica()), system_clock(), quiet());
   a.start();
   b.start();
   std::atomic<int> ok{0};
   std::thread ta([&] {
-    for (int i = 0; i < 5; ++i) ok += a.push("pushed", testing::snapshot_json("ua-" + std::to_string(i)), std::nullopt, "a").status < 300;
+    for (int i = 0; i < 5; ++i) ok += published(a.push("pushed", testing::snapshot_json("ua-" + std::to_string(i)), std::nullopt, "a"));
   });
   std::thread tb([&] {
-    for (int i = 0; i < 5; ++i) ok += b.push("pushed", testing::snapshot_json("ub-" + std::to_string(i)), std::nullopt, "b").status < 300;
+    for (int i = 0; i < 5; ++i) ok += published(b.push("pushed", testing::snapshot_json("ub-" + std::to_string(i)), std::nullopt, "b"));
   });
   ta.join();
   tb.join();
@@ -185,16 +204,19 @@ TEST_F(KubeStore, UnconditionalPushesFromBothReplicasAllSucceed) {
 }
 
 TEST_F(KubeStore, UnreachableApiIs503AndTheServedRevisionStays) {
-  registry a(replica(), system_clock(), quiet());
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
   a.start();
-  ASSERT_EQ(a.push("pushed", testing::snapshot_json("s-1"), std::nullopt, "w").status, 201);
+  const auto first = a.push("pushed", testing::snapshot_json("s-1"), std::nullopt, "w");
+  ASSERT_EQ(first.outcome, push_outcome::created) << describe(first);
   a.stop();
   auto cfg = replica();
   cfg.store.kube_api_server = "https://127.0.0.1:1";  // nothing listens there
-  registry down(std::move(cfg), system_clock(), quiet());
+  auto deps = kube_deps(cfg);
+  registry down(std::move(cfg), std::move(deps), system_clock(), quiet());
   down.start();
   const auto r = down.push("pushed", testing::snapshot_json("s-2"), std::nullopt, "w");
-  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.outcome, push_outcome::unavailable) << describe(r);
+  EXPECT_GE(r.retry_after.count(), 1);
   EXPECT_EQ(down.find("pushed")->current(), nullptr);
   down.stop();
 }
@@ -258,12 +280,17 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   testing::temp_dir dir;
   const auto path = dir / "snapshot.json";
   testing::write_file(path, testing::snapshot_json("n-1", 3));
-  registry reject(with_nodes(path, unknown_nodes_policy::reject), system_clock(), quiet());
-  registry prune(with_nodes(path, unknown_nodes_policy::prune), system_clock(), quiet());
+  const auto reject_cfg = with_nodes(path, unknown_nodes_policy::reject);
+  const auto prune_cfg = with_nodes(path, unknown_nodes_policy::prune);
+  registry reject(reject_cfg, kube_deps(reject_cfg, /*watch_nodes=*/true), system_clock(), quiet());
+  registry prune(prune_cfg, kube_deps(prune_cfg, /*watch_nodes=*/true), system_clock(), quiet());
   reject.start();
   prune.start();
   auto* r = reject.find("dc");
   auto* p = prune.find("dc");
+  // start() does not wait for the first Node list; the snapshot file waits for it (up to
+  // the registry's grace) before it is first read, so the revision is validated against it.
+  ASSERT_TRUE(eventually([&] { return reject.inventory_ready("dc") && prune.inventory_ready("dc"); }));
   EXPECT_EQ(served_revision(r), "n-1") << "Nodes are listed before the snapshot is validated";
   EXPECT_EQ(r->selected_node_count(), std::optional<std::size_t>(3));
 

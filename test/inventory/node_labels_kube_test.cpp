@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "inventory/registry.hpp"
 #include "test_util.hpp"
@@ -92,7 +93,9 @@ class KubeNodeLabels : public ::testing::Test {
 };
 
 TEST_F(KubeNodeLabels, RelabelledNodeIsCheckedAgain) {
-  registry reg(config());
+  // The Node watch is built here and handed over: the registry builds none itself.
+  const auto cfg = config();
+  registry reg(cfg, make_dependencies(cfg.store, /*watch_nodes=*/true, [](std::string_view, std::string_view) {}));
   reg.start();
   ASSERT_TRUE(testing::eventually([&] {
     const auto c = reg.node_labels("cloud-racks");

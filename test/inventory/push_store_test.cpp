@@ -1,9 +1,10 @@
-// Pushes (H2) through the file store: status codes, the Kubernetes Status body with every
-// field error, If-Match, durability before acknowledgement, reload on restart, disk errors.
+// Pushes (H2) through the file store: outcomes, every field error, If-Match, durability
+// before acknowledgement, reload on restart, disk errors. (How each outcome is said over
+// HTTP, status code and Kubernetes Status body, is test/server/inventory_http_test.cpp.)
 
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -30,11 +31,11 @@ registry_config push_config(const std::string& store_dir, unknown_nodes_policy p
   return cfg;
 }
 
-std::string header(const http_answer& a, std::string_view name) {
-  for (const auto& [k, v] : a.headers) {
-    if (k == name) return v;
-  }
-  return {};
+// The ETag a push answer carries (server/inventory_http: the served revision's).
+std::string etag(const push_result& r) { return r.served ? r.served->etag : std::string(); }
+
+std::string describe(const push_result& r) {
+  return std::string(to_string(r.outcome)) + (r.message.empty() ? "" : ": " + r.message);
 }
 
 TEST(Push, FirstIs201ThenIs200WithTheServedETag) {
@@ -42,13 +43,16 @@ TEST(Push, FirstIs201ThenIs200WithTheServedETag) {
   registry reg(push_config(dir / "store"));
   reg.start();
   const auto a = reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "ci-bot");
-  EXPECT_EQ(a.status, 201) << a.body;
+  EXPECT_EQ(a.outcome, push_outcome::created) << describe(a);
   auto* inv = reg.find("dc");
   ASSERT_NE(inv->current(), nullptr);
-  EXPECT_EQ(header(a, "ETag"), inv->current()->etag);
+  EXPECT_EQ(etag(a), inv->current()->etag);
+  ASSERT_NE(a.candidate, nullptr);
+  EXPECT_EQ(a.candidate->revision_id, "p-1");
   EXPECT_EQ(inv->current()->actor, "ci-bot");
   const auto b = reg.push("dc", testing::snapshot_json("p-2"), std::nullopt, "ci-bot");
-  EXPECT_EQ(b.status, 200);
+  EXPECT_EQ(b.outcome, push_outcome::stored) << describe(b);
+  EXPECT_EQ(etag(b), inv->current()->etag);
   EXPECT_EQ(served_revision(inv), "p-2");
   reg.stop();
 }
@@ -57,35 +61,31 @@ TEST(Push, InvalidIs422WithEveryFieldErrorAndNothingChanges) {
   testing::temp_dir dir;
   registry reg(push_config(dir / "store"));
   reg.start();
-  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").status, 201);
-  const auto etag = reg.find("dc")->current()->etag;
+  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+  const auto served_etag = reg.find("dc")->current()->etag;
   // Two independent errors: an undeclared level (S4) on one node, an invalid value (S7) on another.
   const std::string body =
       R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"bad","nodes":{)"
       R"("worker-0":{"topology.gpustack.ai/pod":"p"},)"
       R"("worker-1":{"topology.gpustack.ai/region":"-bad-"}}})";
   const auto a = reg.push("dc", body, std::nullopt, "w");
-  ASSERT_EQ(a.status, 422);
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  ASSERT_FALSE(parser.parse(a.body).get(doc)) << a.body;
-  EXPECT_EQ(std::string_view(doc["kind"]), "Status");
-  EXPECT_EQ(std::string_view(doc["apiVersion"]), "v1");
-  EXPECT_EQ(std::string_view(doc["status"]), "Failure");
-  EXPECT_EQ(std::string_view(doc["reason"]), "Invalid");
-  EXPECT_EQ(int64_t(doc["code"]), 422);
-  EXPECT_EQ(std::string_view(doc["details"]["name"]), "dc");
+  ASSERT_EQ(a.outcome, push_outcome::invalid) << describe(a);
+  // Every field error, each with its rule and path (the 422 Status body made of them is
+  // tested in test/server/inventory_http_test.cpp).
   std::set<std::string> rules;
   std::set<std::string> fields;
-  for (auto c : doc["details"]["causes"].get_array()) {
-    rules.insert(std::string(std::string_view(c["rule"])));
-    fields.insert(std::string(std::string_view(c["field"])));
-    EXPECT_TRUE(std::string_view(c["reason"]).starts_with("FieldValue"));
+  for (const auto& e : a.errors) {
+    rules.insert(e.rule);
+    fields.insert(e.path);
   }
-  EXPECT_TRUE(rules.contains("S4"));
-  EXPECT_TRUE(rules.contains("S7"));
-  EXPECT_TRUE(fields.contains("nodes[worker-0][topology.gpustack.ai/pod]")) << a.body;
-  EXPECT_EQ(reg.find("dc")->current()->etag, etag);
+  EXPECT_TRUE(rules.contains("S4")) << core::render_text(a.errors);
+  EXPECT_TRUE(rules.contains("S7")) << core::render_text(a.errors);
+  EXPECT_TRUE(fields.contains("nodes[worker-0][topology.gpustack.ai/pod]")) << core::render_text(a.errors);
+  EXPECT_TRUE(std::any_of(fields.begin(), fields.end(),
+                          [](const std::string& f) { return f.starts_with("nodes[worker-1]"); }))
+      << core::render_text(a.errors);
+  EXPECT_EQ(a.candidate, nullptr);
+  EXPECT_EQ(reg.find("dc")->current()->etag, served_etag);
   reg.stop();
 }
 
@@ -95,9 +95,9 @@ TEST(Push, SizeLimitBothSides) {
   reg.start();
   auto body = testing::snapshot_json("big");
   body.resize(core::max_snapshot_bytes, '\n');
-  EXPECT_EQ(reg.push("dc", body, std::nullopt, "w").status, 201);
+  EXPECT_EQ(reg.push("dc", body, std::nullopt, "w").outcome, push_outcome::created);
   body.push_back('\n');
-  EXPECT_EQ(reg.push("dc", body, std::nullopt, "w").status, 413);
+  EXPECT_EQ(reg.push("dc", body, std::nullopt, "w").outcome, push_outcome::too_large);
   reg.stop();
 }
 
@@ -105,17 +105,20 @@ TEST(Push, IfMatchGivesOptimisticConcurrency) {
   testing::temp_dir dir;
   registry reg(push_config(dir / "store"));
   reg.start();
-  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::string("*"), "w").status, 412)
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::string("*"), "w").outcome,
+            push_outcome::precondition_failed)
       << "nothing to match yet";
   const auto first = reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w");
-  ASSERT_EQ(first.status, 201);
-  const auto etag = header(first, "ETag");
-  const auto second = reg.push("dc", testing::snapshot_json("p-2"), etag, "a");
-  EXPECT_EQ(second.status, 200);
+  ASSERT_EQ(first.outcome, push_outcome::created);
+  const auto first_etag = etag(first);
+  ASSERT_FALSE(first_etag.empty());
+  const auto second = reg.push("dc", testing::snapshot_json("p-2"), first_etag, "a");
+  EXPECT_EQ(second.outcome, push_outcome::stored) << describe(second);
   // A writer that still holds the first ETag lost the race.
-  const auto stale = reg.push("dc", testing::snapshot_json("p-3"), etag, "b");
-  EXPECT_EQ(stale.status, 412);
-  EXPECT_EQ(header(stale, "ETag"), header(second, "ETag"));
+  const auto stale = reg.push("dc", testing::snapshot_json("p-3"), first_etag, "b");
+  EXPECT_EQ(stale.outcome, push_outcome::precondition_failed) << describe(stale);
+  EXPECT_EQ(etag(stale), etag(second));
+  EXPECT_FALSE(etag(stale).empty());
   EXPECT_EQ(served_revision(reg.find("dc")), "p-2");
   reg.stop();
 }
@@ -127,11 +130,13 @@ TEST(Push, UnknownInventoryIs404AndNoStoreIs503) {
   cfg.inventories.push_back(std::move(spec));
   registry reg(std::move(cfg));
   reg.start();
-  EXPECT_EQ(reg.push("nope", testing::snapshot_json("p"), std::nullopt, "w").status, 404);
-  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p"), std::nullopt, "w").status, 503);
+  EXPECT_EQ(reg.push("nope", testing::snapshot_json("p"), std::nullopt, "w").outcome, push_outcome::not_found);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p"), std::nullopt, "w").outcome, push_outcome::unavailable);
   EXPECT_EQ(reg.find("dc")->current(), nullptr);
-  EXPECT_EQ(reg.status("nope").status, 404);
-  EXPECT_EQ(reg.history("nope").status, 404);
+  EXPECT_FALSE(reg.status_json("nope").has_value());
+  EXPECT_FALSE(reg.history_json("nope").has_value());
+  EXPECT_TRUE(reg.status_json("dc").has_value());
+  EXPECT_TRUE(reg.history_json("dc").has_value());
   reg.stop();
 }
 
@@ -141,14 +146,17 @@ TEST(Push, AcknowledgedRevisionIsServedAfterRestart) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-1"), std::nullopt, "w").status, 201);
-    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-2"), std::nullopt, "ci/bot one").status, 200);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-1"), std::nullopt, "w").outcome, push_outcome::created);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-2"), std::nullopt, "ci/bot one").outcome,
+              push_outcome::stored);
     etag = reg.find("dc")->current()->etag;
     reg.stop();
   }
-  // Nothing but the store directory survives: a new registry serves the revision at once.
+  // Nothing but the store directory survives: a new registry serves the revision as soon as
+  // the store has answered (start() returns before; the inventory is not ready until then).
   registry reg(push_config(dir / "store"));
   reg.start();
+  ASSERT_TRUE(testing::eventually([&] { return reg.inventory_ready("dc"); }));
   auto* inv = reg.find("dc");
   ASSERT_NE(inv->current(), nullptr);
   EXPECT_EQ(inv->current()->revision_id, "durable-2");
@@ -168,7 +176,7 @@ TEST(Push, DamagedStoreFileIsNotServed) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_json("d-1"), std::nullopt, "w").status, 201);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_json("d-1"), std::nullopt, "w").outcome, push_outcome::created);
     reg.stop();
   }
   const auto file = dir / "store/dc.snapshot";
@@ -181,23 +189,38 @@ TEST(Push, DamagedStoreFileIsNotServed) {
   testing::write_file(file, content);
   registry reg(push_config(dir / "store"));
   reg.start();
+  // The store's first load runs in the background: wait for it to report the damaged file.
+  ASSERT_TRUE(testing::eventually([&] { return reg.find("dc")->last_attempt().has_value(); }));
   EXPECT_EQ(reg.find("dc")->current(), nullptr);
   EXPECT_FALSE(reg.find("dc")->last_attempt()->note.empty());
+  std::string why;
+  EXPECT_FALSE(reg.inventory_ready("dc", &why));
+  // The store answered: the inventory waits for a revision, not for the store...
+  EXPECT_EQ(why.find("waiting for the store"), std::string::npos) << why;
+  // ...and a push replaces the damaged file.
+  const auto r = reg.push("dc", testing::snapshot_json("repaired"), std::nullopt, "w");
+  EXPECT_EQ(r.outcome, push_outcome::created) << r.message;
+  EXPECT_EQ(served_revision(reg.find("dc")), "repaired");
   reg.stop();
+  registry again(push_config(dir / "store"));
+  again.start();
+  EXPECT_TRUE(testing::eventually([&] { return served_revision(again.find("dc")) == "repaired"; }));
+  again.stop();
 }
 
 TEST(Push, DiskErrorIs503AndTheServedRevisionIsUnchanged) {
   testing::temp_dir dir;
   registry reg(push_config(dir / "store"));
   reg.start();
-  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").status, 201);
-  const auto etag = reg.find("dc")->current()->etag;
+  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+  const auto served_etag = reg.find("dc")->current()->etag;
   // The store directory disappears under the process (an unmounted volume).
   fs::remove_all(dir / "store");
   testing::write_file(dir / "store", "not a directory");
   const auto a = reg.push("dc", testing::snapshot_json("p-2"), std::nullopt, "w");
-  EXPECT_EQ(a.status, 503);
-  EXPECT_EQ(reg.find("dc")->current()->etag, etag);
+  EXPECT_EQ(a.outcome, push_outcome::unavailable) << describe(a);
+  EXPECT_GE(a.retry_after.count(), 1);
+  EXPECT_EQ(reg.find("dc")->current()->etag, served_etag);
   const auto last = reg.find("dc")->last_attempt();
   ASSERT_TRUE(last.has_value());
   EXPECT_FALSE(last->accepted);
@@ -212,13 +235,15 @@ TEST(Push, PruneAcceptsAndReportsVanishedNodes) {
   registry reg(std::move(cfg));
   reg.start();
   const auto a = reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w");
-  ASSERT_EQ(a.status, 201) << a.body;
-  EXPECT_NE(a.body.find("worker-3"), std::string::npos);
+  ASSERT_EQ(a.outcome, push_outcome::created) << describe(a);
+  ASSERT_NE(a.candidate, nullptr);
+  EXPECT_EQ(a.candidate->pruned_nodes, std::vector<std::string>{"worker-3"});
   EXPECT_EQ(served_revision(reg.find("dc")), "p-1+pruned-1");
   reg.stop();
   // The store keeps the revision as pushed; the reload prunes it again, identically.
   registry again(push_config(dir / "store", unknown_nodes_policy::prune));
   again.start();
+  ASSERT_TRUE(testing::eventually([&] { return again.inventory_ready("dc"); }));
   EXPECT_EQ(served_revision(again.find("dc")), "p-1") << "no Node list: nothing to prune";
   again.stop();
 }
@@ -228,7 +253,7 @@ TEST(Push, StoredRevisionInvalidForTheNodesAtStartIsServedWhenTheyReturn) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_json("s-1"), std::nullopt, "w").status, 201);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_json("s-1"), std::nullopt, "w").outcome, push_outcome::created);
     reg.stop();
   }
   // The replica restarts while worker-1 is missing from the cluster (reject policy).
@@ -238,6 +263,11 @@ TEST(Push, StoredRevisionInvalidForTheNodesAtStartIsServedWhenTheyReturn) {
   registry reg(std::move(cfg));
   reg.start();
   auto* inv = reg.find("dc");
+  // The store's revision is loaded in the background and rejected against these Nodes.
+  ASSERT_TRUE(testing::eventually([&] {
+    const auto a = inv->last_attempt();
+    return a && a->origin == "store" && !a->accepted;
+  }));
   EXPECT_EQ(inv->serve().rev, nullptr);
   testing::write_atomic(dir / "nodes.json", testing::nodes_json(4));
   EXPECT_TRUE(testing::eventually([&] { return served_revision(inv) == "s-1"; }));
@@ -256,8 +286,8 @@ TEST(Push, ObserverSeesEveryAttempt) {
   obs.on_log = [](std::string_view, std::string_view, std::string_view) {};
   registry reg(push_config(dir / "store"), system_clock(), obs);
   reg.start();
-  reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w");
-  reg.push("dc", testing::snapshot_bad_level("p-2"), std::nullopt, "w");
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_bad_level("p-2"), std::nullopt, "w").outcome, push_outcome::invalid);
   std::lock_guard lk(mu);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_TRUE(seen[0].second);

@@ -134,9 +134,9 @@ spec:
 -}}
 {{- with .Values.limits -}}{{- $_ := set $cfg "limits" . -}}{{- end -}}
 {{- if eq .Values.store.type "kubernetes" -}}
-{{- $_ := set $cfg "store" (dict "type" "kubernetes" "namespace" (include "topogate.storeNamespace" .)) -}}
+{{- $_ := set $cfg "store" (dict "type" "kubernetes" "namespace" (include "topogate.storeNamespace" .) "timeout" .Values.store.timeout) -}}
 {{- else -}}
-{{- $_ := set $cfg "store" (dict "type" "file" "directory" .Values.store.directory) -}}
+{{- $_ := set $cfg "store" (dict "type" "file" "directory" .Values.store.directory "timeout" .Values.store.timeout) -}}
 {{- end -}}
 {{- $invs := list -}}
 {{- range $v := .Values.inventories -}}

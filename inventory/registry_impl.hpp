@@ -1,0 +1,244 @@
+#pragma once
+// The registry's inside, shared by its three files: registry.cpp (inputs, the reconcile
+// loop, start and stop), push.cpp (pushes on the lanes) and registry_json.cpp (the status
+// and history documents). Internal to inventory/.
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/profile_impact.hpp"
+#include "core/snapshot.hpp"
+#include "inventory/file_source.hpp"
+#include "inventory/lane.hpp"
+#include "inventory/registry.hpp"
+#include "inventory/store.hpp"
+
+namespace topogate::inventory {
+
+namespace detail {
+
+using steady = std::chrono::steady_clock;
+
+// Events arrive in bursts (a rename is IN_MOVED_FROM + IN_MOVED_TO; a ConfigMap update is
+// a dozen entries): re-read once the burst is over.
+constexpr auto debounce = std::chrono::milliseconds(10);
+// A file that does not validate is read again after this, and only reported when it reads
+// the same: a writer still rewriting the file in place is not worth a rejection.
+constexpr auto settle = std::chrono::milliseconds(100);
+// kubectl get nodes -o json for thousands of Nodes runs to tens of MiB.
+constexpr std::size_t max_node_list_bytes = 256u << 20;
+// How long a snapshot file whose inventory lists Nodes through the API waits for the first
+// list before it is read without one (and validated again when the list comes).
+constexpr auto nodes_grace = std::chrono::seconds(10);
+
+inline void add_str(std::string& out, std::string_view key, std::string_view value) {
+  core::append_json_string(out, key);
+  out.push_back(':');
+  core::append_json_string(out, value);
+}
+
+inline bool same_nodes(const core::node_list& a, const core::node_list& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    if (a.nodes[i].name != b.nodes[i].name || a.nodes[i].labels != b.nodes[i].labels) return false;
+  }
+  return true;
+}
+
+
+}  // namespace detail
+
+using detail::add_str;
+using detail::debounce;
+using detail::max_node_list_bytes;
+using detail::nodes_grace;
+// Building a revision from a 1 MiB snapshot leaves a few MiB of freed short strings (the
+// decoded snapshot, the pruned copy) interleaved with what the revision keeps. Handing them
+// back after each reload measured 2.5 MiB of 60 MiB right after loading 16 inventories of
+// 1 MiB (bench/README.md); reloads are rare, so the heap walk is cheap where it happens.
+using detail::release_freed_memory;
+using detail::same_nodes;
+using detail::settle;
+
+struct registry::impl {
+  using steady = detail::steady;
+  struct entry {
+    inventory_spec spec;
+    std::unique_ptr<inventory> inv;
+    std::mutex write_mu;  // one writer at a time per inventory: prepare -> persist -> commit
+
+    // Snapshot file source (loop thread only).
+    std::string snap_digest;
+    std::uint64_t snap_generation = ~std::uint64_t{0};
+    bool snap_ok = false;
+    std::string snap_etag;
+    std::string snap_error;
+    std::string pending_invalid_digest;
+    // Node-list file (loop thread only).
+    std::string nodes_digest;
+    std::string nodes_error;
+    // Last Node list handed to the inventory (write_mu).
+    std::optional<core::node_list> nodes;
+    // Store bookkeeping (lane only).
+    std::string store_version;
+    std::optional<stored_revision> pending_store;  // rejected at load; retried on Node changes
+    // Push inventories with a store: the store answered the first load (or a watch event);
+    // until then the inventory is not ready and a push loads first.
+    std::atomic<bool> store_loaded{false};
+    std::chrono::milliseconds load_backoff{500};
+    mutable std::mutex store_mu;
+    std::string store_wait_reason;  // why the first load has not succeeded yet (store_mu)
+    // A Node list from the API is awaited before the snapshot file is first read (up to
+    // nodes_grace), so the first revision is validated against the cluster's Nodes.
+    std::atomic<bool> awaiting_nodes{false};
+    // Store work in order: pushes, loads, revisions other replicas wrote. Last member: it
+    // is destroyed (its thread ended) before anything its tasks use.
+    detail::lane lane;
+    // nodeLabels inventories: the last hierarchy check and the checks' history (label_mu).
+    mutable std::mutex label_mu;
+    std::shared_ptr<const node_label_check> labels;
+    std::vector<attempt> label_history;  // newest last
+  };
+
+  registry_config cfg;
+  const clock& clk;
+  registry_observer obs;
+  std::vector<std::unique_ptr<entry>> entries;
+
+  std::unique_ptr<revision_store> store;
+  std::string store_error;
+  std::unique_ptr<node_watch> nodes_api;
+  std::string nodes_error;
+  steady::time_point nodes_grace_until{};
+  detail::timer_queue timers;
+
+  std::thread loop;
+  int wake_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> resync_requested{false};
+  std::atomic<bool> started{false};
+  detail::dir_watcher watcher;
+
+  impl(registry_config c, registry_deps deps, const clock& k, registry_observer o)
+      : cfg(std::move(c)),
+        clk(k),
+        obs(std::move(o)),
+        store(std::move(deps.store)),
+        store_error(std::move(deps.store_error)),
+        nodes_api(std::move(deps.nodes)),
+        nodes_error(std::move(deps.nodes_error)) {
+    for (auto& spec : cfg.inventories) {
+      auto e = std::make_unique<entry>();
+      e->inv = std::make_unique<inventory>(spec.config, clk);
+      e->spec = std::move(spec);
+      entries.push_back(std::move(e));
+    }
+    cfg.inventories.clear();
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+
+  ~impl() {
+    // Lanes first: a task still running uses the store, the timers and the log.
+    for (auto& e : entries) e->lane.stop(std::chrono::hours(24 * 365));
+    timers.stop();
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  // A push-fed inventory: its revisions come from pushes and the store.
+  static bool uses_store(const entry& e) {
+    return e.spec.snapshot_path.empty() && !e.spec.config.source.node_labels;
+  }
+
+  entry* find(std::string_view name) const {
+    for (const auto& e : entries) {
+      if (e->inv->name() == name) return e.get();
+    }
+    return nullptr;
+  }
+
+  void log(std::string_view level, std::string_view inv, std::string_view message) const;
+
+  // Reports the attempts recorded since `before` to the observer and the log.
+  void report(entry& e, std::uint64_t before) const;
+
+  void wake() const {
+    if (wake_fd < 0) return;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  // --- Node lists -------------------------------------------------------------------------
+
+  void apply_nodes(entry& e, std::optional<core::node_list> list);
+
+  std::string nodes_origin(const entry& e) const {
+    return !e.spec.nodes_path.empty() ? "file:" + e.spec.nodes_path : std::string("kubernetes");
+  }
+
+  // nodeLabels: the Nodes' own labels are the input, checked again on every Node list
+  // change (write_mu held). The consumer reads those labels itself; this only tells what it
+  // will find.
+  void check_node_labels(entry& e);
+
+  std::shared_ptr<const node_label_check> labels_of(const entry& e) const {
+    std::lock_guard lk(e.label_mu);
+    return e.labels;
+  }
+
+  void check_nodes_file(entry& e);
+
+  // --- Snapshot file sources ----------------------------------------------------------------
+
+  // Returns true when the file should be looked at again after `settle`.
+  bool check_snapshot_file(entry& e, bool confirm_invalid);
+
+  // Re-reads every file input; returns true when something asked to be looked at again.
+  bool check_all(bool confirm_invalid);
+
+  std::map<std::string, std::set<std::string>> all_points() const;
+
+  // Re-arms the watches; when the set changed (a symlink now points elsewhere, a directory
+  // came back), reads again so a change between the read and the new watch is not lost.
+  void rearm(std::map<std::string, std::set<std::string>>& points, bool& again);
+
+  // Watches are armed before anything is read, so a change made while a source is being
+  // loaded still produces an event.
+  std::map<std::string, std::set<std::string>> armed;
+
+  void run_loop();
+
+  // --- Store (every call on the inventory's lane) -------------------------------------------
+
+  std::string store_wait_reason(const entry& e) const {
+    std::lock_guard lk(e.store_mu);
+    return e.store_wait_reason;
+  }
+
+  // The store's revision of `e`, once: true when the store answered (with a revision or
+  // without one). Lane only.
+  bool load_from_store(entry& e, store_deadline deadline);
+
+  void mark_loaded(entry& e);
+
+  // The first load, retried with a growing pause until the store answers. Lane only.
+  void first_load(entry& e);
+
+  void offer_from_store(entry& e, const stored_revision& rev, bool initial);
+
+  // --- Pushes -------------------------------------------------------------------------------------
+  struct push_call;
+  void run_push(entry& e, push_call& call, const push_request& req);
+  push_result store_push(entry& e, push_call& call, const push_request& req);
+};
+
+}  // namespace topogate::inventory

@@ -1,0 +1,223 @@
+// The JSON documents of GET /snapshots/{name}/status and /history.
+
+#include "inventory/registry.hpp"
+#include "inventory/registry_impl.hpp"
+
+namespace topogate::inventory {
+
+namespace {
+
+void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) {
+  out.push_back('{');
+  add_str(out, "time", detail::format_time(a.at));
+  out.push_back(',');
+  add_str(out, "revision", a.revision_id);
+  out.push_back(',');
+  add_str(out, "origin", a.origin);
+  out.push_back(',');
+  add_str(out, "actor", a.actor);
+  out.push_back(',');
+  add_str(out, "result", a.accepted ? "accepted" : "rejected");
+  if (!a.etag.empty()) {
+    out.push_back(',');
+    add_str(out, "etag", a.etag);
+  }
+  if (!a.note.empty()) {
+    out.push_back(',');
+    add_str(out, "note", a.note);
+  }
+  if (a.pruned_nodes != 0) out += ",\"prunedNodes\":" + std::to_string(a.pruned_nodes);
+  if (a.impact_refused) out += ",\"impactRefused\":true";
+  if (a.impact) {
+    out += ",\"impact\":";
+    out += core::render_impact_json(*a.impact, max_errors);
+  }
+  out += ",\"errorCount\":" + std::to_string(a.errors.size());
+  if (!a.errors.empty()) {
+    std::set<std::string> rules;
+    for (const auto& e : a.errors) rules.insert(e.rule);
+    out += ",\"rules\":[";
+    bool first = true;
+    for (const auto& r : rules) {
+      if (!first) out.push_back(',');
+      first = false;
+      core::append_json_string(out, r);
+    }
+    out += "],\"errors\":";
+    if (a.errors.size() > max_errors) {
+      core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(max_errors));
+      out += core::render_json(head);
+    } else {
+      out += core::render_json(a.errors);
+    }
+  }
+  out.push_back('}');
+}
+
+}  // namespace
+
+std::optional<std::string> registry::status_json(std::string_view name) const {
+  const auto& m = *impl_;
+  auto* e = m.find(name);
+  if (e == nullptr) return std::nullopt;
+  if (e->spec.config.source.node_labels) return node_label_status(name);
+  const auto& inv = *e->inv;
+  const auto decision = inv.serve();
+  const auto cur = inv.current();
+  const auto now = m.clk.now();
+  std::string out = "{";
+  add_str(out, "name", name);
+  std::string not_ready;
+  out += ",\"ready\":";
+  out += inventory_ready(name, &not_ready) ? "true" : "false";
+  if (!not_ready.empty()) {
+    out.push_back(',');
+    add_str(out, "notReadyReason", not_ready);
+  }
+  out += ",\"serving\":";
+  out += decision.rev ? "true" : "false";
+  if (!decision.rev) {
+    out.push_back(',');
+    add_str(out, "unavailableReason", decision.unavailable_reason);
+  }
+  out += ",\"served\":";
+  if (cur) {
+    out.push_back('{');
+    add_str(out, "revision", cur->revision_id);
+    out.push_back(',');
+    add_str(out, "etag", cur->etag);
+    out.push_back(',');
+    add_str(out, "acceptedAt", detail::format_time(cur->accepted_at));
+    out.push_back(',');
+    add_str(out, "confirmedAt", detail::format_time(inv.confirmed_at()));
+    char age[32];
+    std::snprintf(age, sizeof age, "%.3f", std::chrono::duration<double>(now - inv.confirmed_at()).count());
+    out += ",\"ageSeconds\":";
+    out += age;
+    out.push_back(',');
+    add_str(out, "origin", cur->origin);
+    out.push_back(',');
+    add_str(out, "actor", cur->actor);
+    out += ",\"size\":" + std::to_string(cur->json_body.size());
+    out += ",\"nodes\":" + std::to_string(cur->node_count);
+    out += ",\"prunedNodes\":[";
+    for (std::size_t i = 0; i < cur->pruned_nodes.size(); ++i) {
+      if (i != 0) out.push_back(',');
+      core::append_json_string(out, cur->pruned_nodes[i]);
+    }
+    out += "]}";
+  } else {
+    out += "null";
+  }
+  out += ",\"lastAttempt\":";
+  if (const auto last = inv.last_attempt()) {
+    append_attempt(out, *last, 1000);
+  } else {
+    out += "null";
+  }
+  const auto& cfg = inv.config();
+  out += ",\"maxAgeSeconds\":" + std::to_string(cfg.max_age.count());
+  out += ",\"maxProfileChanges\":" + std::to_string(cfg.max_profile_changes);
+  if (const auto refusal = inv.impact_refusal(); !refusal.empty()) {
+    out.push_back(',');
+    add_str(out, "impactRefusal", refusal);
+  }
+  out.push_back(',');
+  add_str(out, "unknownNodes", cfg.unknown_nodes == unknown_nodes_policy::prune ? "prune" : "reject");
+  out += ",\"nodes\":{";
+  const auto count = inv.selected_node_count();
+  out += "\"known\":";
+  out += count ? "true" : "false";
+  if (count) out += ",\"selected\":" + std::to_string(*count);
+  out.push_back(',');
+  add_str(out, "source", !e->spec.nodes_path.empty() ? "file:" + e->spec.nodes_path
+                         : e->spec.nodes_from_api  ? std::string("kubernetes")
+                                                   : std::string("none"));
+  out += "},";
+  add_str(out, "input", !e->spec.snapshot_path.empty() ? "file:" + e->spec.snapshot_path
+                        : m.store                      ? "push:" + m.store->describe()
+                                                       : std::string("push (no store)"));
+  out.push_back('}');
+  return out;
+}
+
+std::optional<std::string> registry::history_json(std::string_view name) const {
+  const auto& m = *impl_;
+  auto* e = m.find(name);
+  if (e == nullptr) return std::nullopt;
+  std::vector<attempt> hist;
+  if (e->spec.config.source.node_labels) {
+    std::lock_guard lk(e->label_mu);
+    hist = e->label_history;
+  } else {
+    hist = e->inv->history();
+  }
+  std::string out = "{";
+  add_str(out, "name", name);
+  out += ",\"items\":[";
+  // Newest first, as people read a history.
+  for (auto it = hist.rbegin(); it != hist.rend(); ++it) {
+    if (it != hist.rbegin()) out.push_back(',');
+    append_attempt(out, *it, 20);
+  }
+  out += "]}";
+  return out;
+}
+
+std::string registry::node_label_status(std::string_view name) const {
+  const auto& m = *impl_;
+  const auto* e = m.find(name);
+  const auto c = m.labels_of(*e);
+  std::string out = "{";
+  add_str(out, "name", name);
+  out.push_back(',');
+  add_str(out, "provider", "nodeLabels");
+  out += ",\"ready\":";
+  out += inventory_ready(name) ? "true" : "false";
+  out += ",\"serving\":false,";
+  add_str(out, "unavailableReason", "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
+  out.push_back(',');
+  add_str(out, "nodesSource", m.nodes_origin(*e));
+  out += ",\"checked\":";
+  out += c ? "true" : "false";
+  if (c) {
+    out += ",\"valid\":";
+    out += c->report.ok() ? "true" : "false";
+    out.push_back(',');
+    add_str(out, "checkedAt", detail::format_time(c->checked_at));
+    out += ",\"checks\":" + std::to_string(c->checks);
+    out.push_back(',');
+    add_str(out, "summary", summarize(*c));
+    out += ",\"report\":";
+    out += core::render_node_label_report_json(c->report);
+  }
+  out.push_back('}');
+  return out;
+}
+
+std::string summarize(const node_label_check& c) {
+  const auto& r = c.report;
+  std::string out;
+  if (r.ok()) {
+    out = "valid: ";
+  } else {
+    std::set<std::string> rules;
+    for (const auto& e : r.errors) rules.insert(e.rule);
+    out = std::to_string(r.errors.size()) + (r.errors.size() == 1 ? " error (" : " errors (");
+    bool first = true;
+    for (const auto& rule : rules) {
+      if (!first) out += ", ";
+      first = false;
+      out += rule;
+    }
+    out += "): the Nodes' labels do not form the declared hierarchy; ";
+  }
+  out += std::to_string(r.selected_nodes) + " of " + std::to_string(r.total_nodes) + " Nodes selected, " +
+         std::to_string(r.profiles.size()) + (r.profiles.size() == 1 ? " profile" : " profiles");
+  for (const auto& l : r.levels) {
+    if (l.verdict == core::nesting::independent) out += "; " + l.key + " is independent of the level above";
+  }
+  return out;
+}
+
+}  // namespace topogate::inventory

@@ -1,0 +1,122 @@
+#include "server/inventory_http.hpp"
+
+#include <string>
+
+#include "core/field_error.hpp"
+#include "core/k8s_status.hpp"
+#include "core/profile_impact.hpp"
+#include "inventory/store.hpp"
+
+namespace topogate::server {
+
+namespace {
+
+constexpr std::string_view snapshot_group = "topology.gpustack.ai";
+constexpr std::string_view snapshot_kind = "Snapshot";
+
+response json_response(http::status status, std::string body) {
+  response res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.body() = shared_body::value_type(std::move(body));
+  return res;
+}
+
+response failure(http::status status, std::string_view reason, std::string_view message, std::string_view name) {
+  const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
+  return json_response(status, core::failure_status(static_cast<int>(status), reason, message, &details));
+}
+
+void add_str(std::string& out, std::string_view key, std::string_view value) {
+  core::append_json_string(out, key);
+  out.push_back(':');
+  core::append_json_string(out, value);
+}
+
+void set_etag(response& res, const std::shared_ptr<const inventory::revision>& served) {
+  if (served) res.set(http::field::etag, served->etag);
+}
+
+// {"name","revision","etag","acceptedAt","size","prunedNodes","impact"}: what was published.
+std::string stored_body(const inventory::push_result& r, std::string_view name) {
+  const auto& cand = *r.candidate;
+  const auto& shown = r.served ? *r.served : cand;
+  std::string out = "{";
+  add_str(out, "name", name);
+  out.push_back(',');
+  add_str(out, "revision", shown.revision_id);
+  out.push_back(',');
+  add_str(out, "etag", shown.etag);
+  out.push_back(',');
+  add_str(out, "acceptedAt", inventory::detail::format_time(cand.accepted_at));
+  out += ",\"size\":" + std::to_string(shown.json_body.size());
+  out += ",\"prunedNodes\":[";
+  for (std::size_t i = 0; i < cand.pruned_nodes.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    core::append_json_string(out, cand.pruned_nodes[i]);
+  }
+  out += "]";
+  if (r.impact) out += ",\"impact\":" + core::render_impact_json(*r.impact);
+  out += "}";
+  return out;
+}
+
+}  // namespace
+
+response inventory_not_found(std::string_view name) {
+  return failure(http::status::not_found, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
+}
+
+response push_response(const inventory::push_result& r, std::string_view name) {
+  using inventory::push_outcome;
+  switch (r.outcome) {
+    case push_outcome::created:
+    case push_outcome::stored: {
+      if (!r.candidate) break;  // the registry always sets it; anything else is a bug, not a 200
+      response res = json_response(r.outcome == push_outcome::created ? http::status::created : http::status::ok,
+                                   stored_body(r, name));
+      set_etag(res, r.served);
+      return res;
+    }
+    case push_outcome::not_found:
+      return inventory_not_found(name);
+    case push_outcome::not_pushable:
+      return failure(http::status::conflict, "Conflict", r.message, name);
+    case push_outcome::too_large:
+      return failure(http::status::payload_too_large, "RequestEntityTooLarge", r.message, name);
+    case push_outcome::invalid: {
+      std::string body;
+      core::append_invalid_status(body, snapshot_group, snapshot_kind, name, r.errors, true);
+      return json_response(http::status::unprocessable_entity, std::move(body));
+    }
+    case push_outcome::precondition_failed: {
+      response res = failure(http::status::precondition_failed, "PreconditionFailed", r.message, name);
+      set_etag(res, r.served);
+      return res;
+    }
+    case push_outcome::impact_refused: {
+      // 409, not 422: the revision is valid; it conflicts with the served one under the
+      // inventory's policy. A Status with the impact beside it: clients reading only the
+      // Status still get the reason.
+      const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
+      std::string body = core::failure_status(409, "Conflict", r.message, &details);
+      body.pop_back();
+      if (r.impact) body += ",\"impact\":" + core::render_impact_json(*r.impact);
+      body += ",\"acceptImpact\":{\"header\":\"Topogate-Accept-Impact\",\"value\":";
+      core::append_json_string(body, r.impact_baseline_etag);
+      body += ",\"maxProfileChanges\":" + std::to_string(r.max_profile_changes) + "}}";
+      response res = json_response(http::status::conflict, std::move(body));
+      set_etag(res, r.served);
+      return res;
+    }
+    case push_outcome::unavailable:
+    case push_outcome::busy: {
+      response res = failure(http::status::service_unavailable, "ServiceUnavailable", r.message, name);
+      res.set(http::field::retry_after, std::to_string(std::max<long long>(1, r.retry_after.count())));
+      return res;
+    }
+  }
+  return failure(http::status::internal_server_error, "InternalError", "the push ended in an outcome without its revision", name);
+}
+
+}  // namespace topogate::server

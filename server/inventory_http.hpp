@@ -1,0 +1,19 @@
+#pragma once
+// Where inventory outcomes become HTTP: the status code, the Kubernetes Status body, the
+// ETag and Retry-After headers of every push answer, and the 404 of an unknown inventory.
+// The registry decides what happened (inventory/registry.hpp's push_outcome); this decides
+// only how it is said.
+
+#include <string_view>
+
+#include "inventory/registry.hpp"
+#include "server/router.hpp"
+
+namespace topogate::server {
+
+// The answer to PUT /snapshots/{name}.
+[[nodiscard]] response push_response(const inventory::push_result& r, std::string_view name);
+// 404 with a Kubernetes Status naming the inventory (status and history of an unknown one).
+[[nodiscard]] response inventory_not_found(std::string_view name);
+
+}  // namespace topogate::server

@@ -1,0 +1,150 @@
+// Inventories whose Node list comes from the Kubernetes API (nodesFromAPI), with the Node
+// watch handed to the registry (registry_deps, the seam serve uses) and driven by the test:
+// start() does not wait for the first list, the inventory is not ready until it comes, and
+// the snapshot file is first read against it. (kube_test.cpp does the same against a real
+// kube-apiserver when one is available.)
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <mutex>
+
+#include "inventory/registry.hpp"
+#include "inventory/store.hpp"
+#include "test_util.hpp"
+
+namespace topogate::inventory {
+namespace {
+
+class fake_node_watch final : public node_watch {
+ public:
+  void start(std::function<void(core::node_list)> on_change) override {
+    std::lock_guard lk(mu_);
+    on_change_ = std::move(on_change);
+    ++starts_;
+  }
+  void stop() override {
+    std::lock_guard lk(mu_);
+    on_change_ = nullptr;
+  }
+  // What the watch thread does after a list or a change.
+  bool deliver(core::node_list list) {
+    std::function<void(core::node_list)> fn;
+    {
+      std::lock_guard lk(mu_);
+      fn = on_change_;
+    }
+    if (!fn) return false;
+    fn(std::move(list));
+    return true;
+  }
+  int starts() {
+    std::lock_guard lk(mu_);
+    return starts_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::function<void(core::node_list)> on_change_;
+  int starts_ = 0;
+};
+
+struct fixture {
+  testing::temp_dir dir;
+  fake_node_watch* watch = nullptr;
+  std::unique_ptr<registry> reg;
+
+  explicit fixture(unknown_nodes_policy policy) {
+    testing::write_file(dir / "snapshot.json", testing::snapshot_json("n-1", 4));
+    registry_config cfg;
+    inventory_spec spec;
+    spec.config = testing::config("dc");
+    spec.config.unknown_nodes = policy;
+    spec.snapshot_path = dir / "snapshot.json";
+    spec.nodes_from_api = true;
+    cfg.inventories.push_back(std::move(spec));
+    cfg.resync_interval = std::chrono::seconds(3600);
+    registry_deps deps;
+    auto w = std::make_unique<fake_node_watch>();
+    watch = w.get();
+    deps.nodes = std::move(w);
+    registry_observer quiet;
+    quiet.on_log = [](std::string_view, std::string_view, std::string_view) {};
+    reg = std::make_unique<registry>(std::move(cfg), std::move(deps), system_clock(), quiet);
+  }
+  ~fixture() { reg->stop(); }
+};
+
+TEST(NodeWatch, TheSnapshotFileWaitsForTheFirstNodeList) {
+  fixture f(unknown_nodes_policy::reject);
+  f.reg->start();
+  EXPECT_EQ(f.watch->starts(), 1);
+  auto* inv = f.reg->find("dc");
+  std::string why;
+  EXPECT_FALSE(f.reg->inventory_ready("dc", &why));
+  EXPECT_NE(why.find("first Node list"), std::string::npos) << why;
+  EXPECT_EQ(inv->current(), nullptr) << "the file is not read before the Node list (or the grace's end)";
+
+  ASSERT_TRUE(f.watch->deliver(testing::nodes(4)));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc"); }));
+  EXPECT_EQ(testing::served_revision(inv), "n-1");
+  EXPECT_EQ(inv->selected_node_count(), std::optional<std::size_t>(4));
+
+  // A Node leaves the cluster: the revision names it (unknownNodes: reject), nothing is served.
+  ASSERT_TRUE(f.watch->deliver(testing::nodes(4, 3)));
+  EXPECT_TRUE(testing::eventually([&] { return inv->serve().rev == nullptr; }));
+  ASSERT_TRUE(f.watch->deliver(testing::nodes(4)));
+  EXPECT_TRUE(testing::eventually([&] { return testing::served_revision(inv) == "n-1"; }));
+}
+
+TEST(NodeWatch, TheFirstReadIsValidatedAgainstTheListFromTheApi) {
+  fixture f(unknown_nodes_policy::prune);
+  f.reg->start();
+  auto* inv = f.reg->find("dc");
+  // worker-3 is not in the cluster when the list comes: the first revision served is pruned,
+  // and no revision was ever published from the file without the list.
+  ASSERT_TRUE(f.watch->deliver(testing::nodes(4, 3)));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc"); }));
+  EXPECT_EQ(testing::served_revision(inv), "n-1+pruned-1");
+  for (const auto& a : inv->history()) {
+    if (a.accepted) {
+      EXPECT_EQ(a.pruned_nodes, 1u) << a.revision_id << " from " << a.origin;
+    }
+  }
+}
+
+// The watch could not be built (serve passes its error along): reported, and the file is
+// served without a Node list rather than never.
+TEST(NodeWatch, WithoutAWatchTheErrorIsReportedAndTheFileIsReadWithoutNodes) {
+  testing::temp_dir dir;
+  testing::write_file(dir / "snapshot.json", testing::snapshot_json("n-1", 4));
+  registry_config cfg;
+  inventory_spec spec;
+  spec.config = testing::config("dc");
+  spec.snapshot_path = dir / "snapshot.json";
+  spec.nodes_from_api = true;
+  cfg.inventories.push_back(std::move(spec));
+  registry_deps deps;
+  deps.nodes_error = "no Kubernetes API in this test";
+  std::mutex mu;
+  std::vector<std::string> logs;
+  registry_observer obs;
+  obs.on_log = [&](std::string_view level, std::string_view, std::string_view msg) {
+    std::lock_guard lk(mu);
+    logs.push_back(std::string(level) + " " + std::string(msg));
+  };
+  registry reg(std::move(cfg), std::move(deps), system_clock(), obs);
+  reg.start();
+  {
+    std::lock_guard lk(mu);
+    bool reported = false;
+    for (const auto& l : logs) reported = reported || l.find("no Kubernetes API in this test") != std::string::npos;
+    EXPECT_TRUE(reported);
+  }
+  EXPECT_EQ(testing::served_revision(reg.find("dc")), "n-1");
+  EXPECT_EQ(reg.find("dc")->selected_node_count(), std::nullopt);
+  reg.stop();
+}
+
+}  // namespace
+}  // namespace topogate::inventory
