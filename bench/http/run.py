@@ -24,6 +24,10 @@ Scenarios (names for --scenarios):
   memory              topogate RSS idle (one 1 KiB inventory), and with 16 inventories of
                       ~1 MiB each after every one was fetched and 3 s of 1 MiB GETs
                       (VmRSS / VmHWM from /proc/PID/status); the peers' idle RSS for reference
+  stall               topogate alone (threads: 2, a kubernetes store whose API server completes
+                      TLS and never answers): admission p50/p99 idle, then while --stall-pushes
+                      PUTs per second hang against the store; an open-loop client of its own,
+                      not wrk (bench/http/stall.py says why)
 
 Prints a markdown table: req/s, p50, p99, server CPU us/request (utime+stime from
 /proc/PID/stat over the measured run), peak RSS (VmHWM), the topogate/peer ratios, and
@@ -33,6 +37,8 @@ its load (reported with the table).
 usage: bench/http/run.py [--binary build/release/server/topogate] [--peer PATH]
                          [--duration 10] [--connections 32] [--scenarios get1k,...]
                          [--server-cpu 0] [--client-cpu 1] [--repeat 1] [--json FILE] [--keep]
+                         [--store-timeout 2s|none] [--stall-rate 100] [--stall-pushes 8]
+                         [--stall-threads 2]
 bench/run.sh builds topogate (release preset) and the peer, then runs this.
 """
 
@@ -53,13 +59,16 @@ import time
 import urllib.request
 from pathlib import Path
 
+import stall
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TOKEN = "bench-token-0123456789abcdef0123456789abcdef"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # S10: the served JSON is at most 1 MiB; stay just below it.
 LARGE_TARGET = 1_040_000
-ALL_SCENARIOS = ["get1k", "get1m", "get1k-c1", "get1m-c1", "handshake", "post-valid", "post-invalid", "memory"]
+ALL_SCENARIOS = ["get1k", "get1m", "get1k-c1", "get1m-c1", "handshake", "post-valid", "post-invalid", "memory",
+                 "stall"]
 
 SOURCE = """apiVersion: worker.gpustack.ai/v1
 kind: TopologySource
@@ -415,7 +424,7 @@ def print_table(args, results, memory, header_lines):
                "(req/s · p99 · CPU) | goal | met |")
     out.append("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     verdicts, notes, spreads = [], [], []
-    for scen in [s for s in ALL_SCENARIOS if s != "memory"]:
+    for scen in [s for s in ALL_SCENARIOS if s not in ("memory", "stall")]:
         if scen not in results:
             continue
         title = TITLES[scen].format(c=args.connections)
@@ -498,6 +507,11 @@ def main():
     ap.add_argument("--json", default="", help="also write the results as JSON to this file")
     ap.add_argument("--markdown", default="", help="also write the table to this file")
     ap.add_argument("--keep", action="store_true", help="keep the working directory")
+    ap.add_argument("--store-timeout", default="2s",
+                    help="stall: store.timeout of the server; 'none' leaves the key out (binaries before it)")
+    ap.add_argument("--stall-rate", type=int, default=100, help="stall: admission reviews per second (open loop)")
+    ap.add_argument("--stall-pushes", type=int, default=8, help="stall: pushes per second while they hang")
+    ap.add_argument("--stall-threads", type=int, default=2, help="stall: the server's threads")
     ap.add_argument("--repeat", type=int, default=1,
                     help="rounds per scenario, each running topogate then its peers back to back; the "
                          "table shows each server's median figures and the median of the ratios paired "
@@ -627,6 +641,10 @@ def main():
         finally:
             loaded.stop()
 
+    stalled = None
+    if "stall" in scenarios:
+        stalled = stall.run(args, work, Server, free_port, bodies["valid"], snapshot_json)
+
     load_after = load_text()
     header = [f"topogate/peer, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, "
               f"{os.cpu_count()} CPUs ({cpu_model()}), kernel {platform.release()}",
@@ -635,7 +653,15 @@ def main():
               + f", servers on CPU {args.server_cpu} "
               f"(one worker/thread each), wrk on CPU {args.client_cpu}; TLS 1.3, ECDSA P-256",
               f"load average before {' '.join(load_before)}, after {' '.join(load_after)}"] + header
-    lines, verdicts = print_table(args, results, memory, header)
+    if results or "idle" in memory or "loaded" in memory or not stalled:
+        lines, verdicts = print_table(args, results, memory, header)
+    else:  # --scenarios stall alone: no wrk table (and no wrk line; stall.render() says how it measures)
+        lines, verdicts = [h for h in header if not h.startswith("wrk ")], []
+        print("\n".join(lines), flush=True)
+    if stalled:
+        stall_lines = [""] + stall.render(stalled)
+        print("\n".join(stall_lines), flush=True)
+        lines += stall_lines
     if args.h2load:
         for scen in ("post-valid", "post-invalid"):
             for srv, r in results.get(scen, {}).items():
@@ -644,6 +670,7 @@ def main():
         Path(args.markdown).write_text("\n".join(lines) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "memory": memory, "header": header,
+                                               "stall": stalled,
                                                "goals": [{"scenario": t, "peer": p, "goal": d, "met": m}
                                                          for t, p, d, m in verdicts]}, indent=2) + "\n")
     if args.keep:
