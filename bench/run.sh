@@ -32,4 +32,4 @@ echo "bench/run.sh: building topogate in $build_dir" >&2
 nice -n 5 cmake --build "$build_dir" -j "$jobs" --target topogate >&2
 peer=$(bench/peers/build-crwebhook.sh)
 
-exec python3 bench/http/run.py --binary "$build_dir/server/topogate" --peer "$peer" "$@"
+exec python3 bench/http/run.py --binary "$build_dir/cli/topogate" --peer "$peer" "$@"

@@ -2,7 +2,8 @@
 // A small Kubernetes API client over Boost.Beast + OpenSSL: one TLS connection per call,
 // bearer token re-read for every call (projected ServiceAccount tokens rotate), the API's
 // CA verified with host/IP name checks. Watches stream newline-delimited JSON events.
-// Internal to inventory/.
+// Public in topogate_kube: the store and the Node watch (kube_store.cpp) use it, and so does
+// `topogate diagnose` for its online reads (cli/diagnose.cpp).
 
 #include <atomic>
 #include <chrono>

@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target topogate
-exec ./build/release/server/topogate demo "$@"
+exec ./build/release/cli/topogate demo "$@"

@@ -103,7 +103,7 @@ if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
   echo "== Kubernetes end-to-end and conformance"
   first=${presets%% *}
   log=$(mktemp)
-  TOPOGATE_BINARY=$PWD/build/$first/server/topogate bash test/e2e/all.sh 2>&1 | tee "$log"
+  TOPOGATE_BINARY=$PWD/build/$first/cli/topogate bash test/e2e/all.sh 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   ok=$(sed -n '/^=== summary/,$p' "$log" | grep -c ' ok ')
   bad=$(sed -n '/^=== summary/,$p' "$log" | grep -c ' FAIL ')

@@ -34,7 +34,7 @@ Prints a markdown table: req/s, p50, p99, server CPU us/request (utime+stime fro
 the issue's goal with met / not met. Not a test: the figures depend on the machine and
 its load (reported with the table).
 
-usage: bench/http/run.py [--binary build/release/server/topogate] [--peer PATH]
+usage: bench/http/run.py [--binary build/release/cli/topogate] [--peer PATH]
                          [--duration 10] [--connections 32] [--scenarios get1k,...]
                          [--server-cpu 0] [--client-cpu 1] [--repeat 1] [--json FILE] [--keep]
                          [--store-timeout 2s|none] [--stall-rate 100] [--stall-pushes 8]
@@ -496,7 +496,7 @@ def load_text():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--binary", default=str(ROOT / "build/release/server/topogate"))
+    ap.add_argument("--binary", default=str(ROOT / "build/release/cli/topogate"))
     ap.add_argument("--peer", default="", help="crwebhook binary (bench/peers/build-crwebhook.sh prints it)")
     ap.add_argument("--duration", type=int, default=10, help="seconds per measured run (after a 2 s warm-up)")
     ap.add_argument("--connections", type=int, default=32)

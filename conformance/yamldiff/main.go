@@ -8,7 +8,7 @@
 // A tool for inspecting fuzz corpora, not a CI stage (a fresh corpus may hold a difference
 // nobody has looked at yet; test/fixtures/yaml_v3_verdicts.json keeps the ones found):
 //
-//	go run ./yamldiff --topogate ../build/dev/server/topogate \
+//	go run ./yamldiff --topogate ../build/dev/cli/topogate \
 //	    --source cases/sources/data-center.yaml ../build/fuzz/corpus/fuzz_snapshot
 package main
 

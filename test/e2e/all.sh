@@ -4,13 +4,13 @@
 # chart against the real apiserver, the webhook end to end, the conformance
 # corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs. Runs
 # all of them and fails if any failed.
-# Env: TOPOGATE_BINARY (default build/{dev,debug,release}/server/topogate).
+# Env: TOPOGATE_BINARY (default build/{dev,debug,release}/cli/topogate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 if [[ -z ${TOPOGATE_BINARY:-} ]]; then
   for p in dev debug release; do
-    [[ -x $repo/build/$p/server/topogate ]] && { export TOPOGATE_BINARY=$repo/build/$p/server/topogate; break; }
+    [[ -x $repo/build/$p/cli/topogate ]] && { export TOPOGATE_BINARY=$repo/build/$p/cli/topogate; break; }
   done
 fi
 results=() failed=0

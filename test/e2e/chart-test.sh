@@ -35,7 +35,7 @@ fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
 topogate=${TOPOGATE_BINARY:-}
 if [[ -z $topogate ]]; then
   for p in dev debug rules; do
-    [[ -x $repo/build/$p/server/topogate ]] && { topogate=$repo/build/$p/server/topogate; break; }
+    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
   done
 fi
 

@@ -25,7 +25,7 @@ kueue_version=${KUEUE_VERSION:-v0.17.0}
 topogate=${TOPOGATE_BINARY:-}
 if [[ -z $topogate ]]; then
   for p in dev debug release; do
-    [[ -x $repo/build/$p/server/topogate ]] && { topogate=$repo/build/$p/server/topogate; break; }
+    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
   done
 fi
 [[ -n $topogate && -x $topogate ]] || { echo "diagnose.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }

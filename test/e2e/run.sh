@@ -20,7 +20,7 @@
 #                 If-Match race (one 412), restarts, apiserver down (503 on push)
 #
 # Usage: run.sh [test ...]       (default: all, in the order above)
-# Env: TOPOGATE_BINARY (default build/{dev,debug,...}/server/topogate),
+# Env: TOPOGATE_BINARY (default build/{dev,debug,...}/cli/topogate),
 #      E2E_KEEP=1 keeps the work folder and control plane for debugging,
 #      E2E_ROTATION_CALLS (default 10): kubectl apply calls per rotation phase.
 set -euo pipefail
@@ -32,7 +32,7 @@ t_start=$SECONDS
 topogate=${TOPOGATE_BINARY:-}
 if [[ -z $topogate ]]; then
   for p in dev debug release rules; do
-    [[ -x $repo/build/$p/server/topogate ]] && { topogate=$repo/build/$p/server/topogate; break; }
+    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
   done
 fi
 [[ -n $topogate && -x $topogate ]] || { echo "run.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }

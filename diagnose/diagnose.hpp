@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster_objects.hpp"
+#include "diagnose/cluster_objects.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
 
 // Runbook section titles: every finding names the step it comes from.
 inline constexpr std::string_view step_verify_chain = "Verify the scheduling chain";
@@ -116,4 +116,4 @@ struct pending_report {
 [[nodiscard]] std::string render_pending_text(const pending_report& r);
 [[nodiscard]] std::string render_pending_json(const pending_report& r);
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

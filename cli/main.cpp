@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace {
 

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster_objects.hpp"
-#include "core/diagnose.hpp"
+#include "diagnose/cluster_objects.hpp"
+#include "diagnose/diagnose.hpp"
 #include "core/document.hpp"
 #include "inventory/kube_client.hpp"
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 #include "server/file_util.hpp"
 
 namespace topogate::cli {
@@ -195,7 +195,7 @@ bool ends_with_any(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".yaml") || name.ends_with(".yml");
 }
 
-bool read_offline(const options& o, core::cluster_objects& objects, std::string& error) {
+bool read_offline(const options& o, diagnose::cluster_objects& objects, std::string& error) {
   std::vector<std::string> files;
   if (!o.from_dir.empty()) {
     DIR* d = ::opendir(o.from_dir.c_str());
@@ -226,7 +226,7 @@ bool read_offline(const options& o, core::cluster_objects& objects, std::string&
       error = f + ": " + d.errors.front().to_string();
       return false;
     }
-    auto errors = core::add_object(objects, d.root, "");
+    auto errors = diagnose::add_object(objects, d.root, "");
     for (auto& e : errors) e.path = e.path.empty() ? f : f + ": " + e.path;
     warn_errors(errors);
   }
@@ -359,7 +359,7 @@ bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, te
 // Lists one resource (all pages) into `objects`. A 404 means the kind is not served (its CRD is
 // not installed): `found` is false and it is not an error.
 bool list_resource(inventory::detail::kube_client& client, const std::string& path,
-                   core::cluster_objects& objects, bool& found, std::string& error) {
+                   diagnose::cluster_objects& objects, bool& found, std::string& error) {
   found = true;
   std::string cont;
   do {
@@ -381,7 +381,7 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
       error = "GET " + path + ": " + d.errors.front().to_string();
       return false;
     }
-    auto errors = core::add_object(objects, d.root, "");
+    auto errors = diagnose::add_object(objects, d.root, "");
     for (auto& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
     warn_errors(errors);
     const core::doc_node* meta = d.root.find("metadata");
@@ -391,7 +391,7 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
   return true;
 }
 
-bool read_online(const options& o, core::cluster_objects& objects, std::string& error) {
+bool read_online(const options& o, diagnose::cluster_objects& objects, std::string& error) {
   inventory::store_config cfg;
   temp_files tmp;
   if (!o.kubeconfig.empty()) {
@@ -448,7 +448,7 @@ bool read_online(const options& o, core::cluster_objects& objects, std::string& 
 int run_diagnose(args a) {
   options o;
   if (const auto done = parse_args(a, o)) return *done;
-  core::cluster_objects objects;
+  diagnose::cluster_objects objects;
   std::string error;
   const bool offline = !o.from_dir.empty() || !o.files.empty();
   if (!(offline ? read_offline(o, objects, error) : read_online(o, objects, error)))
@@ -457,13 +457,13 @@ int run_diagnose(args a) {
   std::string out;
   int rc = exit_clean;
   if (o.what == "chain") {
-    const auto report = core::check_chain(objects);
-    out = o.json ? core::render_chain_json(report) : core::render_chain_text(report);
+    const auto report = diagnose::check_chain(objects);
+    out = o.json ? diagnose::render_chain_json(report) : diagnose::render_chain_text(report);
     rc = report.clean() ? exit_clean : exit_findings;
   } else {
-    const auto report = core::diagnose_pending(objects, o.workload_ns, o.workload_name);
+    const auto report = diagnose::diagnose_pending(objects, o.workload_ns, o.workload_name);
     if (!report.found) return io_error(report.conclusion);
-    out = o.json ? core::render_pending_json(report) : core::render_pending_text(report);
+    out = o.json ? diagnose::render_pending_json(report) : diagnose::render_pending_text(report);
     const auto* w = objects.find_workload(o.workload_ns, o.workload_name);
     rc = w && w->quota_reserved() ? exit_clean : exit_findings;
   }

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 #include "server/config.hpp"
 #include "server/file_util.hpp"
 #include "server/pki.hpp"

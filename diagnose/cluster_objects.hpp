@@ -14,11 +14,19 @@
 #include <utility>
 #include <vector>
 
-#include "document.hpp"
-#include "field_error.hpp"
-#include "topology_source.hpp"
+#include "core/document.hpp"
+#include "core/field_error.hpp"
+#include "core/topology_source.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
+
+// What this analysis takes from the core: its document model, its field errors and the
+// TopologySource and profile rules.
+using core::doc_node;
+using core::error_list;
+using core::field_error;
+using core::label_selector;
+using core::topology_source;
 
 inline constexpr std::string_view profile_label = "topology.gpustack.ai/profile";
 
@@ -185,4 +193,4 @@ resource_amounts pod_requests(const doc_node& pod_spec, error_list& errors, std:
 // Whether the TopologySource's spec.nodeSelector selects labels (absent or {} selects all).
 [[nodiscard]] bool source_selects(const topology_source_object& src, const label_map& labels);
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

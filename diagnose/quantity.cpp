@@ -1,10 +1,10 @@
-#include "quantity.hpp"
+#include "diagnose/quantity.hpp"
 
 #include <cstdint>
 #include <limits>
 #include <string>
 
-namespace topogate::core {
+namespace topogate::diagnose {
 
 namespace {
 
@@ -209,4 +209,4 @@ std::string format_amount(std::string_view resource, std::int64_t amount) {
   return out + std::to_string(a);
 }
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

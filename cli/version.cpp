@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace topogate::cli {
 

@@ -1,14 +1,17 @@
-#include "diagnose.hpp"
+#include "diagnose/diagnose.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 
-#include "profile.hpp"
-#include "quantity.hpp"
+#include "core/profile.hpp"
+#include "diagnose/quantity.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
+
+// Built on the core: its documents, field errors and rules are used by their names here.
+using namespace core;
 
 namespace {
 
@@ -773,4 +776,4 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
   return r;
 }
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

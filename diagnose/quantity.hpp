@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace topogate::core {
+namespace topogate::diagnose {
 
 struct quantity {
   bool negative = false;
@@ -31,4 +31,4 @@ struct quantity {
 // Renders an amount for people: "3500m" / "4" for CPU, "8Gi" / "1536Mi" / "1000" otherwise.
 [[nodiscard]] std::string format_amount(std::string_view resource, std::int64_t amount);
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

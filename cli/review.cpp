@@ -4,7 +4,7 @@
 #include <string>
 
 #include "admission/review.hpp"
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 #include "server/file_util.hpp"
 #include "server/router.hpp"
 

@@ -1,11 +1,14 @@
-#include "cluster_objects.hpp"
+#include "diagnose/cluster_objects.hpp"
 
 #include <algorithm>
 #include <charconv>
 
-#include "quantity.hpp"
+#include "diagnose/quantity.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
+
+// Built on the core: its documents, field errors and rules are used by their names here.
+using namespace core;
 
 namespace {
 
@@ -520,4 +523,4 @@ error_list add_objects(cluster_objects& into, std::string_view text, std::string
   return errors;
 }
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

@@ -3,10 +3,13 @@
 #include <limits>
 #include <set>
 
-#include "diagnose.hpp"
-#include "quantity.hpp"
+#include "diagnose/diagnose.hpp"
+#include "diagnose/quantity.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
+
+// Built on the core: its documents, field errors and rules are used by their names here.
+using namespace core;
 
 namespace {
 
@@ -309,4 +312,4 @@ std::string render_pending_json(const pending_report& r) {
   return out;
 }
 
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

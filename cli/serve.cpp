@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "inventory/kube.hpp"
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 #include "server/config.hpp"
 #include "server/log.hpp"
 #include "server/serve.hpp"

@@ -1,7 +1,7 @@
 // "Verify the scheduling chain" and "Diagnose Pending workloads" on the runbook's own
 // scenarios (test/fixtures/diagnose/, objects as `kubectl get ... -o json` prints them),
 // Kubernetes quantities, and the object decoder (v1beta1 and v1beta2 Workloads).
-#include "core/diagnose.hpp"
+#include "diagnose/diagnose.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,13 +11,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/cluster_objects.hpp"
-#include "core/quantity.hpp"
+#include "diagnose/cluster_objects.hpp"
+#include "diagnose/quantity.hpp"
 
-namespace topogate::core {
+namespace topogate::diagnose {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace core;
 
 constexpr const char* zone = "topology.kubernetes.io/zone";
 constexpr const char* zone_profile = "fnv64-570aeab478df5111";  // region, zone, hostname
@@ -546,4 +547,4 @@ TEST(Pending, RenderingsCarryTheTable) {
 }
 
 }  // namespace
-}  // namespace topogate::core
+}  // namespace topogate::diagnose

@@ -14,7 +14,7 @@
 #include "core/nodes.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
-#include "server/commands.hpp"
+#include "cli/commands.hpp"
 #include "server/file_util.hpp"
 
 namespace topogate::cli {
