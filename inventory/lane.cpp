@@ -12,9 +12,7 @@ lane::~lane() {
 bool lane::post(std::function<void()> fn) {
   std::lock_guard lk(mu_);
   if (stopping_) return false;
-  queue_.push_back({std::move(fn), false});
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  cv_.notify_one();
+  enqueue({std::move(fn), false});
   return true;
 }
 
@@ -22,10 +20,14 @@ bool lane::try_post_counted(std::function<void()> fn, std::size_t limit) {
   std::lock_guard lk(mu_);
   if (stopping_ || counted_ >= limit) return false;
   ++counted_;
-  queue_.push_back({std::move(fn), true});
+  enqueue({std::move(fn), true});
+  return true;
+}
+
+void lane::enqueue(task t) {
+  queue_.push_back(std::move(t));
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   cv_.notify_one();
-  return true;
 }
 
 void lane::run() {

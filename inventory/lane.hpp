@@ -44,6 +44,7 @@ class lane {
     std::function<void()> fn;
     bool counted = false;
   };
+  void enqueue(task t);  // mu_ held
   void run();
 
   std::mutex mu_;

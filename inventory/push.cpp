@@ -148,7 +148,7 @@ void registry::impl::run_push(entry& e, push_call& call, const push_request& req
     report(e, before);
     return;
   }
-  push_result r = store_push(e, call, req);
+  push_result r = store_push(e, call, req, opts);
   const bool published = r.outcome == push_outcome::created || r.outcome == push_outcome::stored;
   e.lane.release_current();
   if (!call.answer(std::move(r)) && published) {
@@ -158,10 +158,10 @@ void registry::impl::run_push(entry& e, push_call& call, const push_request& req
   }
 }
 
-push_result registry::impl::store_push(entry& e, push_call& call, const push_request& req) {
+push_result registry::impl::store_push(entry& e, push_call& call, const push_request& req,
+                                       const inventory::offer_options& opts) {
   inventory& inv = *e.inv;
   const std::string& name = req.name;
-  inventory::offer_options opts{"push", req.actor, req.if_match, std::nullopt, req.accept_impact};
   if (!load_from_store(e, call.deadline)) {
     return refusal(push_outcome::unavailable,
                    "store unavailable: the stored revision could not be read (" + store_wait_reason(e) + ")",

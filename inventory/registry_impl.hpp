@@ -238,7 +238,7 @@ struct registry::impl {
   // --- Pushes -------------------------------------------------------------------------------------
   struct push_call;
   void run_push(entry& e, push_call& call, const push_request& req);
-  push_result store_push(entry& e, push_call& call, const push_request& req);
+  push_result store_push(entry& e, push_call& call, const push_request& req, const inventory::offer_options& opts);
 };
 
 }  // namespace topogate::inventory

@@ -150,6 +150,22 @@ TEST_F(ConfigTest, Rejections) {
   }
 }
 
+TEST_F(ConfigTest, StoreTimeoutDefaultAndBothEndsOfItsRange) {
+  std::string err;
+  auto cfg = parse(minimal, &err);
+  ASSERT_TRUE(cfg) << err;
+  EXPECT_EQ(cfg->registry.store.timeout, std::chrono::seconds(5));
+  for (const auto& [value, ms] : {std::pair{"100ms", 100}, {"2s", 2000}, {"5m", 300000}}) {
+    cfg = parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n", &err);
+    ASSERT_TRUE(cfg) << value << ": " << err;
+    EXPECT_EQ(cfg->registry.store.timeout, std::chrono::milliseconds(ms)) << value;
+  }
+  for (const char* value : {"99ms", "5m1ms", "0s", "-1s", "5"}) {
+    EXPECT_FALSE(parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n", &err)) << value;
+    EXPECT_NE(err.find("store.timeout"), std::string::npos) << value << ": " << err;
+  }
+}
+
 TEST_F(ConfigTest, InvalidTopologySourceIsRefused) {
   std::ofstream(dir_ / "bad.yaml") << "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {levels: []}\n";
   std::string err;
