@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/document.hpp"
-#include "core/document_internal.hpp"
+#include "core/json_reuse.hpp"
 #include "core/k8s_status.hpp"
 #include "core/model_deployment.hpp"
 
@@ -115,23 +115,23 @@ bool read_string(ondemand::value v, std::string_view& out) {
   return v.get_string().get(out) == simdjson::SUCCESS;
 }
 
-// Parses the envelope with the decoder's outer parser, so that request.object can then be
-// decoded with its main one while these views stay valid. Returns an error message, empty
-// on success.
+// Parses the envelope with the decoder's envelope parser (core::iterate_envelope), so that
+// request.object can then be decoded with its main one while these views stay valid. Returns
+// an error message, empty on success.
 //
 // With `build` set, an object that will be validated (the apiserver sends request.kind and
 // request.operation before request.object) is built into the decoder's reusable tree from
 // this same parse, instead of a second parse of its text. Only a clean build counts: when it
 // fails, `rebuild` is set and the caller reads the envelope again without building, so that
 // every verdict on a malformed object comes from decode_json as before.
-std::string parse_envelope(core::detail::decoder_state& st, std::string_view body,
-                           parsed_review& r, route rt, bool build, bool& rebuild) {
-  const simdjson::padded_string_view padded = st.pad(st.outer, body);
-  const char* const body_end = padded.data() + body.size();
+std::string parse_envelope(core::json_decoder& decoder, std::string_view body, parsed_review& r,
+                           route rt, bool build, bool& rebuild) {
   ondemand::document doc;
-  if (auto e = st.outer_parser.iterate(padded).get(doc)) {
+  std::string_view copy;  // the body's padded copy, into which every view below points
+  if (auto e = core::iterate_envelope(decoder, body, doc, copy)) {
     return std::string("request body is not JSON: ") + std::string(json_error_text(e));
   }
+  const char* const body_end = copy.data() + copy.size();
   ondemand::object top;
   if (doc.get_object().get(top) != simdjson::SUCCESS) {
     return "request body is not a JSON object";
@@ -198,14 +198,14 @@ std::string parse_envelope(core::detail::decoder_state& st, std::string_view bod
             const char* start = obj_start;
             const char* end = nullptr;
             const std::string_view rest(start, static_cast<std::size_t>(body_end - start));
-            if (!core::detail::build_object_reusing(st, obj, rest, core::decode_limits{}) ||
+            if (!core::build_object_reusing(decoder, obj, rest, core::decode_limits{}) ||
                 doc.current_location().get(end) != simdjson::SUCCESS || end < start) {
               rebuild = true;
               return {};
             }
             r.object_json = std::string_view(start, static_cast<std::size_t>(end - start));
             r.has_object = true;
-            if (!core::detail::json_text_acceptable(r.object_json, core::decode_limits{})) {
+            if (!core::json_text_acceptable(r.object_json, core::decode_limits{})) {
               rebuild = true;
               return {};
             }
@@ -250,23 +250,22 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   }
   if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
 
-  core::detail::decoder_state& st = decoder.state();
   parsed_review r;
   // The reusable tree keeps the capacity of the largest object it held: after a large
   // body it is dropped when the review is done (r.name may view into it until then),
   // whatever the outcome, so that no thread keeps a large tree for the rest of its life.
   struct drop_large_tree {
-    core::detail::decoder_state& st;
+    core::json_decoder& decoder;
     bool large;
     ~drop_large_tree() {
-      if (large) st.tree = core::doc_node{};
+      if (large) core::release_reused_tree(decoder);
     }
-  } const drop{st, body.size() > keep_tree_below};
+  } const drop{decoder, body.size() > keep_tree_below};
   bool rebuild = false;
-  std::string err = parse_envelope(st, body, r, rt, true, rebuild);
+  std::string err = parse_envelope(decoder, body, r, rt, true, rebuild);
   if (rebuild) {
     r = parsed_review{};
-    err = parse_envelope(st, body, r, rt, false, rebuild);
+    err = parse_envelope(decoder, body, r, rt, false, rebuild);
   }
   if (!err.empty()) return bad_request(err);
   if (r.kind != "AdmissionReview") {
@@ -288,7 +287,7 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   core::error_list errors;
   std::vector<std::string> warnings;
   core::decode_result decoded;  // outlives the response: r.name may view into it
-  const core::doc_node* root = nullptr;  // st.tree or decoded.root
+  const core::doc_node* root = nullptr;  // the decoder's reused tree or decoded.root
   const bool validates = handled && validates_operation(r.operation);
   if (validates) {
     if (!r.has_object)
@@ -300,9 +299,9 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
       return t;
     }
     if (r.built_object != nullptr && r.built_object == r.object_json.data()) {
-      root = &st.tree;
-    } else if (core::detail::decode_json_object_reusing(st, r.object_json, core::decode_limits{})) {
-      root = &st.tree;
+      root = &core::reused_tree(decoder);
+    } else if (core::decode_object_reusing(decoder, r.object_json, core::decode_limits{})) {
+      root = &core::reused_tree(decoder);
     } else {
       // Whatever the reusing decoders refused gets decode_json's exact verdict.
       decoded = core::decode_json(decoder, r.object_json);

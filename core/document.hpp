@@ -68,7 +68,10 @@ class json_decoder {
   json_decoder(const json_decoder&) = delete;
   json_decoder& operator=(const json_decoder&) = delete;
 
+  // The state itself is the core's own (document_internal.hpp); callers use the decoder
+  // through the decode functions and json_reuse.hpp.
   [[nodiscard]] detail::decoder_state& state() noexcept { return *state_; }
+  [[nodiscard]] const detail::decoder_state& state() const noexcept { return *state_; }
 
  private:
   std::unique_ptr<detail::decoder_state> state_;

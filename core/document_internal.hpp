@@ -1,7 +1,8 @@
 #pragma once
-// Pieces of the document decoder shared with the snapshot fast path (snapshot.cpp), the
-// node-list reader (nodes.cpp) and the AdmissionReview envelope reader (admission/), which
-// parses with a caller's json_decoder. Not part of the public core interface.
+// Pieces of the document decoder shared among its files (document*.cpp; document.cpp says
+// which holds what) and with the snapshot fast path (snapshot.cpp), the node-list reader
+// (nodes.cpp) and the TopologySource checks (topology_source.cpp). Included only by
+// core/*.cpp: not part of the public core interface.
 
 #include <simdjson.h>
 
@@ -30,7 +31,8 @@ struct path_segment {
   bool is_index = false;
 };
 
-// What a json_decoder holds. Every member is reused from call to call for its capacity.
+// What a json_decoder holds (document.hpp). Every member is reused from call to call for its
+// capacity.
 struct decoder_state {
   simdjson::ondemand::parser parser;  // decode_json
   simdjson::dom::parser dom;          // the snapshot fast path
@@ -44,14 +46,17 @@ struct decoder_state {
   std::vector<std::vector<std::pair<std::string, doc_node>>> maps;
   std::vector<std::vector<doc_node>> items;
   std::vector<path_segment> path;
-  // The tree the reusing decoders below build into. Its strings and vectors keep their
-  // capacity from one document to the next, so that similar documents cost no allocation.
+  // The tree the reusing decoders (json_reuse.hpp) build into. Its strings and vectors keep
+  // their capacity from one document to the next, so that similar documents cost no
+  // allocation.
   doc_node tree;
 
   // A padded copy of `text` in `into` (buffer or outer), valid until that buffer is reused.
   static simdjson::padded_string_view pad(std::vector<char>& into, std::string_view text);
   simdjson::padded_string_view pad(std::string_view text) { return pad(buffer, text); }
 };
+
+// ---- The two decoders (document_yaml.cpp, document_json.cpp) and what both use (document.cpp)
 
 decode_result decode_yaml_styled(std::string_view text, std::string_view rule_id,
                                  const decode_limits& limits, path_style style);
@@ -61,32 +66,42 @@ decode_result decode_json_styled(decoder_state& state, std::string_view text,
                                  std::string_view rule_id, const decode_limits& limits,
                                  path_style style, bool& json_ok);
 
-// A JSON object decoded into `state.tree`, over whatever the previous document left there.
-// True only when decode_json would accept `text` without any error and build the same tree
-// (then `state.tree` is that tree); false says nothing about the text (and leaves
-// `state.tree` unspecified): the caller asks decode_json for the verdict. The tree's
-// strings view nothing; it stays valid until the next reusing decode with `state`.
-bool decode_json_object_reusing(decoder_state& state, std::string_view text,
-                                const decode_limits& limits);
-// The same for an object open in the caller's own On Demand document, so that one parse of
-// the caller's input serves both its envelope and this object. `rest` starts at the
-// object's `{` and runs to the end of the input. The caller then finds the object's text (to
-// the next token, as raw_json() would have) and must check it with json_text_acceptable: the
-// tree is decode_json's only when both succeed.
-bool build_object_reusing(decoder_state& state, simdjson::ondemand::object& obj,
-                          std::string_view rest, const decode_limits& limits);
-// decode_json_styled's checks of the text itself (size, yaml.v3's character and escape
-// rules), which come before any parsing.
-bool json_text_acceptable(std::string_view text, const decode_limits& limits);
+// A decode_result holding one error with neither a path nor a value.
+decode_result fail_with(std::string_view rule, std::string detail);
 
 // Appends one mapping key to a path in the given style.
 void append_path_key(std::string& out, std::string_view key, bool top, path_style style);
 // Renders a path from its segments, as append_path_key and core::index would build it.
 std::string render_path(const std::vector<path_segment>& segments, path_style style);
 
-// A JSON key (opening quote at byte `open` of `text`) is also a YAML simple key: its `:` on
-// the same line and at most 1024 characters after the key's start (yaml.v3 scannerc.go).
-[[nodiscard]] bool json_key_fits_yaml(std::string_view text, std::size_t open);
+// ---- The text as yaml.v3 reads it (document_text_checks.cpp, document_scan.cpp)
+
+[[nodiscard]] inline bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+// The value of a hexadecimal digit, -1 for any other character.
+[[nodiscard]] inline int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+  return -1;
+}
+
+// yaml.v3's line number (1-based) of the byte at `offset`: LF, CR LF and a lone CR each end
+// a line.
+std::size_t line_of(std::string_view text, std::size_t offset);
+// "line N: msg", as yaml.v3 words an error.
+std::string at_line(std::size_t line, std::string_view msg);
+// `text` with every lone CR turned into LF, in `out`; false (and `out` untouched) when it
+// has none.
+bool lone_crs_as_lf(std::string_view text, std::string& out);
+
+// The escapes and the end of the double-quoted scalar whose opening quote is at `open`, and
+// the end of a single-quoted one: what yaml-cpp takes and yaml.v3 refuses (`\/`, a surrogate
+// escape, a scalar the end of the text cuts off). Empty when acceptable, else the message.
+std::string check_double_quoted(std::string_view text, std::size_t open);
+std::string check_single_quoted(std::string_view text, std::size_t open);
+
+// Directives and the region before the first token, where yaml-cpp is more lenient than
+// yaml.v3. Empty when acceptable, else the message.
+std::string check_prologue(std::string_view text);
 
 // What gopkg.in/yaml.v3's reader accepts before any parsing: strict UTF-8 (no overlongs,
 // surrogates or code points past U+10FFFF) and only YAML-printable characters (tab, LF, CR,
@@ -100,6 +115,10 @@ std::string check_yaml_characters(std::string_view text, bool* has_line_separato
 // characters or not on the same line as its `:`, and a tab before the first token. Returns an
 // empty string when the JSON text is also acceptable YAML for these rules.
 std::string check_json_as_yaml(std::string_view text);
+
+// A JSON key (opening quote at byte `open` of `text`) is also a YAML simple key: its `:` on
+// the same line and at most 1024 characters after the key's start (yaml.v3 scannerc.go).
+[[nodiscard]] bool json_key_fits_yaml(std::string_view text, std::size_t open);
 
 // One pass over JSON text for the snapshot fast path: the character rules of
 // check_yaml_characters, the escape rules of check_json_as_yaml, and every structural `:`
@@ -115,11 +134,26 @@ enum class json_scan : std::uint8_t { ok, exact, refuse };
 // written when this returns false.
 [[nodiscard]] bool copy_plain_json(std::string_view text, char* out) noexcept;
 
-// Literal text of a JSON number token, checked against the JSON grammar (RFC 8259 §6).
-[[nodiscard]] bool is_json_number(std::string_view token) noexcept;
+// ---- Scalars (document_scalar.cpp)
+
+// What yaml.v3's resolve() makes of a scalar's text.
+enum class resolved : std::uint8_t { str, null, bool_, int_, float_, timestamp };
+// yaml.v3 resolve("", text); timestamps only when `try_timestamp` (a !!timestamp tag asks for
+// one, a plain scalar tries).
+[[nodiscard]] resolved resolve_text(std::string_view text, bool try_timestamp);
+[[nodiscard]] doc_node::scalar_tag to_scalar_tag(resolved r);
+// "!!int", "!!null", ...: how yaml.v3 names the tag in its messages.
+[[nodiscard]] std::string_view short_name(resolved r);
+// Go's base64.StdEncoding.DecodeString (!!binary): CR and LF are skipped, padding is required.
+bool decode_base64(std::string_view in, std::string& out);
 
 // yaml.v3 resolve("", text) for a plain scalar: the tag it would get (null included).
 [[nodiscard]] doc_node::scalar_tag resolve_plain(std::string_view text, bool* is_null) noexcept;
+
+// Literal text of a JSON number token, checked against the JSON grammar (RFC 8259 §6).
+[[nodiscard]] bool is_json_number(std::string_view token) noexcept;
+
+// ---- Short strings on hot paths
 
 // Byte equality for short strings without a library call (label keys, values, names).
 [[nodiscard]] inline __attribute__((always_inline)) bool same_bytes(const char* a, const char* b,
@@ -160,7 +194,8 @@ enum class json_scan : std::uint8_t { ok, exact, refuse };
     if (a[i] != b[i]) return false;
   return true;
 }
-[[nodiscard]] inline __attribute__((always_inline)) bool same(std::string_view a, std::string_view b) noexcept {
+[[nodiscard]] inline __attribute__((always_inline)) bool same(std::string_view a,
+                                                              std::string_view b) noexcept {
   return a.size() == b.size() && same_bytes(a.data(), b.data(), a.size());
 }
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "admission/review.hpp"
-#include "test/admission/fixture.hpp"
 #include "core/document.hpp"
-#include "core/document_internal.hpp"
+#include "core/json_reuse.hpp"
 #include "core/model_deployment.hpp"
 #include "core/topology_source.hpp"
+#include "test/admission/fixture.hpp"
 
 namespace topogate::admission {
 namespace {
@@ -215,7 +215,7 @@ TEST(ReviewOnePass, OnlyReviewsUpTo64KiBLeaveTheirTreeInTheDecoder) {
     const outcome out = review(route::topology_sources, body, json_meta, {}, shared);
     ASSERT_EQ(out.error, failure::none) << out.message;
     EXPECT_EQ(rendered(out.errors), rendered(reference_errors(route::topology_sources, body)));
-    EXPECT_EQ(shared.state().tree.map.empty(), size > 64 * 1024);
+    EXPECT_EQ(core::reused_tree(shared).map.empty(), size > 64 * 1024);
     // The next review is answered the same either way.
     core::json_decoder fresh;
     EXPECT_EQ(review(route::topology_sources, small, json_meta, {}, shared).body,

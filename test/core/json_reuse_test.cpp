@@ -3,15 +3,15 @@
 // left in the decoder, and refuse everything else, so that the caller's fallback to
 // decode_json gives the exact verdict.
 
+#include "core/json_reuse.hpp"
+
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <string>
 #include <vector>
 
 #include "core/document.hpp"
-#include "core/document_internal.hpp"
-
-#include <simdjson.h>
 
 namespace topogate::core {
 namespace {
@@ -89,14 +89,14 @@ std::vector<std::string> corpus() {
   };
 }
 
-void expect_same_as_decode_json(detail::decoder_state& st, const std::string& doc,
+void expect_same_as_decode_json(json_decoder& decoder, const std::string& doc,
                                 const decode_limits& limits) {
   SCOPED_TRACE(doc.substr(0, 120));
   const decode_result want = decode_json(doc, "", limits);
-  const bool reused = detail::decode_json_object_reusing(st, doc, limits);
+  const bool reused = decode_object_reusing(decoder, doc, limits);
   EXPECT_EQ(reused, want.ok() && want.root.is_mapping());
   if (reused) {
-    EXPECT_EQ(flatten(st.tree), flatten(want.root));
+    EXPECT_EQ(flatten(reused_tree(decoder)), flatten(want.root));
   }
 }
 
@@ -104,10 +104,10 @@ TEST(JsonReuse, AcceptsAndBuildsExactlyWhatDecodeJsonDoes) {
   json_decoder decoder;
   const std::vector<std::string> docs = corpus();
   for (int round = 0; round < 2; ++round) {
-    for (const std::string& doc : docs) expect_same_as_decode_json(decoder.state(), doc, {});
+    for (const std::string& doc : docs) expect_same_as_decode_json(decoder, doc, {});
     // The same documents in the reverse order: every shape is rebuilt over another.
     for (auto it = docs.rbegin(); it != docs.rend(); ++it)
-      expect_same_as_decode_json(decoder.state(), *it, {});
+      expect_same_as_decode_json(decoder, *it, {});
   }
 }
 
@@ -117,24 +117,23 @@ TEST(JsonReuse, LimitsBothSides) {
   for (std::size_t nodes : {5u, 6u, 7u}) {
     decode_limits limits;
     limits.max_expanded_nodes = nodes;
-    expect_same_as_decode_json(decoder.state(), doc, limits);
+    expect_same_as_decode_json(decoder, doc, limits);
   }
   for (std::size_t depth : {2u, 3u, 4u}) {
     decode_limits limits;
     limits.max_depth = depth;
-    expect_same_as_decode_json(decoder.state(), doc, limits);
+    expect_same_as_decode_json(decoder, doc, limits);
   }
   for (std::size_t bytes : {doc.size() - 1, doc.size()}) {
     decode_limits limits;
     limits.max_bytes = bytes;
-    expect_same_as_decode_json(decoder.state(), doc, limits);
+    expect_same_as_decode_json(decoder, doc, limits);
   }
 }
 
 TEST(JsonReuse, BuildsInsideTheCallersDocument) {
   // An object read in place from a larger document gives decode_json's tree of its text.
   json_decoder decoder;
-  detail::decoder_state& st = decoder.state();
   simdjson::dom::parser json;
   for (const std::string& inner : corpus()) {
     // Objects that are JSON, whether or not yaml.v3 would read them the same way.
@@ -154,13 +153,13 @@ TEST(JsonReuse, BuildsInsideTheCallersDocument) {
     simdjson::ondemand::object obj;
     ASSERT_EQ(v.get_object().get(obj), simdjson::SUCCESS);
     const std::string_view rest(start, static_cast<std::size_t>(padded.data() + outer.size() - start));
-    bool built = detail::build_object_reusing(st, obj, rest, {});
+    bool built = build_object_reusing(decoder, obj, rest, {});
     const char* end = nullptr;
     built = built && doc.current_location().get(end) == simdjson::SUCCESS;
     std::string_view text;
     if (built) {
       text = std::string_view(start, static_cast<std::size_t>(end - start));
-      built = detail::json_text_acceptable(text, {});
+      built = json_text_acceptable(text, {});
     }
     // The text found is raw_json()'s, as decode_json would be given it.
     const std::string expected_text = inner + " ";
@@ -168,7 +167,7 @@ TEST(JsonReuse, BuildsInsideTheCallersDocument) {
     EXPECT_EQ(built, want.ok());
     if (built && want.ok()) {
       EXPECT_EQ(text, expected_text);
-      EXPECT_EQ(flatten(st.tree), flatten(want.root));
+      EXPECT_EQ(flatten(reused_tree(decoder)), flatten(want.root));
     }
   }
 }
