@@ -12,6 +12,10 @@ packages=(
   zlib1g-dev
   python3-pytest
   clang-16 libclang-rt-16-dev
+  # The image (scripts/image.sh) and the end-to-end node: a root filesystem from
+  # Debian's packages, podman to build and run the image, containerd, runc and the
+  # CNI plugins under the kubelet.
+  mmdebstrap podman skopeo runc containerd containernetworking-plugins iptables
 )
 
 missing=()

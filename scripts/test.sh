@@ -9,9 +9,13 @@
 #               with threads: the reconcile loops, the store, the Asio server)
 #   fuzz        every libFuzzer target for TOPOGATE_FUZZ_SECONDS with ASan+UBSan
 #               (scripts/fuzz.sh, two targets at a time)
+#   image       the container image (scripts/image.sh): a release build on a base of Debian
+#               packages, run once (version, the demo fetched with curl, SIGTERM)
 #   e2e         the Kubernetes end-to-end and conformance suites (test/e2e/all.sh: a real
-#               kube-apiserver, etcd, kubectl and helm built from pinned Go modules and
-#               cached in ~/.cache/topogate), against the dev binary
+#               kube-apiserver, etcd, kubectl, helm, kubelet, kube-proxy and controllers
+#               built from pinned Go modules and cached in ~/.cache/topogate, containerd
+#               and runc from Debian), against the dev binary; its node suite installs
+#               the chart with the image on a real node
 # The closing `total:` line counts CTest tests of every preset, fuzz targets and
 # end-to-end suites; a stage that could not be built counts as one failure.
 # Environment:
@@ -24,6 +28,8 @@
 #                           server, without the Kubernetes client: about 150 CPU-seconds of
 #                           build on top of the libraries the other five build, and a minute
 #                           more for the server; the targets run two at a time, four rounds)
+#   TOPOGATE_SKIP_IMAGE     set to 1 to skip the image stage (the node suite then builds
+#                           the image itself when build/image/topogate-oci.tar is missing)
 #   TOPOGATE_SKIP_E2E       set to 1 to skip the Kubernetes stage
 #   TOPOGATE_JOBS           build and test parallelism (default: nproc)
 set -uo pipefail
@@ -96,6 +102,20 @@ if ((fuzz_seconds > 0)); then
   failed=$((failed + bad))
   ((rc == 0)) || status=1
   stage_done fuzz "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" "$ok/$((ok + bad)) targets clean"
+fi
+
+# The container image (scripts/image.sh: release build, Debian base, run once); the
+# e2e stage's node suite installs the chart with it.
+if [[ ${TOPOGATE_SKIP_IMAGE:-0} != 1 ]]; then
+  t0=$SECONDS
+  echo "== image"
+  if bash scripts/image.sh; then
+    passed=$((passed + 1))
+    stage_done image ok "$t0" "built, ran version, the demo and SIGTERM"
+  else
+    failed=$((failed + 1)) status=1
+    stage_done image FAIL "$t0" "scripts/image.sh failed"
+  fi
 fi
 
 if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then

@@ -2,8 +2,9 @@
 # Every Kubernetes-facing and conformance test, in order, with durations:
 # the tool build (cached), certs/ scripts, the consumer client's Go tests, the
 # chart against the real apiserver, the webhook end to end, the conformance
-# corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs. Runs
-# all of them and fails if any failed.
+# corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs, and the
+# chart installed from the image on a real node. Runs all of them and fails if
+# any failed.
 # Env: TOPOGATE_BINARY (default build/{dev,debug,release}/cli/topogate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +47,8 @@ kube_unit() {
 step kube-unit kube_unit
 step conformance "$here/conformance.sh"
 step diagnose "$here/diagnose.sh"
+# The chart on a real node (kubelet, containerd), with the image scripts/image.sh built.
+step node python3 "$here/node_test.py"
 echo "=== summary"
 printf '%s\n' "${results[@]}"
 exit $failed

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes tools the end-to-end tests run (kube-apiserver,
-# etcd, kubectl, helm) from Go modules pinned in test/e2e/kube-bins and
-# test/e2e/helm-bin, into a cache folder keyed by their versions:
+# Builds the real Kubernetes tools the end-to-end tests run (kube-apiserver, etcd,
+# kubectl, kubelet, kube-proxy, kube-controller-manager, kube-scheduler, helm) from
+# Go modules pinned in test/e2e/kube-bins and test/e2e/helm-bin, into a cache folder
+# keyed by their versions:
 #
-#   ${TOPOGATE_CACHE:-$HOME/.cache/topogate}/kube-<k8s>-etcd-<etcd>/{kube-apiserver,etcd,kubectl}
+#   ${TOPOGATE_CACHE:-$HOME/.cache/topogate}/kube-<k8s>-etcd-<etcd>/{kube-apiserver,etcd,kubectl,
+#                                                kubelet,kube-proxy,kube-controller-manager,kube-scheduler}
 #   ${TOPOGATE_CACHE:-$HOME/.cache/topogate}/helm-<helm>/helm
 #
 # The cache lives outside the repository so every checkout on a machine shares
@@ -90,12 +92,19 @@ have "$kube_dir/kube-apiserver" "Kubernetes $k8s_ver" \
 have "$kube_dir/kubectl" "Client Version: $k8s_ver" \
   "$(flags_of k8s.io/kubernetes/cmd/kubectl "$kube_ldflags" $kube_tags)" version --client ||
   build "$here/kube-bins" "$kube_dir/kubectl" k8s.io/kubernetes/cmd/kubectl "$kube_ldflags" $kube_tags
+# The node: kubelet, kube-proxy, kube-controller-manager and kube-scheduler,
+# for the suite that runs Pods (test/e2e/node_test.py).
+for bin in kubelet kube-proxy kube-controller-manager kube-scheduler; do
+  have "$kube_dir/$bin" "Kubernetes $k8s_ver" \
+    "$(flags_of k8s.io/kubernetes/cmd/$bin "$kube_ldflags" $kube_tags)" --version ||
+    build "$here/kube-bins" "$kube_dir/$bin" k8s.io/kubernetes/cmd/$bin "$kube_ldflags" $kube_tags
+done
 have "$helm_dir/helm" "Version:\"$helm_ver\"" "$(flags_of helm.sh/helm/v3/cmd/helm "$helm_ldflags" "")" version ||
   build "$here/helm-bin" "$helm_dir/helm" helm.sh/helm/v3/cmd/helm "$helm_ldflags"
 
 if ((print_env)); then
   printf 'KUBE_BIN_DIR=%q\nHELM_BIN_DIR=%q\n' "$kube_dir" "$helm_dir"
 else
-  log "kube-apiserver, etcd, kubectl in $kube_dir"
+  log "kube-apiserver, etcd, kubectl, kubelet, kube-proxy, kube-controller-manager, kube-scheduler in $kube_dir"
   log "helm in $helm_dir"
 fi
