@@ -344,14 +344,11 @@ EOF
   wait_for containerd "$dir/containerd.pid" "$dir/containerd.log" ctr_ version
 }
 
-# load_image ARCHIVE: imports an OCI archive (as podman saves it) into the node's
-# containerd under the image's full name.
+# load_image ARCHIVE: imports an OCI archive into the node's containerd; the image keeps
+# the name podman saved it under (the index's org.opencontainers.image.ref.name, e.g.
+# localhost/topogate:0.1.0), which Pod specs then use with imagePullPolicy: Never.
 load_image() {
-  local archive=$1 name
-  # podman's OCI archive names the image by its tag only; the full name is in the
-  # image's own annotations when the archive was saved from a named image.
-  name=$(skopeo inspect --format '{{.Name}}' "oci-archive:$archive" 2>/dev/null || true)
-  ctr_ images import --all-platforms ${name:+--base-name "$name"} "$archive" >&2
+  ctr_ images import --all-platforms "$1" >&2
 }
 
 # The Pod sandbox image, built from test/e2e/node/pause.c (no registry here).
