@@ -3,9 +3,8 @@
 // Connections drive their own sockets (TLS through tls_channel, tls.hpp), one strand each
 // with several threads; Beast parses the requests and handle() (router.hpp) answers them.
 
-#include <boost/asio/io_context.hpp>
-
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,7 +44,8 @@ class server {
   void run(const std::function<void()>& on_listening = {});
   void shutdown();  // thread-safe
 
-  // The listener and session internals (server.cpp); public only so sessions can name it.
+  // The listener and what its connections share (listener.hpp); public only so the
+  // sessions (http_session.hpp) can name it.
   struct impl;
 
  private:
