@@ -153,9 +153,9 @@ podman rmi "$base" >/dev/null 2>&1 || true
 printf 'TOPOGATE_IMAGE=%q\nTOPOGATE_IMAGE_ARCHIVE=%q\n' "$image" "$out/topogate-oci.tar" >"$out/image.env"
 
 size=$(podman image inspect --format '{{.Size}}' "$image")
-gz=$(gzip -6 -c "$out/topogate-oci.tar" | wc -c)
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
-log "built $image in $((SECONDS - t0)) s: $(mib "$size") unpacked, $(mib "$gz") as a gzip'd OCI archive"
+# The archive's layers are gzip'd: its size is what a registry stores and a node pulls.
+log "built $image in $((SECONDS - t0)) s: $(mib "$size") unpacked, $(mib "$(stat -c %s "$out/topogate-oci.tar")") compressed (the OCI archive)"
 log "binary: $(mib "$(stat -c %s "$ctx/topogate")") stripped; Debian packages:"
 sed 's/^/  /' "$out/packages.txt" >&2
 
@@ -165,8 +165,9 @@ if ((compare)); then
   extract_rootfs "$out/distroless-cc.tar" "$out/distroless-cc-packages.txt" \
     base-files,netbase,tzdata,ca-certificates,libc6,libssl3,libgcc-s1,libgomp1,libstdc++6
   log "for comparison, distroless cc-debian12's package set extracted the same way:" \
-    "$(mib "$(stat -c %s "$out/distroless-cc.tar")") (tar), $(mib "$(gzip -6 -c "$out/distroless-cc.tar" | wc -c)") gzip'd;" \
-    "topogate's base: $(mib "$(stat -c %s "$out/rootfs.tar")") (tar)"
+    "$(mib "$(stat -c %s "$out/distroless-cc.tar")") unpacked, $(mib "$(gzip -6 -c "$out/distroless-cc.tar" | wc -c)") gzip'd;" \
+    "topogate's base without the binary: $(mib "$(stat -c %s "$out/rootfs.tar")") unpacked," \
+    "$(mib "$(gzip -6 -c "$out/rootfs.tar" | wc -c)") gzip'd"
 fi
 rm -f "$out/rootfs.tar" "$out/distroless-cc.tar"
 

@@ -88,12 +88,12 @@ struct world {
     write("alpha-writer.token", "alpha-writer\n");
     write("push-writer.token", "push-writer\n");
     write("snapshot.yaml", fuzz::inventory_snapshot_yaml);
-    server::issued ca, other, leaf, stranger_leaf;
-    fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
-    fuzz::check(server::make_ca("other CA", 30, other, nullptr), "make CA");
-    fuzz::check(server::issue(ca, {"reader", "fuzz", {"reader.example"}, {}, false, 30}, leaf, nullptr), "issue");
-    fuzz::check(server::issue(other, {"reader", "fuzz", {"reader.example"}, {}, false, 30}, stranger_leaf, nullptr),
-                "issue");
+    const server::issued ca = fuzz::value_of(server::make_ca("fuzz CA", 30), "make CA");
+    const server::issued other = fuzz::value_of(server::make_ca("other CA", 30), "make CA");
+    const server::issued leaf = fuzz::value_of(
+        server::issue(ca, {"reader", "fuzz", {"reader.example"}, {}, false, 30}), "issue");
+    const server::issued stranger_leaf = fuzz::value_of(
+        server::issue(other, {"reader", "fuzz", {"reader.example"}, {}, false, 30}), "issue");
     write("ca.crt", ca.cert_pem);
     client = load(leaf.cert_pem);
     stranger = load(stranger_leaf.cert_pem);
@@ -124,8 +124,7 @@ struct world {
 
     auto state = std::make_shared<server::auth_state>();
     auto load_set = [&](server::credential_files f, server::credential_set& out) {
-      std::string error;
-      fuzz::check(server::load_credentials(f, out, &error), "load credentials", error);
+      out = fuzz::value_of(server::load_credentials(f), "load credentials");
     };
     load_set({{path("alpha.token")}, {}, {}, {}}, state->inventories["alpha"].readers);
     load_set({{path("alpha-writer.token")}, {}, {}, {}}, state->inventories["alpha"].writers);
@@ -133,7 +132,7 @@ struct world {
     load_set({{path("alpha.token")}, {}, {}, {}}, state->inventories["push"].readers);
     load_set({{path("push-writer.token")}, {}, {}, {}}, state->inventories["push"].writers);
 
-    // As serve wires them from limits.* (server/server.cpp).
+    // As the listener wires them from limits.* (server/listener.cpp).
     limits.admission = admission_limit;
     limits.push = push_limit;
     admission.max_body_bytes = admission_limit;
@@ -275,7 +274,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view wire(reinterpret_cast<const char*>(data + 1), size - 1);
 
   for (int n = 0; n < max_requests && !wire.empty(); ++n) {
-    // As http_session::do_read / on_read_header / do_read_body (server/server.cpp).
+    // As http_session::do_read / on_header and the body read (server/http_session.hpp).
     http::request_parser<http::string_body> parser;
     parser.header_limit(header_limit);
     parser.body_limit(std::max(w.limits.admission, w.limits.push));
