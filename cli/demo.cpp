@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "server/config.hpp"
@@ -78,9 +79,9 @@ constexpr std::string_view review_denied = R"({"apiVersion":"admission.k8s.io/v1
 
 bool file_exists(const std::string& path) { return server::signature_of(path).exists; }
 
-bool write_if_missing(const std::string& path, std::string_view data, unsigned mode, std::string* error) {
-  if (file_exists(path)) return true;
-  return server::write_file_atomic(path, data, mode, error);
+core::result<void> write_if_missing(const std::string& path, std::string_view data, unsigned mode) {
+  if (file_exists(path)) return {};
+  return server::write_file_atomic(path, data, mode);
 }
 
 std::string random_token() {
@@ -95,17 +96,21 @@ std::string random_token() {
   return out;
 }
 
-bool make_pki(const std::string& dir, std::string* error) {
+core::result<void> make_pki(const std::string& dir) {
   const std::string ca_crt = dir + "/ca.crt", ca_key = dir + "/ca.key";
   server::issued ca;
   if (file_exists(ca_crt) && file_exists(ca_key)) {
-    if (!server::read_file(ca_crt, ca.cert_pem, error) || !server::read_file(ca_key, ca.key_pem, error)) return false;
+    auto cert = server::read_file(ca_crt);
+    if (!cert) return std::move(cert).error();
+    auto key = server::read_file(ca_key);
+    if (!key) return std::move(key).error();
+    ca = {std::move(*cert), std::move(*key)};
   } else {
-    if (!server::make_ca("topogate demo CA", 3650, ca, error)) return false;
-    if (!server::write_file_atomic(ca_key, ca.key_pem, 0600, error) ||
-        !server::write_file_atomic(ca_crt, ca.cert_pem, 0644, error)) {
-      return false;
-    }
+    auto made = server::make_ca("topogate demo CA", 3650);
+    if (!made) return std::move(made).error();
+    ca = std::move(*made);
+    if (auto w = server::write_file_atomic(ca_key, ca.key_pem, 0600); !w) return w;
+    if (auto w = server::write_file_atomic(ca_crt, ca.cert_pem, 0644); !w) return w;
   }
   struct leaf {
     const char* name;
@@ -118,14 +123,12 @@ bool make_pki(const std::string& dir, std::string* error) {
   for (const auto& l : leaves) {
     const std::string crt = dir + "/" + l.name + ".crt", key = dir + "/" + l.name + ".key";
     if (file_exists(crt) && file_exists(key)) continue;
-    server::issued out;
-    if (!server::issue(ca, l.req, out, error)) return false;
-    if (!server::write_file_atomic(key, out.key_pem, 0600, error) ||
-        !server::write_file_atomic(crt, out.cert_pem, 0644, error)) {
-      return false;
-    }
+    const auto out = server::issue(ca, l.req);
+    if (!out) return out.error();
+    if (auto w = server::write_file_atomic(key, out->key_pem, 0600); !w) return w;
+    if (auto w = server::write_file_atomic(crt, out->cert_pem, 0644); !w) return w;
   }
-  return write_if_missing(dir + "/token", random_token() + "\n", 0600, error);
+  return write_if_missing(dir + "/token", random_token() + "\n", 0600);
 }
 
 }  // namespace
@@ -161,18 +164,27 @@ int run_demo(args a) {
     return 1;
   }
   dir = abs;
-  std::string error;
-  if (!make_pki(dir, &error) || !write_if_missing(dir + "/topologysource.yaml", topology_source_yaml, 0644, &error) ||
-      !write_if_missing(dir + "/snapshot.yaml", snapshot_yaml, 0644, &error) ||
-      !write_if_missing(dir + "/topogate.yaml", config_yaml, 0644, &error) ||
-      !write_if_missing(dir + "/review-allowed.json", review_allowed, 0644, &error) ||
-      !write_if_missing(dir + "/review-denied.json", review_denied, 0644, &error)) {
-    std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
+  const auto written = [&]() -> core::result<void> {
+    if (auto r = make_pki(dir); !r) return r;
+    const std::pair<const char*, std::string_view> files[] = {
+        {"/topologysource.yaml", topology_source_yaml},
+        {"/snapshot.yaml", snapshot_yaml},
+        {"/topogate.yaml", config_yaml},
+        {"/review-allowed.json", review_allowed},
+        {"/review-denied.json", review_denied},
+    };
+    for (const auto& [name, data] : files) {
+      if (auto r = write_if_missing(dir + name, data, 0644); !r) return r;
+    }
+    return {};
+  }();
+  if (!written) {
+    std::fprintf(stderr, "topogate demo: %s\n", written.error().message.c_str());
     return 1;
   }
-  auto cfg = server::load_serve_config(dir + "/topogate.yaml", &error);
+  auto cfg = server::load_serve_config(dir + "/topogate.yaml");
   if (!cfg) {
-    std::fprintf(stderr, "topogate demo: %s\n", error.c_str());
+    std::fprintf(stderr, "topogate demo: %s\n", cfg.error().message.c_str());
     return 2;
   }
   cfg->port = port;
@@ -186,9 +198,8 @@ int run_demo(args a) {
     env += "TOPOGATE_TOKEN_FILE=" + dir + "/token\n";
     env += "TOPOGATE_CLIENT_CERT=" + dir + "/client.crt\n";
     env += "TOPOGATE_CLIENT_KEY=" + dir + "/client.key\n";
-    std::string err;
-    if (!server::write_file_atomic(dir + "/demo.env", env, 0644, &err)) {
-      std::fprintf(stderr, "topogate demo: %s\n", err.c_str());
+    if (const auto w = server::write_file_atomic(dir + "/demo.env", env, 0644); !w) {
+      std::fprintf(stderr, "topogate demo: %s\n", w.error().message.c_str());
     }
     std::printf(
         "\ntopogate demo is serving inventory \"demo\" on %s (files in %s)\n\n"

@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diagnose/cluster_objects.hpp"
 #include "diagnose/diagnose.hpp"
 #include "core/document.hpp"
+#include "core/result.hpp"
 #include "inventory/kube_client.hpp"
 #include "cli/commands.hpp"
 #include "server/file_util.hpp"
@@ -195,14 +197,11 @@ bool ends_with_any(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".yaml") || name.ends_with(".yml");
 }
 
-bool read_offline(const options& o, diagnose::cluster_objects& objects, std::string& error) {
+core::result<void> read_offline(const options& o, diagnose::cluster_objects& objects) {
   std::vector<std::string> files;
   if (!o.from_dir.empty()) {
     DIR* d = ::opendir(o.from_dir.c_str());
-    if (!d) {
-      error = "cannot open directory " + o.from_dir;
-      return false;
-    }
+    if (!d) return core::fail(core::errc::io, "cannot open directory " + o.from_dir);
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
@@ -211,26 +210,22 @@ bool read_offline(const options& o, diagnose::cluster_objects& objects, std::str
     ::closedir(d);
     std::sort(names.begin(), names.end());
     for (const auto& n : names) files.push_back(o.from_dir + "/" + n);
-    if (files.empty()) {
-      error = "no .json or .yaml files in " + o.from_dir;
-      return false;
-    }
+    if (files.empty())
+      return core::fail(core::errc::not_found, "no .json or .yaml files in " + o.from_dir);
   }
   files.insert(files.end(), o.files.begin(), o.files.end());
   for (const auto& f : files) {
-    std::string text;
-    if (!server::read_file(f == "-" ? "/dev/stdin" : f, text, &error, max_file_bytes)) return false;
+    auto text = server::read_file(f == "-" ? "/dev/stdin" : f, max_file_bytes);
+    if (!text) return std::move(text).error();
     // An undecodable file is an input error; a field error inside an object is a warning.
-    const auto d = core::decode_any(text, "", object_limits());
-    if (!d.ok()) {
-      error = f + ": " + d.errors.front().to_string();
-      return false;
-    }
+    const auto d = core::decode_any(*text, "", object_limits());
+    if (!d.ok())
+      return core::fail(core::errc::invalid_argument, f + ": " + d.errors.front().to_string());
     auto errors = diagnose::add_object(objects, d.root, "");
     for (auto& e : errors) e.path = e.path.empty() ? f : f + ": " + e.path;
     warn_errors(errors);
   }
-  return true;
+  return {};
 }
 
 // Private temporary files for credentials a kubeconfig carries inline (the client reads a
@@ -240,28 +235,24 @@ struct temp_files {
   ~temp_files() {
     for (const auto& p : paths) ::unlink(p.c_str());
   }
-  bool write(std::string_view data, std::string& path, std::string& error) {
+  // The new file's path.
+  core::result<std::string> write(std::string_view data) {
     const char* dir = std::getenv("TMPDIR");
     std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/topogate-diagnose.XXXXXX";
     const int fd = ::mkstemp(tmpl.data());  // created 0600
-    if (fd < 0) {
-      error = "cannot create a temporary file";
-      return false;
-    }
+    if (fd < 0) return core::fail(core::errc::io, "cannot create a temporary file");
     paths.push_back(tmpl);
     std::size_t off = 0;
     while (off < data.size()) {
       const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
       if (n <= 0) {
         ::close(fd);
-        error = "cannot write a temporary file";
-        return false;
+        return core::fail(core::errc::io, "cannot write a temporary file");
       }
       off += static_cast<std::size_t>(n);
     }
     ::close(fd);
-    path = tmpl;
-    return true;
+    return tmpl;
   }
 };
 
@@ -298,88 +289,77 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-bool endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg, temp_files& tmp,
-                              std::string& error) {
-  std::string text;
-  if (!server::read_file(o.kubeconfig, text, &error, 16u << 20)) return false;
-  const auto d = core::decode_yaml(text);
-  if (!d.ok()) {
-    error = o.kubeconfig + ": " + d.errors.front().to_string();
-    return false;
-  }
+core::result<void> endpoint_from_kubeconfig(const options& o, inventory::store_config& cfg,
+                                            temp_files& tmp) {
+  const auto invalid = [&](const std::string& what) {
+    return core::fail(core::errc::invalid_argument, o.kubeconfig + ": " + what);
+  };
+  const auto text = server::read_file(o.kubeconfig, 16u << 20);
+  if (!text) return text.error();
+  const auto d = core::decode_yaml(*text);
+  if (!d.ok()) return invalid(d.errors.front().to_string());
   std::string ctx = o.context;
   if (ctx.empty()) {
     const core::doc_node* cur = d.root.find("current-context");
     ctx = cur ? cur->text : "";
   }
   const core::doc_node* context = named(d.root, "contexts", ctx, "context");
-  if (!context) {
-    error = o.kubeconfig + ": no context \"" + ctx + "\"";
-    return false;
-  }
+  if (!context) return invalid("no context \"" + ctx + "\"");
   const auto field = [](const core::doc_node* n, std::string_view k) {
     const core::doc_node* v = n ? n->find(k) : nullptr;
     return v ? v->text : std::string();
   };
   const core::doc_node* cluster = named(d.root, "clusters", field(context, "cluster"), "cluster");
   const core::doc_node* user = named(d.root, "users", field(context, "user"), "user");
-  if (!cluster) {
-    error = o.kubeconfig + ": context \"" + ctx + "\" names no cluster";
-    return false;
-  }
+  if (!cluster) return invalid("context \"" + ctx + "\" names no cluster");
   const std::string base = dir_of(o.kubeconfig);
   cfg.kube_api_server = field(cluster, "server");
   if (const std::string ca = field(cluster, "certificate-authority"); !ca.empty()) {
     cfg.kube_ca_file = ca.front() == '/' ? ca : base + "/" + ca;
   } else if (const std::string data = field(cluster, "certificate-authority-data"); !data.empty()) {
     std::string pem;
-    if (!base64_decode(data, pem)) {
-      error = o.kubeconfig + ": certificate-authority-data is not base64";
-      return false;
-    }
-    if (!tmp.write(pem, cfg.kube_ca_file, error)) return false;
+    if (!base64_decode(data, pem)) return invalid("certificate-authority-data is not base64");
+    auto path = tmp.write(pem);
+    if (!path) return std::move(path).error();
+    cfg.kube_ca_file = std::move(*path);
   } else {
-    error = o.kubeconfig +
-            ": the cluster has no certificate-authority (the API's CA is always verified)";
-    return false;
+    return invalid("the cluster has no certificate-authority (the API's CA is always verified)");
   }
   if (const std::string tf = field(user, "tokenFile"); !tf.empty()) {
     cfg.kube_token_file = tf.front() == '/' ? tf : base + "/" + tf;
   } else if (const std::string token = field(user, "token"); !token.empty()) {
-    if (!tmp.write(token, cfg.kube_token_file, error)) return false;
+    auto path = tmp.write(token);
+    if (!path) return std::move(path).error();
+    cfg.kube_token_file = std::move(*path);
   } else {
-    error = o.kubeconfig +
-            ": the user has no token or tokenFile (client certificates and exec plugins are not "
-            "supported)";
-    return false;
+    return invalid(
+        "the user has no token or tokenFile (client certificates and exec plugins are not "
+        "supported)");
   }
-  return true;
+  return {};
 }
 
-// Lists one resource (all pages) into `objects`. A 404 means the kind is not served (its CRD is
-// not installed): `found` is false and it is not an error.
-bool list_resource(inventory::detail::kube_client& client, const std::string& path,
-                   diagnose::cluster_objects& objects, bool& found, std::string& error) {
-  found = true;
+// Lists one resource (all pages) into `objects`; true when it is served. A 404 means the kind is
+// not served (its CRD is not installed): false, and not an error.
+core::result<bool> list_resource(inventory::detail::kube_client& client, const std::string& path,
+                                 diagnose::cluster_objects& objects) {
   std::string cont;
   do {
     std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=500";
     if (!cont.empty()) target += "&continue=" + inventory::detail::url_encode(cont);
     const auto r = client.request("GET", target, {}, std::chrono::seconds(60));
-    if (r.status == 404) {
-      found = false;
-      return true;
-    }
+    if (r.status == 404) return false;
     if (r.status != 200) {
-      error =
+      return core::fail(
+          core::errc::unavailable,
           "GET " + path + ": " +
-          (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300) : r.error);
-      return false;
+              (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300)
+                        : r.error));
     }
     const auto d = core::decode_json(r.body, "", object_limits());
     if (!d.ok()) {
-      error = "GET " + path + ": " + d.errors.front().to_string();
-      return false;
+      return core::fail(core::errc::invalid_argument,
+                        "GET " + path + ": " + d.errors.front().to_string());
     }
     auto errors = diagnose::add_object(objects, d.root, "");
     for (auto& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
@@ -391,19 +371,19 @@ bool list_resource(inventory::detail::kube_client& client, const std::string& pa
   return true;
 }
 
-bool read_online(const options& o, diagnose::cluster_objects& objects, std::string& error) {
+core::result<void> read_online(const options& o, diagnose::cluster_objects& objects) {
   inventory::store_config cfg;
   temp_files tmp;
   if (!o.kubeconfig.empty()) {
-    if (!endpoint_from_kubeconfig(o, cfg, tmp, error)) return false;
+    if (auto r = endpoint_from_kubeconfig(o, cfg, tmp); !r) return r;
   } else if (!o.server.empty()) {
     cfg.kube_api_server = o.server;
     cfg.kube_token_file = o.token_file;
     cfg.kube_ca_file = o.ca_file;
   }
-  inventory::detail::kube_endpoint ep;
-  if (!inventory::detail::resolve_endpoint(cfg, ep, error)) return false;
-  inventory::detail::kube_client client(ep);
+  auto ep = inventory::detail::resolve_endpoint(cfg);
+  if (!ep) return std::move(ep).error();
+  inventory::detail::kube_client client(std::move(*ep));
   struct resource {
     std::vector<std::string> paths;  // preferred version first
     const char* what;
@@ -435,12 +415,14 @@ bool read_online(const options& o, diagnose::cluster_objects& objects, std::stri
   for (const auto& res : resources) {
     bool found = false;
     for (const auto& p : res.paths) {
-      if (!list_resource(client, p, objects, found, error)) return false;
+      auto listed = list_resource(client, p, objects);
+      if (!listed) return std::move(listed).error();
+      found = *listed;
       if (found) break;
     }
     if (!found) std::fprintf(stderr, "topogate diagnose: note: the API serves no %s\n", res.what);
   }
-  return true;
+  return {};
 }
 
 }  // namespace
@@ -449,10 +431,10 @@ int run_diagnose(args a) {
   options o;
   if (const auto done = parse_args(a, o)) return *done;
   diagnose::cluster_objects objects;
-  std::string error;
   const bool offline = !o.from_dir.empty() || !o.files.empty();
-  if (!(offline ? read_offline(o, objects, error) : read_online(o, objects, error)))
-    return io_error(error);
+  if (const auto read = offline ? read_offline(o, objects) : read_online(o, objects); !read) {
+    return io_error(read.error().message);
+  }
 
   std::string out;
   int rc = exit_clean;

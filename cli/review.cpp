@@ -15,12 +15,13 @@ int run_review(args a) {
     std::fputs("usage: topogate review FILE   (an AdmissionReview request; - reads stdin)\n", stderr);
     return 2;
   }
-  std::string body, error;
   const std::string path = a[0] == "-" ? "/dev/stdin" : std::string(a[0]);
-  if (!server::read_file(path, body, &error, 64u << 20)) {
-    std::fprintf(stderr, "topogate review: %s\n", error.c_str());
+  const auto read = server::read_file(path, 64u << 20);
+  if (!read) {
+    std::fprintf(stderr, "topogate review: %s\n", read.error().message.c_str());
     return 2;
   }
+  const std::string& body = *read;
   admission::options opts;
   // The file is the whole request: the route follows the object's kind.
   auto out = admission::review(admission::route::topology_sources, body, {}, opts);

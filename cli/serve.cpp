@@ -43,14 +43,13 @@ int run_serve(args a) {
                stderr);
     return 2;
   }
-  std::string error;
-  auto cfg = server::load_serve_config(config_path, &error);
+  auto cfg = server::load_serve_config(config_path);
   if (!cfg) {
-    std::fprintf(stderr, "topogate: %s\n", error.c_str());
+    std::fprintf(stderr, "topogate: %s\n", cfg.error().message.c_str());
     return 2;
   }
-  if (!server::apply_overrides(*cfg, overrides, &error)) {
-    std::fprintf(stderr, "topogate serve: %s\n", error.c_str());
+  if (const auto applied = server::apply_overrides(*cfg, overrides); !applied) {
+    std::fprintf(stderr, "topogate serve: %s\n", applied.error().message.c_str());
     return 2;
   }
   server::serve_hooks hooks;

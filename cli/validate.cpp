@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/field_error.hpp"
@@ -149,12 +150,13 @@ std::optional<int> parse_args(args a, options& o) {
 }
 
 bool read_input(const std::string& path, std::string& out) {
-  std::string error;
   const std::string real = path == "-" ? "/dev/stdin" : path;
-  if (!server::read_file(real, out, &error, max_input_bytes)) {
-    std::fprintf(stderr, "topogate validate: %s\n", error.c_str());
+  auto read = server::read_file(real, max_input_bytes);
+  if (!read) {
+    std::fprintf(stderr, "topogate validate: %s\n", read.error().message.c_str());
     return false;
   }
+  out = std::move(*read);
   return true;
 }
 

@@ -6,10 +6,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "result.hpp"
 
 namespace topogate::core {
 
@@ -49,9 +50,9 @@ namespace detail {
 [[nodiscard]] std::string_view trim_space(std::string_view s) noexcept;
 [[nodiscard]] inline bool is_blank(std::string_view s) noexcept { return trim_space(s).empty(); }
 
-// Go time.ParseDuration. nullopt with an error message in *error on failure.
-[[nodiscard]] std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s,
-                                                                        std::string* error = nullptr);
+// Go time.ParseDuration; on failure errc::invalid_argument with Go's message
+// ("time: invalid duration \"1d\"").
+[[nodiscard]] result<std::chrono::nanoseconds> parse_go_duration(std::string_view s);
 
 // Go time.Duration.String() ("1m30s", "10s", "0s"), for messages.
 [[nodiscard]] std::string format_go_duration(std::chrono::nanoseconds d);
@@ -66,6 +67,7 @@ struct parsed_url {
   std::string raw_query;
   std::string path;
 };
-[[nodiscard]] std::optional<parsed_url> parse_url(std::string_view s, std::string* error = nullptr);
+// On failure errc::invalid_argument with net/url's message ("missing protocol scheme").
+[[nodiscard]] result<parsed_url> parse_url(std::string_view s);
 
 }  // namespace topogate::core

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -89,7 +88,6 @@ std::string go_quote(std::string_view s) {
 
 namespace {
 
-using detail::fail;
 using detail::go_quote;
 
 constexpr std::uint64_t two_63 = std::uint64_t{1} << 63;
@@ -109,11 +107,10 @@ constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s, std::string* error) {
+result<std::chrono::nanoseconds> parse_go_duration(std::string_view s) {
   const std::string_view orig = s;
   auto invalid = [&](std::string_view what) {
-    fail(error, "time: " + std::string(what) + " " + go_quote(orig));
-    return std::nullopt;
+    return fail(errc::invalid_argument, "time: " + std::string(what) + " " + go_quote(orig));
   };
   bool neg = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {

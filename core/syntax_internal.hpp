@@ -8,7 +8,6 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <utility>
 
 namespace topogate::core::detail {
 
@@ -35,11 +34,5 @@ constexpr bool is_alnum(char c) noexcept { return has_class(c, cls_alnum); }
 
 // The input as Go's time and net/url packages quote it in their errors.
 [[nodiscard]] std::string go_quote(std::string_view s);
-
-// Sets *error (when asked for) and returns false.
-inline bool fail(std::string* error, std::string msg) {
-  if (error) *error = std::move(msg);
-  return false;
-}
 
 }  // namespace topogate::core::detail

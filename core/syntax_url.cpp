@@ -3,7 +3,6 @@
 
 #include <array>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,7 +16,6 @@ namespace topogate::core {
 
 namespace {
 
-using detail::fail;
 using detail::go_quote;
 using detail::is_alnum;
 
@@ -83,7 +81,7 @@ enum class escape_mode { path, host, zone, user_password, fragment };
 
 // Go's unescape(): every '%' needs two hex digits; in a host a %-escape may only encode a
 // non-ASCII byte (or be "%25"), and raw ASCII that a host may not contain is rejected.
-bool unescape(std::string_view s, escape_mode mode, std::string& out, std::string* error) {
+result<void> unescape(std::string_view s, escape_mode mode, std::string& out) {
   // Most URLs have no escape and nothing a host may not hold: checked, then copied at once.
   const bool host_like = mode == escape_mode::host || mode == escape_mode::zone;
   bool plain = false;
@@ -96,7 +94,7 @@ bool unescape(std::string_view s, escape_mode mode, std::string& out, std::strin
   }
   if (plain) {
     out.assign(s.data(), s.size());
-    return true;
+    return {};
   }
   out.clear();
   out.reserve(s.size());
@@ -104,16 +102,16 @@ bool unescape(std::string_view s, escape_mode mode, std::string& out, std::strin
     const char c = s[i];
     if (c == '%') {
       if (i + 2 >= s.size() || !is_hex(s[i + 1]) || !is_hex(s[i + 2])) {
-        return fail(error, "invalid URL escape " + go_quote(s.substr(i, 3)));
+        return fail(errc::invalid_argument, "invalid URL escape " + go_quote(s.substr(i, 3)));
       }
       const auto v = static_cast<unsigned char>(hex_value(s[i + 1]) << 4 | hex_value(s[i + 2]));
       const bool is_pct25 = s.substr(i, 3) == "%25";
       if (mode == escape_mode::host && hex_value(s[i + 1]) < 8 && !is_pct25) {
-        return fail(error, "invalid URL escape " + go_quote(s.substr(i, 3)));
+        return fail(errc::invalid_argument, "invalid URL escape " + go_quote(s.substr(i, 3)));
       }
       if (mode == escape_mode::zone && !is_pct25 && v != ' ' &&
           !host_char_ok(static_cast<char>(v))) {
-        return fail(error, "invalid URL escape " + go_quote(s.substr(i, 3)));
+        return fail(errc::invalid_argument, "invalid URL escape " + go_quote(s.substr(i, 3)));
       }
       out.push_back(static_cast<char>(v));
       i += 3;
@@ -121,12 +119,13 @@ bool unescape(std::string_view s, escape_mode mode, std::string& out, std::strin
     }
     if ((mode == escape_mode::host || mode == escape_mode::zone) &&
         static_cast<unsigned char>(c) < 0x80 && !host_char_ok(c)) {
-      return fail(error, "invalid character " + go_quote(s.substr(i, 1)) + " in host name");
+      return fail(errc::invalid_argument,
+                  "invalid character " + go_quote(s.substr(i, 1)) + " in host name");
     }
     out.push_back(c);
     ++i;
   }
-  return true;
+  return {};
 }
 
 // ":" followed by digits, or nothing.
@@ -219,16 +218,16 @@ bool is_bracketable_ipv6(std::string_view in) noexcept {
 }
 
 // Go's parseHost: host[:port] or [ipv6]:port, then the host-mode unescape.
-bool parse_host(std::string_view scheme_lower, std::string_view host, std::string& out,
-                std::string* error) {
+result<void> parse_host(std::string_view scheme_lower, std::string_view host, std::string& out) {
   const std::size_t open = last_of(host, '[');
-  if (open != std::string_view::npos && open > 0) return fail(error, "invalid IP-literal");
+  if (open != std::string_view::npos && open > 0)
+    return fail(errc::invalid_argument, "invalid IP-literal");
   if (open == 0) {
     const std::size_t close = host.rfind(']');
-    if (close == std::string_view::npos) return fail(error, "missing ']' in host");
+    if (close == std::string_view::npos) return fail(errc::invalid_argument, "missing ']' in host");
     const std::string_view colon_port = host.substr(close + 1);
     if (!valid_optional_port(colon_port)) {
-      return fail(error, "invalid port " + go_quote(colon_port) + " after host");
+      return fail(errc::invalid_argument, "invalid port " + go_quote(colon_port) + " after host");
     }
     const std::string_view hostname = host.substr(1, close - 1);
     std::string unescaped;
@@ -236,15 +235,16 @@ bool parse_host(std::string_view scheme_lower, std::string_view host, std::strin
     if (zone != std::string_view::npos) {
       std::string host_part;
       std::string zone_part;
-      if (!unescape(hostname.substr(0, zone), escape_mode::host, host_part, error)) return false;
-      if (!unescape(hostname.substr(zone), escape_mode::zone, zone_part, error)) return false;
+      if (auto r = unescape(hostname.substr(0, zone), escape_mode::host, host_part); !r) return r;
+      if (auto r = unescape(hostname.substr(zone), escape_mode::zone, zone_part); !r) return r;
       unescaped = host_part + zone_part;
-    } else if (!unescape(hostname, escape_mode::host, unescaped, error)) {
-      return false;
+    } else if (auto r = unescape(hostname, escape_mode::host, unescaped); !r) {
+      return r;
     }
-    if (!is_bracketable_ipv6(unescaped)) return fail(error, "invalid host: " + go_quote(unescaped));
+    if (!is_bracketable_ipv6(unescaped))
+      return fail(errc::invalid_argument, "invalid host: " + go_quote(unescaped));
     out = "[" + unescaped + "]" + std::string(colon_port);
-    return true;
+    return {};
   }
   if (const std::size_t first = host.find(':'); first != std::string_view::npos) {
     std::size_t i = first;
@@ -252,10 +252,10 @@ bool parse_host(std::string_view scheme_lower, std::string_view host, std::strin
     if (scheme_lower != "http" && scheme_lower != "https") i = host.rfind(':');
     const std::string_view colon_port = host.substr(i);
     if (!valid_optional_port(colon_port)) {
-      return fail(error, "invalid port " + go_quote(colon_port) + " after host");
+      return fail(errc::invalid_argument, "invalid port " + go_quote(colon_port) + " after host");
     }
   }
-  return unescape(host, escape_mode::host, out, error);
+  return unescape(host, escape_mode::host, out);
 }
 
 // RFC 3986 userinfo characters (Go also tolerates '@' inside it).
@@ -299,7 +299,7 @@ std::string to_lower_ascii(std::string_view s) {
 
 }  // namespace
 
-std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
+result<parsed_url> parse_url(std::string_view raw) {
   parsed_url url;
   const std::size_t hash = raw.find('#');
   std::string_view u = raw.substr(0, hash);
@@ -308,10 +308,8 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
 
   for (char c : u) {
     const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7f) {
-      fail(error, "net/url: invalid control character in URL");
-      return std::nullopt;
-    }
+    if (b < 0x20 || b == 0x7f)
+      return fail(errc::invalid_argument, "net/url: invalid control character in URL");
   }
   if (u == "*") {
     url.path = "*";
@@ -326,10 +324,7 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
         continue;
       }
       if (c == ':') {
-        if (i == 0) {
-          fail(error, "missing protocol scheme");
-          return std::nullopt;
-        }
+        if (i == 0) return fail(errc::invalid_argument, "missing protocol scheme");
         url.scheme = std::string(u.substr(0, i));
         rest = u.substr(i + 1);
       }
@@ -350,8 +345,7 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
       } else {
         const std::string_view segment = rest.substr(0, rest.find('/'));
         if (segment.find(':') != std::string_view::npos) {
-          fail(error, "first path segment in URL cannot contain colon");
-          return std::nullopt;
+          return fail(errc::invalid_argument, "first path segment in URL cannot contain colon");
         }
       }
     }
@@ -365,24 +359,27 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
         }
         const std::size_t at = last_of(authority, '@');
         std::string host;
-        if (!parse_host(scheme_lower,
-                        at == std::string_view::npos ? authority : authority.substr(at + 1), host,
-                        error)) {
-          return std::nullopt;
+        if (auto r = parse_host(scheme_lower,
+                                at == std::string_view::npos ? authority : authority.substr(at + 1),
+                                host);
+            !r) {
+          return std::move(r).error();
         }
         if (at != std::string_view::npos) {
           const std::string_view userinfo = authority.substr(0, at);
-          if (!valid_userinfo(userinfo)) {
-            fail(error, "net/url: invalid userinfo");
-            return std::nullopt;
-          }
+          if (!valid_userinfo(userinfo))
+            return fail(errc::invalid_argument, "net/url: invalid userinfo");
           std::string scratch;
           const std::size_t colon = userinfo.find(':');
-          if (!unescape(userinfo.substr(0, colon), escape_mode::user_password, scratch, error))
-            return std::nullopt;
-          if (colon != std::string_view::npos &&
-              !unescape(userinfo.substr(colon + 1), escape_mode::user_password, scratch, error)) {
-            return std::nullopt;
+          if (auto r = unescape(userinfo.substr(0, colon), escape_mode::user_password, scratch);
+              !r) {
+            return std::move(r).error();
+          }
+          if (colon != std::string_view::npos) {
+            if (auto r = unescape(userinfo.substr(colon + 1), escape_mode::user_password, scratch);
+                !r) {
+              return std::move(r).error();
+            }
           }
           url.has_user_info = true;
         }
@@ -399,11 +396,13 @@ std::optional<parsed_url> parse_url(std::string_view raw, std::string* error) {
         else
           url.host = std::string(h);
       }
-      if (!unescape(rest, escape_mode::path, url.path, error)) return std::nullopt;
+      if (auto r = unescape(rest, escape_mode::path, url.path); !r) return std::move(r).error();
     }
   }
-  if (!frag.empty() && !unescape(frag, escape_mode::fragment, url.fragment, error))
-    return std::nullopt;
+  if (!frag.empty()) {
+    if (auto r = unescape(frag, escape_mode::fragment, url.fragment); !r)
+      return std::move(r).error();
+  }
   return url;
 }
 

@@ -125,18 +125,18 @@ std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
     return std::nullopt;
   }
   raw = n->as_string();
-  std::string err;
-  const auto d = parse_go_duration(raw, &err);
+  const auto d = parse_go_duration(raw);
   if (!d) {
-    errors.push_back(invalid(std::string(rule), path.str(), raw,
-                             cat({err, " (units: ns, us, ms, s, m, h; e.g. 1h30m)"})));
+    errors.push_back(
+        invalid(std::string(rule), path.str(), raw,
+                cat({d.error().message, " (units: ns, us, ms, s, m, h; e.g. 1h30m)"})));
     return std::nullopt;
   }
   if (d->count() <= 0) {
     errors.push_back(invalid(std::string(rule), path.str(), raw, "must be greater than zero"));
     return std::nullopt;
   }
-  return d;
+  return *d;
 }
 
 // T13: a reference to a ConfigMap or Secret, which the controller only reads in the
@@ -322,10 +322,9 @@ void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors
     }
     errors.push_back(invalid("T9", path.str(), shown_url, std::move(detail)));
   };
-  std::string err;
-  const auto parsed = parse_url(*url, &err);
+  const auto parsed = parse_url(*url);
   if (!parsed) {
-    bad_url(cat({"not a valid URL: ", err}));
+    bad_url(cat({"not a valid URL: ", parsed.error().message}));
     return;
   }
   if (parsed->scheme.empty()) {

@@ -153,20 +153,20 @@ class file_store final : public revision_store {
 
   // A read blocks only where the disk does; the deadline is the caller's to enforce (the
   // lane answers the waiting push; this returns when the disk does).
-  store_status load(const std::string& inventory, std::optional<stored_revision>& out,
-                    store_deadline /*deadline*/) override {
+  core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+                          store_deadline /*deadline*/) override {
     out.reset();
     const auto path = dir_ + "/" + file_name(inventory);
     auto r = read_stable(path, 4u << 20);
     if (!r.ok) {
       if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
-      return {store_status::code::unavailable, r.error};
+      return core::fail(core::errc::unavailable, r.error);
     }
     std::string_view all = r.bytes;
     const auto nl = all.find('\n');
     if (!all.starts_with(magic) || nl == std::string_view::npos) {
       out = stored_revision{};
-      return {store_status::code::damaged, path + ": not a topogate store file"};
+      return core::fail(core::errc::damaged, path + ": not a topogate store file");
     }
     std::string_view header = all.substr(magic.size(), nl - magic.size());
     const std::string_view body = all.substr(nl + 1);
@@ -174,14 +174,14 @@ class file_store final : public revision_store {
     const auto sp2 = sp1 == std::string_view::npos ? sp1 : header.find(' ', sp1 + 1);
     if (sp2 == std::string_view::npos) {
       out = stored_revision{};
-      return {store_status::code::damaged, path + ": bad header"};
+      return core::fail(core::errc::damaged, path + ": bad header");
     }
     long long ns = 0;
     std::from_chars(header.data(), header.data() + sp1, ns);
     const auto digest = header.substr(sp1 + 1, sp2 - sp1 - 1);
     if (digest != sha256_hex(body)) {
       out = stored_revision{};
-      return {store_status::code::damaged, path + ": digest mismatch (file damaged)"};
+      return core::fail(core::errc::damaged, path + ": digest mismatch (file damaged)");
     }
     stored_revision rev;
     rev.json.assign(body);
@@ -193,9 +193,9 @@ class file_store final : public revision_store {
     return {};
   }
 
-  store_status save(const std::string& inventory, const stored_revision& rev,
-                    const std::string& /*expected_version*/, std::string& new_version,
-                    store_deadline deadline) override {
+  core::result<std::string> save(const std::string& inventory, const stored_revision& rev,
+                                 const std::string& /*expected_version*/,
+                                 store_deadline deadline) override {
     const auto final_path = dir_ + "/" + file_name(inventory);
     const auto tmp_path = dir_ + "/." + file_name(inventory) + ".tmp-" + std::to_string(::getpid()) + "-" +
                           std::to_string(counter_.fetch_add(1));
@@ -228,7 +228,9 @@ class file_store final : public revision_store {
     // stalled in fsync) is abandoned before it, so a push answered 503 is not stored.
     if (std::chrono::steady_clock::now() >= deadline) {
       ::unlink(tmp_path.c_str());
-      return {store_status::code::unavailable, "the write to " + dir_ + " did not complete in time (abandoned before the rename)"};
+      return core::fail(
+          core::errc::unavailable,
+          "the write to " + dir_ + " did not complete in time (abandoned before the rename)");
     }
     if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) return fail("rename " + tmp_path, errno, tmp_path);
     // The rename itself is durable only once the directory entry is.
@@ -238,8 +240,7 @@ class file_store final : public revision_store {
     const int e = errno;
     ::close(dfd);
     if (rc != 0) return fail("fsync " + dir_, e, {});
-    new_version = digest;
-    return {};
+    return digest;
   }
 
   // Leftovers of writes interrupted by a crash; never acknowledged, never loaded.
@@ -256,9 +257,9 @@ class file_store final : public revision_store {
   }
 
  private:
-  static store_status fail(const std::string& what, int e, const std::string& unlink_path) {
+  static core::error fail(const std::string& what, int e, const std::string& unlink_path) {
     if (!unlink_path.empty()) ::unlink(unlink_path.c_str());
-    return {store_status::code::unavailable, what + ": " + errno_text(e)};
+    return core::fail(core::errc::unavailable, what + ": " + errno_text(e));
   }
 
   std::string dir_;
@@ -269,27 +270,27 @@ class file_store final : public revision_store {
 
 }  // namespace detail
 
-std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error) {
+core::result<std::unique_ptr<revision_store>> make_file_store(const std::string& directory) {
   if (directory.empty()) {
-    error = "store.directory is required for the file store";
-    return nullptr;
+    return core::fail(core::errc::invalid_argument,
+                      "store.directory is required for the file store");
   }
   if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
-    error = "create store directory " + directory + ": " + detail::errno_text(errno);
-    return nullptr;
+    return core::fail(core::errc::io,
+                      "create store directory " + directory + ": " + detail::errno_text(errno));
   }
   struct stat st {};
   if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = "store directory " + directory + " is not a directory";
-    return nullptr;
+    return core::fail(core::errc::invalid_argument,
+                      "store directory " + directory + " is not a directory");
   }
   if (::access(directory.c_str(), W_OK) != 0) {
-    error = "store directory " + directory + " is not writable: " + detail::errno_text(errno);
-    return nullptr;
+    return core::fail(core::errc::io, "store directory " + directory +
+                                          " is not writable: " + detail::errno_text(errno));
   }
   auto s = std::make_unique<detail::file_store>(directory);
   s->clean_temporaries();
-  return s;
+  return std::unique_ptr<revision_store>(std::move(s));
 }
 
 }  // namespace topogate::inventory

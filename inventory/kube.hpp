@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/nodes.hpp"
+#include "core/result.hpp"
 #include "inventory/registry.hpp"
 #include "inventory/store.hpp"
 
@@ -19,9 +20,10 @@ namespace topogate::inventory {
 using log_fn = std::function<void(std::string_view level, std::string_view message)>;
 
 // One ConfigMap `topogate-<inventory>` per inventory in the namespace, written with
-// optimistic concurrency on metadata.resourceVersion and watched.
-std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, log_fn log, std::string& error);
-std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error);
+// optimistic concurrency on metadata.resourceVersion and watched. Fails with
+// errc::invalid_argument when the configuration does not say where the API is.
+core::result<std::unique_ptr<revision_store>> make_kube_store(const store_config& cfg, log_fn log);
+core::result<std::unique_ptr<node_watch>> make_node_watch(const store_config& cfg, log_fn log);
 
 // Everything `cfg` asks for: the file or kubernetes store, and a Node watch when
 // `watch_nodes` (some inventory lists Nodes through the API). What cannot be built is left
@@ -30,14 +32,15 @@ registry_deps make_dependencies(const store_config& cfg, bool watch_nodes, const
 
 namespace detail {
 // Where the API is and how to authenticate: explicit settings, else the in-cluster
-// defaults (KUBERNETES_SERVICE_HOST/PORT, the ServiceAccount token and CA).
+// defaults (KUBERNETES_SERVICE_HOST/PORT, the ServiceAccount token and CA). Fails with
+// errc::invalid_argument (a URL that is not https://, no API server known).
 struct kube_endpoint {
   std::string host;
   std::string port = "443";
   std::string token_file;
   std::string ca_file;
 };
-bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& error);
+core::result<kube_endpoint> resolve_endpoint(const store_config& cfg);
 }  // namespace detail
 
 }  // namespace topogate::inventory

@@ -40,16 +40,12 @@ constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
 // A Node list for a large cluster is tens of MiB; nothing the API returns to us is larger.
 constexpr std::uint64_t max_response_bytes = 256u << 20;
 
-bool read_file(const std::string& path, std::string& out, std::string& error) {
+core::result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read " + path;
-    return false;
-  }
+  if (!in) return core::fail(core::errc::io, "cannot read " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  return std::move(ss).str();
 }
 
 std::string trim(std::string s) {
@@ -80,16 +76,17 @@ std::string url_encode(std::string_view s) {
   return out;
 }
 
-bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& error) {
+core::result<kube_endpoint> resolve_endpoint(const store_config& cfg) {
   constexpr std::string_view sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
-  out = kube_endpoint{};
+  kube_endpoint out;
   std::string url = cfg.kube_api_server;
   if (url.empty()) {
     const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
     const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
     if (host == nullptr || *host == '\0') {
-      error = "no Kubernetes API server configured and KUBERNETES_SERVICE_HOST is not set (not in a cluster)";
-      return false;
+      return core::fail(core::errc::invalid_argument,
+                        "no Kubernetes API server configured and KUBERNETES_SERVICE_HOST is not "
+                        "set (not in a cluster)");
     }
     out.host = host;
     out.port = port != nullptr && *port != '\0' ? port : "443";
@@ -97,16 +94,14 @@ bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& 
     if (url.starts_with("https://")) {
       url.erase(0, 8);
     } else {
-      error = "Kubernetes API server must be an https:// URL";
-      return false;
+      return core::fail(core::errc::invalid_argument,
+                        "Kubernetes API server must be an https:// URL");
     }
     if (const auto slash = url.find('/'); slash != std::string::npos) url.erase(slash);
     if (!url.empty() && url.front() == '[') {
       const auto close = url.find(']');
-      if (close == std::string::npos) {
-        error = "bad Kubernetes API server URL";
-        return false;
-      }
+      if (close == std::string::npos)
+        return core::fail(core::errc::invalid_argument, "bad Kubernetes API server URL");
       out.host = url.substr(1, close - 1);
       if (close + 2 < url.size() && url[close + 1] == ':') out.port = url.substr(close + 2);
     } else if (const auto colon = url.rfind(':'); colon != std::string::npos) {
@@ -118,29 +113,24 @@ bool resolve_endpoint(const store_config& cfg, kube_endpoint& out, std::string& 
   }
   out.token_file = cfg.kube_token_file.empty() ? std::string(sa_dir) + "/token" : cfg.kube_token_file;
   out.ca_file = cfg.kube_ca_file.empty() ? std::string(sa_dir) + "/ca.crt" : cfg.kube_ca_file;
-  if (out.host.empty()) {
-    error = "bad Kubernetes API server URL";
-    return false;
-  }
-  return true;
+  if (out.host.empty())
+    return core::fail(core::errc::invalid_argument, "bad Kubernetes API server URL");
+  return out;
 }
 
 namespace {
 
 // Builds a verifying client context for one call (the CA file may rotate).
-bool make_context(const kube_endpoint& ep, ssl::context& ctx, std::string& error) {
+core::result<void> make_context(const kube_endpoint& ep, ssl::context& ctx) {
   boost::system::error_code ec;
   ctx.set_verify_mode(ssl::verify_peer, ec);
   ctx.load_verify_file(ep.ca_file, ec);
-  if (ec) {
-    error = "load CA " + ep.ca_file + ": " + ec.message();
-    return false;
-  }
+  if (ec) return core::fail(core::errc::io, "load CA " + ep.ca_file + ": " + ec.message());
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
-  return true;
+  return {};
 }
 
-bool prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream, std::string& error) {
+core::result<void> prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream) {
   SSL* ssl_handle = stream.native_handle();
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
   boost::system::error_code ec;
@@ -148,38 +138,37 @@ bool prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& str
   if (!ec) {
     // In-cluster the API is reached by IP (KUBERNETES_SERVICE_HOST): check the IP SAN.
     if (X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str()) != 1) {
-      error = "cannot verify " + ep.host;
-      return false;
+      return core::fail(core::errc::internal, "cannot verify " + ep.host);
     }
   } else {
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if (X509_VERIFY_PARAM_set1_host(param, ep.host.c_str(), 0) != 1 ||
         SSL_ctrl(ssl_handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                  const_cast<char*>(ep.host.c_str())) != 1) {
-      error = "cannot verify " + ep.host;
-      return false;
+      return core::fail(core::errc::internal, "cannot verify " + ep.host);
     }
   }
-  return true;
+  return {};
 }
 
-asio::awaitable<void> connect(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream,
-                              std::chrono::steady_clock::time_point deadline, std::string& error) {
+asio::awaitable<core::result<void>> connect(const kube_endpoint& ep,
+                                            ssl::stream<beast::tcp_stream>& stream,
+                                            std::chrono::steady_clock::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
   tcp::resolver resolver(ex);
   auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, as_tuple);
-  if (rec) {
-    error = "resolve " + ep.host + ": " + rec.message();
-    co_return;
-  }
+  if (rec)
+    co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": " + rec.message());
   beast::get_lowest_layer(stream).expires_at(deadline);
   auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(results, as_tuple);
-  if (cec) {
-    error = "connect " + ep.host + ":" + ep.port + ": " + cec.message();
-    co_return;
-  }
+  if (cec)
+    co_return core::fail(core::errc::unavailable,
+                         "connect " + ep.host + ":" + ep.port + ": " + cec.message());
   auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, as_tuple);
-  if (hec) error = "TLS handshake with " + ep.host + ": " + hec.message();
+  if (hec)
+    co_return core::fail(core::errc::unavailable,
+                         "TLS handshake with " + ep.host + ": " + hec.message());
+  co_return core::result<void>{};
 }
 
 void set_common(http::request<http::string_body>& req, const kube_endpoint& ep, const std::string& token) {
@@ -198,15 +187,24 @@ kube_client::response kube_client::request(std::string_view method, const std::s
     out.error = "cancelled";
     return out;
   }
-  std::string token;
-  if (!read_file(ep_.token_file, token, out.error)) return out;
-  token = trim(std::move(token));
+  auto read = read_file(ep_.token_file);
+  if (!read) {
+    out.error = std::move(read).error().message;
+    return out;
+  }
+  const std::string token = trim(std::move(*read));
   ssl::context ctx(ssl::context::tls_client);
-  if (!make_context(ep_, ctx, out.error)) return out;
+  if (auto r = make_context(ep_, ctx); !r) {
+    out.error = std::move(r).error().message;
+    return out;
+  }
 
   asio::io_context ioc;
   ssl::stream<beast::tcp_stream> stream(ioc, ctx);
-  if (!prepare_stream(ep_, stream, out.error)) return out;
+  if (auto r = prepare_stream(ep_, stream); !r) {
+    out.error = std::move(r).error().message;
+    return out;
+  }
   {
     std::lock_guard lk(mu_);
     if (cancelled_.load()) {
@@ -222,8 +220,10 @@ kube_client::response kube_client::request(std::string_view method, const std::s
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await connect(ep_, stream, deadline, out.error);
-        if (!out.error.empty()) co_return;
+        if (auto c = co_await connect(ep_, stream, deadline); !c) {
+          out.error = std::move(c).error().message;
+          co_return;
+        }
         http::request<http::string_body> req{verb, target, 11};
         set_common(req, ep_, token);
         if (!body.empty()) {
@@ -270,15 +270,24 @@ kube_client::response kube_client::stream_lines(const std::string& target,
     out.error = "cancelled";
     return out;
   }
-  std::string token;
-  if (!read_file(ep_.token_file, token, out.error)) return out;
-  token = trim(std::move(token));
+  auto read = read_file(ep_.token_file);
+  if (!read) {
+    out.error = std::move(read).error().message;
+    return out;
+  }
+  const std::string token = trim(std::move(*read));
   ssl::context ctx(ssl::context::tls_client);
-  if (!make_context(ep_, ctx, out.error)) return out;
+  if (auto r = make_context(ep_, ctx); !r) {
+    out.error = std::move(r).error().message;
+    return out;
+  }
 
   asio::io_context ioc;
   ssl::stream<beast::tcp_stream> stream(ioc, ctx);
-  if (!prepare_stream(ep_, stream, out.error)) return out;
+  if (auto r = prepare_stream(ep_, stream); !r) {
+    out.error = std::move(r).error().message;
+    return out;
+  }
   {
     std::lock_guard lk(mu_);
     if (cancelled_.load()) {
@@ -290,8 +299,12 @@ kube_client::response kube_client::stream_lines(const std::string& target,
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await connect(ep_, stream, std::chrono::steady_clock::now() + std::chrono::seconds(10), out.error);
-        if (!out.error.empty()) co_return;
+        if (auto c = co_await connect(ep_, stream,
+                                      std::chrono::steady_clock::now() + std::chrono::seconds(10));
+            !c) {
+          out.error = std::move(c).error().message;
+          co_return;
+        }
         http::request<http::string_body> req{http::verb::get, target, 11};
         set_common(req, ep_, token);
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));

@@ -102,13 +102,13 @@ std::string_view str_or(simdjson::dom::element e, std::string_view key) {
   return v;
 }
 
-// ConfigMap JSON -> stored revision. false when the object is not one of ours.
-bool decode_configmap(simdjson::dom::element cm, stored_revision& out, std::string& name, std::string& error) {
+// ConfigMap JSON -> stored revision; errc::damaged when the object holds none of ours. `name`
+// and `out.version` are set whenever the object has metadata, even when it fails.
+core::result<void> decode_configmap(simdjson::dom::element cm, stored_revision& out,
+                                    std::string& name) {
   simdjson::dom::element meta;
-  if (cm["metadata"].get(meta)) {
-    error = "ConfigMap without metadata";
-    return false;
-  }
+  if (cm["metadata"].get(meta))
+    return core::fail(core::errc::damaged, "ConfigMap without metadata");
   name = std::string(str_or(meta, "name"));
   out.version = std::string(str_or(meta, "resourceVersion"));
   simdjson::dom::element ann;
@@ -126,16 +126,14 @@ bool decode_configmap(simdjson::dom::element cm, stored_revision& out, std::stri
     std::string compressed;
     if (cm["binaryData"].get(bin) || bin[gzip_key].get(b64) || !unbase64(b64, compressed) ||
         !gunzip(compressed, out.json, 2u << 20)) {
-      error = "ConfigMap " + name + " holds no readable snapshot";
-      return false;
+      return core::fail(core::errc::damaged, "ConfigMap " + name + " holds no readable snapshot");
     }
   }
   std::string_view digest;
   if (!meta["annotations"].get(ann) && !ann[digest_annotation].get(digest) && digest != sha256_hex(out.json)) {
-    error = "ConfigMap " + name + ": snapshot digest mismatch";
-    return false;
+    return core::fail(core::errc::damaged, "ConfigMap " + name + ": snapshot digest mismatch");
   }
-  return true;
+  return {};
 }
 
 std::string encode_configmap(const std::string& ns, const std::string& cm_name, const std::string& inventory,
@@ -228,55 +226,59 @@ class kube_store final : public revision_store {
 
   [[nodiscard]] std::string describe() const override { return "kubernetes:" + ns_; }
 
-  store_status load(const std::string& inventory, std::optional<stored_revision>& out,
-                    store_deadline deadline) override {
+  core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+                          store_deadline deadline) override {
     out.reset();
     const auto budget = remaining(deadline);
-    if (budget.count() <= 0) return {store_status::code::unavailable, "no time left for the read"};
+    if (budget.count() <= 0)
+      return core::fail(core::errc::unavailable, "no time left for the read");
     const auto r = client_.request("GET", object_path(cm_name(inventory)), {}, budget);
     if (r.status == 404) return {};
-    if (r.status != 200) return {store_status::code::unavailable, "get ConfigMap " + cm_name(inventory) + ": " + api_message(r)};
+    if (r.status != 200) {
+      return core::fail(core::errc::unavailable,
+                        "get ConfigMap " + cm_name(inventory) + ": " + api_message(r));
+    }
     simdjson::dom::parser p;
     simdjson::dom::element doc;
-    if (p.parse(r.body).get(doc)) return {store_status::code::unavailable, "get ConfigMap: malformed response"};
+    if (p.parse(r.body).get(doc))
+      return core::fail(core::errc::unavailable, "get ConfigMap: malformed response");
     stored_revision rev;
     std::string name;
-    std::string error;
-    if (!decode_configmap(doc, rev, name, error)) {
+    if (auto decoded = decode_configmap(doc, rev, name); !decoded) {
       stored_revision version_only;
       version_only.version = std::move(rev.version);
       out = std::move(version_only);
-      return {store_status::code::damaged, error};
+      return decoded;
     }
     out = std::move(rev);
     return {};
   }
 
-  store_status save(const std::string& inventory, const stored_revision& rev, const std::string& expected_version,
-                    std::string& new_version, store_deadline deadline) override {
+  core::result<std::string> save(const std::string& inventory, const stored_revision& rev,
+                                 const std::string& expected_version,
+                                 store_deadline deadline) override {
     const auto name = cm_name(inventory);
     const auto budget = remaining(deadline);
-    if (budget.count() <= 0) return {store_status::code::unavailable, "no time left for the write"};
+    if (budget.count() <= 0)
+      return core::fail(core::errc::unavailable, "no time left for the write");
     const auto body = encode_configmap(ns_, name, inventory, rev, expected_version);
     // Create when no version is known; otherwise replace exactly that version: a 409 means
     // another replica wrote in between, and the caller decides (412, or retry).
     const auto r = expected_version.empty()
                        ? client_.request("POST", collection_path(), body, budget)
                        : client_.request("PUT", object_path(name), body, budget);
-    if (r.status == 409) return {store_status::code::conflict, api_message(r)};
+    if (r.status == 409) return core::fail(core::errc::conflict, api_message(r));
     if (r.status != 200 && r.status != 201) {
-      return {store_status::code::unavailable, "write ConfigMap " + name + ": " + api_message(r)};
+      return core::fail(core::errc::unavailable, "write ConfigMap " + name + ": " + api_message(r));
     }
     simdjson::dom::parser p;
     simdjson::dom::element doc;
     std::string_view rv;
     if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
       // The write happened; only its version is unknown. The watch will tell.
-      new_version.clear();
-      return {};
+      return std::string();
     }
-    new_version = std::string(rv);
-    return {};
+    return std::string(rv);
   }
 
   void start_watch(const std::vector<std::string>& inventories, change_fn fn) override {
@@ -302,9 +304,8 @@ class kube_store final : public revision_store {
   void deliver(simdjson::dom::element cm) {
     stored_revision rev;
     std::string name;
-    std::string error;
-    if (!decode_configmap(cm, rev, name, error)) {
-      if (by_cm_.contains(name) && log_) log_("warn", error);
+    if (const auto decoded = decode_configmap(cm, rev, name); !decoded) {
+      if (by_cm_.contains(name) && log_) log_("warn", decoded.error().message);
       return;
     }
     const auto it = by_cm_.find(name);
@@ -524,32 +525,43 @@ class api_node_watch final : public node_watch {
 
 }  // namespace detail
 
-std::unique_ptr<revision_store> make_kube_store(const store_config& cfg, log_fn log, std::string& error) {
-  detail::kube_endpoint ep;
-  if (!detail::resolve_endpoint(cfg, ep, error)) return nullptr;
+core::result<std::unique_ptr<revision_store>> make_kube_store(const store_config& cfg, log_fn log) {
+  auto ep = detail::resolve_endpoint(cfg);
+  if (!ep) return std::move(ep).error();
   if (cfg.kube_namespace.empty()) {
-    error = "store.namespace is required for the kubernetes store";
-    return nullptr;
+    return core::fail(core::errc::invalid_argument,
+                      "store.namespace is required for the kubernetes store");
   }
-  auto s = std::make_unique<detail::kube_store>(std::move(ep), cfg.kube_namespace);
+  auto s = std::make_unique<detail::kube_store>(std::move(*ep), cfg.kube_namespace);
   s->set_log(std::move(log));
-  return s;
+  return std::unique_ptr<revision_store>(std::move(s));
 }
 
-std::unique_ptr<node_watch> make_node_watch(const store_config& cfg, log_fn log, std::string& error) {
-  detail::kube_endpoint ep;
-  if (!detail::resolve_endpoint(cfg, ep, error)) return nullptr;
-  return std::make_unique<detail::api_node_watch>(std::move(ep), std::move(log));
+core::result<std::unique_ptr<node_watch>> make_node_watch(const store_config& cfg, log_fn log) {
+  auto ep = detail::resolve_endpoint(cfg);
+  if (!ep) return std::move(ep).error();
+  return std::unique_ptr<node_watch>(
+      std::make_unique<detail::api_node_watch>(std::move(*ep), std::move(log)));
 }
 
 registry_deps make_dependencies(const store_config& cfg, bool watch_nodes, const log_fn& log) {
   registry_deps d;
   if (cfg.type == store_config::kind::kubernetes) {
-    d.store = make_kube_store(cfg, log, d.store_error);
+    if (auto s = make_kube_store(cfg, log)) {
+      d.store = std::move(*s);
+    } else {
+      d.store_error = std::move(s).error().message;
+    }
   } else {
     d = make_file_dependencies(cfg);
   }
-  if (watch_nodes) d.nodes = make_node_watch(cfg, log, d.nodes_error);
+  if (watch_nodes) {
+    if (auto w = make_node_watch(cfg, log)) {
+      d.nodes = std::move(*w);
+    } else {
+      d.nodes_error = std::move(w).error().message;
+    }
+  }
   return d;
 }
 

@@ -224,32 +224,33 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   stored.accepted_at = p.candidate->accepted_at;
   stored.actor = req.actor;
   // The store call holds no lock a reader, a Node change or another inventory needs.
-  std::string new_version;
-  auto st = store->save(name, stored, e.store_version, new_version, call.deadline);
-  for (int retry = 0; st.value == store_status::code::conflict && !req.if_match && retry < 8; ++retry) {
+  auto saved = store->save(name, stored, e.store_version, call.deadline);
+  for (int retry = 0; saved.failed_with(core::errc::conflict) && !req.if_match && retry < 8;
+       ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
     // and write over it. Replicas racing the same way back off a little, differently.
     if (retry > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
     std::optional<stored_revision> latest;
     const auto loaded = store->load(name, latest, call.deadline);
-    if (!loaded.ok() && loaded.value != store_status::code::damaged) break;
-    st = store->save(name, stored, latest ? latest->version : std::string(), new_version, call.deadline);
+    if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) break;
+    saved = store->save(name, stored, latest ? latest->version : std::string(), call.deadline);
   }
   std::lock_guard lk(e.write_mu);
-  if (st.value == store_status::code::conflict) {
+  if (saved.failed_with(core::errc::conflict)) {
     inv.record_failure(opts, "another replica published first (store conflict)");
     report(e, before);
     return refusal(push_outcome::precondition_failed, "another revision was published concurrently; fetch it and retry");
   }
-  if (!st.ok()) {
-    inv.record_failure(opts, "store: " + st.message);
+  if (!saved.ok()) {
+    const std::string& message = saved.error().message;
+    inv.record_failure(opts, "store: " + message);
     report(e, before);
-    return refusal(push_outcome::unavailable, "revision not stored, nothing changed: " + st.message,
+    return refusal(push_outcome::unavailable, "revision not stored, nothing changed: " + message,
                    std::chrono::seconds(1));
   }
   inv.commit(p);
   release_freed_memory();
-  e.store_version = new_version;
+  e.store_version = std::move(*saved);
   e.pending_store.reset();
   report(e, before);
 

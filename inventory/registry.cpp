@@ -265,21 +265,24 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
   if (e.store_loaded.load()) return true;
   std::optional<stored_revision> rev;
   const auto st = store->load(e.inv->name(), rev, deadline);
-  if (st.value == store_status::code::damaged) {
+  if (st.failed_with(core::errc::damaged)) {
     // The store answered; what it holds is no revision. Nothing to serve from it, and the
     // next push overwrites it (its version, where the store has one, is the one to replace).
-    log("error", e.inv->name(), "store " + store->describe() + " holds no readable revision (" + st.message +
-                                    "); the next push replaces it");
+    const auto& message = st.error().message;
+    log("error", e.inv->name(),
+        "store " + store->describe() + " holds no readable revision (" + message +
+            "); the next push replaces it");
     {
       std::lock_guard lk(e.write_mu);
-      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + st.message);
+      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + message);
     }
     e.store_version = rev ? rev->version : std::string();
     mark_loaded(e);
     return true;
   }
   if (!st.ok()) {
-    const std::string why = "waiting for the store " + store->describe() + ": " + st.message;
+    const std::string& message = st.error().message;
+    const std::string why = "waiting for the store " + store->describe() + ": " + message;
     bool changed = false;
     {
       std::lock_guard lk(e.store_mu);
@@ -287,9 +290,9 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
       e.store_wait_reason = why;
     }
     if (changed) {
-      log("error", e.inv->name(), "store " + store->describe() + ": " + st.message);
+      log("error", e.inv->name(), "store " + store->describe() + ": " + message);
       std::lock_guard lk(e.write_mu);
-      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + st.message);
+      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + message);
     }
     return false;
   }
@@ -343,7 +346,11 @@ void registry::impl::offer_from_store(entry& e, const stored_revision& rev, bool
 registry_deps make_file_dependencies(const store_config& cfg) {
   registry_deps d;
   if (cfg.type == store_config::kind::file) {
-    d.store = make_file_store(cfg.directory, d.store_error);
+    if (auto s = make_file_store(cfg.directory)) {
+      d.store = std::move(*s);
+    } else {
+      d.store_error = std::move(s).error().message;
+    }
   } else if (cfg.type == store_config::kind::kubernetes) {
     d.store_error = "the kubernetes store was not provided (this build has no Kubernetes client)";
   }
@@ -453,7 +460,7 @@ std::vector<inventory*> registry::all() const {
 
 bool registry::ready() const {
   return std::all_of(impl_->entries.begin(), impl_->entries.end(),
-                     [this](const auto& e) { return inventory_ready(e->inv->name()); });
+                     [this](const auto& e) { return inventory_ready(e->inv->name()).ok(); });
 }
 
 
@@ -468,39 +475,30 @@ std::shared_ptr<const node_label_check> registry::node_labels(std::string_view n
   return impl_->labels_of(*e);
 }
 
-bool registry::inventory_ready(std::string_view name, std::string* why) const {
+core::result<void> registry::inventory_ready(std::string_view name) const {
+  using core::errc;
   const auto* e = impl_->find(name);
-  if (e == nullptr) {
-    if (why) *why = "no such inventory";
-    return false;
-  }
+  if (e == nullptr) return core::fail(errc::not_found, "no such inventory");
   const auto& cfg = e->inv->config();
   if (cfg.source.node_labels) {
     // The hierarchy verdict is a finding, not readiness: a mislabelled Node must not take
     // every replica (and with it the admission webhook) out of the Service.
-    if (cfg.allow_empty_start || impl_->labels_of(*e)) return true;
-    if (why) *why = "no Node list yet (" + impl_->nodes_origin(*e) + ")";
-    return false;
+    if (cfg.allow_empty_start || impl_->labels_of(*e)) return {};
+    return core::fail(errc::unavailable, "no Node list yet (" + impl_->nodes_origin(*e) + ")");
   }
   if (e->awaiting_nodes.load() && !e->inv->current()) {
-    if (why) *why = "waiting for the first Node list from the Kubernetes API";
-    return false;
+    return core::fail(errc::unavailable, "waiting for the first Node list from the Kubernetes API");
   }
   if (impl_->store && impl::uses_store(*e) && !e->store_loaded.load()) {
     // Until the store answers, this replica cannot know the revision the others serve.
-    if (why) {
-      *why = impl_->store_wait_reason(*e);
-      if (why->empty()) *why = "waiting for the store " + impl_->store->describe() + " to answer";
-    }
-    return false;
+    std::string why = impl_->store_wait_reason(*e);
+    if (why.empty()) why = "waiting for the store " + impl_->store->describe() + " to answer";
+    return core::fail(errc::unavailable, std::move(why));
   }
-  if (e->inv->ready()) return true;
-  if (why) {
-    const auto d = e->inv->serve();
-    *why = d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason;
-  }
-  return false;
+  if (e->inv->ready()) return {};
+  const auto d = e->inv->serve();
+  return core::fail(errc::unavailable,
+                    d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason);
 }
-
 
 }  // namespace topogate::inventory

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/node_labels.hpp"
+#include "core/result.hpp"
 #include "inventory/inventory.hpp"
 #include "inventory/store.hpp"
 
@@ -163,10 +164,11 @@ class registry {
   // The last hierarchy check of a nodeLabels inventory; null before the first Node list and
   // for other inventories.
   [[nodiscard]] std::shared_ptr<const node_label_check> node_labels(std::string_view name) const;
-  // Readiness of one inventory, with the reason when not ready: a valid revision (or
-  // allowEmptyStart) for snapshot inventories; a checked Node list (or allowEmptyStart) for
-  // nodeLabels ones, whose hierarchy findings never make a replica unready.
-  [[nodiscard]] bool inventory_ready(std::string_view name, std::string* why = nullptr) const;
+  // Readiness of one inventory: a valid revision (or allowEmptyStart) for snapshot
+  // inventories; a checked Node list (or allowEmptyStart) for nodeLabels ones, whose hierarchy
+  // findings never make a replica unready. When not ready, errc::unavailable with the reason
+  // (errc::not_found for a name that is no inventory).
+  [[nodiscard]] core::result<void> inventory_ready(std::string_view name) const;
 
  private:
   [[nodiscard]] std::string node_label_status(std::string_view name) const;

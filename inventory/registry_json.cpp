@@ -67,12 +67,12 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
   const auto now = m.clk.now();
   std::string out = "{";
   add_str(out, "name", name);
-  std::string not_ready;
+  const auto ready = inventory_ready(name);
   out += ",\"ready\":";
-  out += inventory_ready(name, &not_ready) ? "true" : "false";
-  if (!not_ready.empty()) {
+  out += ready ? "true" : "false";
+  if (!ready) {
     out.push_back(',');
-    add_str(out, "notReadyReason", not_ready);
+    add_str(out, "notReadyReason", ready.error().message);
   }
   out += ",\"serving\":";
   out += decision.rev ? "true" : "false";
@@ -173,7 +173,7 @@ std::string registry::node_label_status(std::string_view name) const {
   out.push_back(',');
   add_str(out, "provider", "nodeLabels");
   out += ",\"ready\":";
-  out += inventory_ready(name) ? "true" : "false";
+  out += inventory_ready(name).ok() ? "true" : "false";
   out += ",\"serving\":false,";
   add_str(out, "unavailableReason", "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
   out.push_back(',');

@@ -6,6 +6,15 @@
 // Every call may block on I/O (a disk, the Kubernetes API) and so is made on an inventory's
 // own lane thread (inventory/lane.hpp), never on a request thread, and with a deadline:
 // a store answers `unavailable` once it has passed, or as soon after as its I/O allows.
+//
+// A store call fails with one of three codes, and callers decide by them (a push answers
+// 412 for a conflict and 503 when the store is unavailable; a damaged revision is recorded
+// and replaced by the next push):
+//   errc::conflict     save only: the store holds another version than `expected_version`
+//   errc::unavailable  no answer (I/O error, unreachable API, past the deadline); retrying may help
+//   errc::damaged      load only: the store answered, but what it holds for the inventory is
+//                      no revision (a damaged file, a foreign ConfigMap); `out` then has only
+//                      its version, and the next write replaces it
 
 #include <chrono>
 #include <functional>
@@ -16,6 +25,7 @@
 #include <vector>
 
 #include "core/nodes.hpp"
+#include "core/result.hpp"
 
 namespace topogate::inventory {
 
@@ -26,15 +36,6 @@ struct stored_revision {
   std::string version;  // store version: resourceVersion (kubernetes), digest (file)
 };
 
-struct store_status {
-  // damaged (load only): the store answered, but what it holds for the inventory is no
-  // revision (a damaged file, a foreign ConfigMap); `out` then has only its version, and the
-  // next write replaces it.
-  enum class code { ok, conflict, unavailable, damaged } value = code::ok;
-  std::string message;
-  [[nodiscard]] bool ok() const noexcept { return value == code::ok; }
-};
-
 using store_deadline = std::chrono::steady_clock::time_point;
 
 class revision_store {
@@ -42,14 +43,16 @@ class revision_store {
   virtual ~revision_store() = default;
   [[nodiscard]] virtual std::string describe() const = 0;
   // The last acknowledged revision of `inventory`, nullopt in `out` when there is none.
-  virtual store_status load(const std::string& inventory, std::optional<stored_revision>& out,
-                            store_deadline deadline) = 0;
-  // Durable when it returns ok. `expected_version` (empty: none known) makes the write
-  // conditional where the store supports it (conflict on mismatch). Past `deadline` a store
-  // gives up before its commit point (the rename, the API request) and answers unavailable.
-  virtual store_status save(const std::string& inventory, const stored_revision& rev,
-                            const std::string& expected_version, std::string& new_version,
-                            store_deadline deadline) = 0;
+  // Fails with unavailable or damaged (then `out` holds the damaged object's version).
+  virtual core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+                                  store_deadline deadline) = 0;
+  // Durable when it succeeds; the value is the new version (empty when the store could not
+  // tell it). `expected_version` (empty: none known) makes the write conditional where the
+  // store supports it (conflict on mismatch). Past `deadline` a store gives up before its
+  // commit point (the rename, the API request) and answers unavailable.
+  virtual core::result<std::string> save(const std::string& inventory, const stored_revision& rev,
+                                         const std::string& expected_version,
+                                         store_deadline deadline) = 0;
   // Revisions written by other replicas. Called from the store's own threads.
   using change_fn = std::function<void(const std::string& inventory, const stored_revision&)>;
   virtual void start_watch(const std::vector<std::string>& /*inventories*/, change_fn /*fn*/) {}
@@ -66,8 +69,10 @@ class node_watch {
   virtual void stop() = 0;
 };
 
-// One file per inventory in `directory`: temp file, fsync, rename, fsync(directory).
-std::unique_ptr<revision_store> make_file_store(const std::string& directory, std::string& error);
+// One file per inventory in `directory`: temp file, fsync, rename, fsync(directory). Fails
+// with errc::invalid_argument (no directory configured, not a directory) or errc::io (it
+// cannot be created or written to).
+core::result<std::unique_ptr<revision_store>> make_file_store(const std::string& directory);
 
 namespace detail {
 // Lower-case hex SHA-256.

@@ -132,29 +132,27 @@ std::vector<std::string> parse_token_file(std::string_view text) {
   return out;
 }
 
-bool load_credentials(const credential_files& files, credential_set& out, std::string* error) {
+core::result<credential_set> load_credentials(const credential_files& files) {
   credential_set set;
   set.allowed_subjects = files.allowed_subjects;
   set.allowed_sans = files.allowed_sans;
   for (const auto& path : files.bearer_token_files) {
     set.bearer = true;
-    std::string text;
-    if (!read_file(path, text, error, 1u << 20)) return false;
-    auto tokens = parse_token_file(text);
-    if (tokens.empty()) {
-      if (error) *error = "token file " + path + " holds no token";
-      return false;
-    }
+    auto text = read_file(path, 1u << 20);
+    if (!text) return std::move(text).error();
+    auto tokens = parse_token_file(*text);
+    if (tokens.empty())
+      return core::fail(core::errc::invalid_argument, "token file " + path + " holds no token");
     for (const auto& t : tokens) set.token_digests.push_back(sha256(t));
-    OPENSSL_cleanse(text.data(), text.size());
+    OPENSSL_cleanse(text->data(), text->size());
     for (auto& t : tokens) OPENSSL_cleanse(t.data(), t.size());
   }
   if (!files.client_ca_file.empty()) {
     set.mtls = true;
-    std::string pem;
-    if (!read_file(files.client_ca_file, pem, error, 16u << 20)) return false;
+    const auto pem = read_file(files.client_ca_file, 16u << 20);
+    if (!pem) return pem.error();
     std::shared_ptr<X509_STORE> store(X509_STORE_new(), X509_STORE_free);
-    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    BIO* bio = BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size()));
     int count = 0;
     double earliest = 0;
     while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
@@ -166,14 +164,13 @@ bool load_credentials(const credential_files& files, credential_set& out, std::s
     }
     BIO_free(bio);
     if (count == 0) {
-      if (error) *error = "client CA file " + files.client_ca_file + " holds no PEM certificate";
-      return false;
+      return core::fail(core::errc::invalid_argument,
+                        "client CA file " + files.client_ca_file + " holds no PEM certificate");
     }
     set.ca_store = std::move(store);
     set.ca_not_after = earliest;
   }
-  out = std::move(set);
-  return true;
+  return set;
 }
 
 std::string_view bearer_token(std::string_view authorization) noexcept {

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace topogate::server {
 
 struct credential_files {
@@ -67,9 +69,10 @@ struct auth_result {
 };
 
 [[nodiscard]] digest sha256(std::string_view data);
-// Loads a credential set from files. Returns false with *error on any unreadable or
-// malformed file (an empty token file is an error: it would lock every client out).
-bool load_credentials(const credential_files& files, credential_set& out, std::string* error);
+// Loads a credential set from files. Fails on any unreadable file (as read_file reports it) or
+// malformed one (errc::invalid_argument; an empty token file is one: it would lock every
+// client out).
+core::result<credential_set> load_credentials(const credential_files& files);
 // Tokens from a token file's contents: one per line, surrounding white space ignored.
 [[nodiscard]] std::vector<std::string> parse_token_file(std::string_view text);
 

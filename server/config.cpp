@@ -59,9 +59,9 @@ std::uint64_t number(const YAML::Node& n, const std::string& where, std::uint64_
 std::chrono::milliseconds duration(const YAML::Node& n, const std::string& where) {
   if (!n.IsScalar()) fail(where, "must be a duration such as 30s");
   const auto s = n.as<std::string>();
-  std::string err;
-  const auto d = core::parse_go_duration(s, &err);
-  if (!d) fail(where, "\"" + s + "\" is not a duration such as 30s or 1m30s (" + err + ")");
+  const auto d = core::parse_go_duration(s);
+  if (!d)
+    fail(where, "\"" + s + "\" is not a duration such as 30s or 1m30s (" + d.error().message + ")");
   if (d->count() < 0) fail(where, "must not be negative");
   return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
@@ -245,9 +245,9 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     spec.config.options = vopts;
     if (!n["source"]) fail(where, "source (the TopologySource file this inventory feeds) is required");
     const std::string source_path = resolve_path(base, str(n["source"], where + ".source"));
-    std::string text, err;
-    if (!read_file(source_path, text, &err)) fail(where + ".source", err);
-    auto res = core::validate_topology_source_text(text, vopts);
+    const auto text = read_file(source_path);
+    if (!text) fail(where + ".source", text.error().message);
+    auto res = core::validate_topology_source_text(*text, vopts);
     if (!res.ok()) fail(where + ".source", source_path + " is not a valid TopologySource:\n" + core::render_text(res.errors));
     spec.config.source = std::move(res.source);
 
@@ -296,28 +296,27 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
 
 }  // namespace
 
-std::optional<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir,
-                                               std::string* error) {
+core::result<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     return parse(root, base_dir);
   } catch (const config_error& e) {
-    if (error) *error = e.message;
+    return core::fail(core::errc::invalid_argument, e.message);
   } catch (const YAML::Exception& e) {
-    if (error) *error = std::string("configuration is not valid YAML: ") + e.what();
+    return core::fail(core::errc::invalid_argument,
+                      std::string("configuration is not valid YAML: ") + e.what());
   } catch (const std::exception& e) {
-    if (error) *error = std::string("configuration: ") + e.what();
+    return core::fail(core::errc::invalid_argument, std::string("configuration: ") + e.what());
   }
-  return std::nullopt;
 }
 
-std::optional<serve_config> load_serve_config(const std::string& path, std::string* error) {
-  std::string text;
-  if (!read_file(path, text, error, 4u << 20)) return std::nullopt;
+core::result<serve_config> load_serve_config(const std::string& path) {
+  auto text = read_file(path, 4u << 20);
+  if (!text) return std::move(text).error();
   std::string base = ".";
   if (const auto slash = path.rfind('/'); slash != std::string::npos) base = path.substr(0, slash);
   if (base.empty()) base = "/";
-  auto cfg = parse_serve_config(text, base, error);
+  auto cfg = parse_serve_config(*text, base);
   if (cfg) cfg->config_path = path;
   return cfg;
 }

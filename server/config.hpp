@@ -5,12 +5,12 @@
 
 #include <chrono>
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "admission/review.hpp"
+#include "core/result.hpp"
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
 
@@ -56,9 +56,10 @@ struct serve_config {
   inventory::registry_config registry;
 };
 
-// `base_dir` resolves relative paths (the configuration file's directory).
-std::optional<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir,
-                                               std::string* error);
-std::optional<serve_config> load_serve_config(const std::string& path, std::string* error);
+// `base_dir` resolves relative paths (the configuration file's directory). A configuration
+// that is not valid YAML or breaks a rule is errc::invalid_argument, its message naming the key.
+core::result<serve_config> parse_serve_config(std::string_view yaml, const std::string& base_dir);
+// The file at `path` (at most 4 MiB), parsed; read failures as read_file reports them.
+core::result<serve_config> load_serve_config(const std::string& path);
 
 }  // namespace topogate::server

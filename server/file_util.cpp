@@ -10,70 +10,66 @@
 namespace topogate::server {
 
 namespace {
-std::string errno_text(const std::string& what, const std::string& path) {
-  return what + " " + path + ": " + std::strerror(errno);
+// Read errno first: the cleanup after a failure (close, unlink) may change it.
+core::error io_error(const std::string& what, const std::string& path) {
+  return core::fail(core::errc::io, what + " " + path + ": " + std::strerror(errno));
 }
 }  // namespace
 
-bool read_file(const std::string& path, std::string& out, std::string* error, std::size_t max_bytes) {
+core::result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (error) *error = errno_text("cannot open", path);
-    return false;
-  }
-  out.clear();
+  if (fd < 0) return io_error("cannot open", path);
+  std::string out;
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (error) *error = errno_text("cannot read", path);
+      auto e = io_error("cannot read", path);
       ::close(fd);
-      return false;
+      return e;
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
     if (out.size() > max_bytes) {
-      if (error) *error = path + " is larger than " + std::to_string(max_bytes) + " bytes";
       ::close(fd);
-      return false;
+      return core::fail(core::errc::too_large,
+                        path + " is larger than " + std::to_string(max_bytes) + " bytes");
     }
   }
   ::close(fd);
-  return true;
+  return out;
 }
 
-bool write_file_atomic(const std::string& path, std::string_view data, unsigned mode, std::string* error) {
+core::result<void> write_file_atomic(const std::string& path, std::string_view data,
+                                     unsigned mode) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (error) *error = errno_text("cannot create", tmp);
-    return false;
-  }
+  if (fd < 0) return io_error("cannot create", tmp);
   ::fchmod(fd, mode);
   std::size_t off = 0;
   while (off < data.size()) {
     const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (error) *error = errno_text("cannot write", tmp);
+      auto e = io_error("cannot write", tmp);
       ::close(fd);
       ::unlink(tmp.c_str());
-      return false;
+      return e;
     }
     off += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    if (error) *error = errno_text("cannot sync", tmp);
+    auto e = io_error("cannot sync", tmp);
     ::unlink(tmp.c_str());
-    return false;
+    return e;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (error) *error = errno_text("cannot rename to", path);
+    auto e = io_error("cannot rename to", path);
     ::unlink(tmp.c_str());
-    return false;
+    return e;
   }
-  return true;
+  return {};
 }
 
 file_signature signature_of(const std::string& path) {

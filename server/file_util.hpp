@@ -5,14 +5,16 @@
 #include <string>
 #include <string_view>
 
+#include "core/result.hpp"
+
 namespace topogate::server {
 
-// Whole file into *out; false with *error (naming the path and errno) on failure.
-bool read_file(const std::string& path, std::string& out, std::string* error,
-               std::size_t max_bytes = 64u << 20);
+// The whole file. Fails with errc::io (the message names the path and errno) or, past
+// `max_bytes`, errc::too_large.
+core::result<std::string> read_file(const std::string& path, std::size_t max_bytes = 64u << 20);
 // Write to a temporary file in the same directory, fsync, rename: readers never see a
-// partial file. `mode` applies to the new file (0600 for keys and tokens).
-bool write_file_atomic(const std::string& path, std::string_view data, unsigned mode, std::string* error);
+// partial file. `mode` applies to the new file (0600 for keys and tokens). Fails with errc::io.
+core::result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode);
 
 // What a change watcher compares: stat() follows symlinks, so a Kubernetes Secret
 // volume's `..data` swap shows up as a new inode even when size and mtime match.

@@ -67,58 +67,47 @@ x509_ptr new_cert(EVP_PKEY* key, const std::string& cn, const std::string& org, 
   return cert;
 }
 
-bool finish(X509* cert, EVP_PKEY* key, EVP_PKEY* signer, issued& out, std::string* error) {
-  if (X509_sign(cert, signer, EVP_sha256()) <= 0) {
-    if (error) *error = ssl_error("signing");
-    return false;
-  }
+core::result<issued> finish(X509* cert, EVP_PKEY* key, EVP_PKEY* signer) {
+  if (X509_sign(cert, signer, EVP_sha256()) <= 0)
+    return core::fail(core::errc::internal, ssl_error("signing"));
   bio_ptr cb(BIO_new(BIO_s_mem())), kb(BIO_new(BIO_s_mem()));
   if (PEM_write_bio_X509(cb.get(), cert) != 1 ||
       PEM_write_bio_PrivateKey(kb.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
-    if (error) *error = ssl_error("PEM encoding");
-    return false;
+    return core::fail(core::errc::internal, ssl_error("PEM encoding"));
   }
+  issued out;
   out.cert_pem = bio_string(cb.get());
   out.key_pem = bio_string(kb.get());
-  return true;
+  return out;
 }
 
 }  // namespace
 
-bool make_ca(const std::string& common_name, int days, issued& out, std::string* error) {
+core::result<issued> make_ca(const std::string& common_name, int days) {
   pkey_ptr key(EVP_EC_gen("P-256"));
-  if (!key) {
-    if (error) *error = ssl_error("key generation");
-    return false;
-  }
+  if (!key) return core::fail(core::errc::internal, ssl_error("key generation"));
   auto cert = new_cert(key.get(), common_name, "topogate", days);
-  if (!cert) return false;
+  if (!cert) return core::fail(core::errc::internal, ssl_error("new certificate"));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get()));
   if (!add_ext(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
       !add_ext(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") ||
       !add_ext(cert.get(), cert.get(), NID_subject_key_identifier, "hash")) {
-    if (error) *error = ssl_error("CA extensions");
-    return false;
+    return core::fail(core::errc::internal, ssl_error("CA extensions"));
   }
-  return finish(cert.get(), key.get(), key.get(), out, error);
+  return finish(cert.get(), key.get(), key.get());
 }
 
-bool issue(const issued& ca, const cert_request& req, issued& out, std::string* error) {
+core::result<issued> issue(const issued& ca, const cert_request& req) {
   bio_ptr cab(BIO_new_mem_buf(ca.cert_pem.data(), static_cast<int>(ca.cert_pem.size())));
   bio_ptr cak(BIO_new_mem_buf(ca.key_pem.data(), static_cast<int>(ca.key_pem.size())));
   x509_ptr ca_cert(PEM_read_bio_X509(cab.get(), nullptr, nullptr, nullptr));
   pkey_ptr ca_key(PEM_read_bio_PrivateKey(cak.get(), nullptr, nullptr, nullptr));
-  if (!ca_cert || !ca_key) {
-    if (error) *error = ssl_error("reading the CA");
-    return false;
-  }
+  if (!ca_cert || !ca_key)
+    return core::fail(core::errc::invalid_argument, ssl_error("reading the CA"));
   pkey_ptr key(EVP_EC_gen("P-256"));
-  if (!key) {
-    if (error) *error = ssl_error("key generation");
-    return false;
-  }
+  if (!key) return core::fail(core::errc::internal, ssl_error("key generation"));
   auto cert = new_cert(key.get(), req.common_name, req.organization, req.days);
-  if (!cert) return false;
+  if (!cert) return core::fail(core::errc::internal, ssl_error("new certificate"));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get()));
   std::string san;
   for (const auto& d : req.dns_names) san += (san.empty() ? "DNS:" : ",DNS:") + d;
@@ -129,11 +118,8 @@ bool issue(const issued& ca, const cert_request& req, issued& out, std::string* 
             add_ext(cert.get(), ca_cert.get(), NID_subject_key_identifier, "hash") &&
             add_ext(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always");
   if (ok && !san.empty()) ok = add_ext(cert.get(), ca_cert.get(), NID_subject_alt_name, san);
-  if (!ok) {
-    if (error) *error = ssl_error("certificate extensions");
-    return false;
-  }
-  return finish(cert.get(), key.get(), ca_key.get(), out, error);
+  if (!ok) return core::fail(core::errc::internal, ssl_error("certificate extensions"));
+  return finish(cert.get(), key.get(), ca_key.get());
 }
 
 }  // namespace topogate::server

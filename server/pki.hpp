@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace topogate::server {
 
 struct issued {
@@ -21,9 +23,10 @@ struct cert_request {
   int days = 365;
 };
 
-// A self-signed CA. False with *error on failure.
-bool make_ca(const std::string& common_name, int days, issued& out, std::string* error);
-// A leaf certificate signed by `ca`.
-bool issue(const issued& ca, const cert_request& req, issued& out, std::string* error);
+// A self-signed CA. Fails with errc::internal (OpenSSL's reason in the message).
+core::result<issued> make_ca(const std::string& common_name, int days);
+// A leaf certificate signed by `ca`; errc::invalid_argument when `ca` does not read as a
+// certificate and key, else as make_ca.
+core::result<issued> issue(const issued& ca, const cert_request& req);
 
 }  // namespace topogate::server

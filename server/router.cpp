@@ -262,9 +262,9 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
   if (h && h->draining.load()) check("shutdown", false, "draining");
   if (include_inventories && ctx.registry) {
     for (const auto* inv : ctx.registry->all()) {
-      std::string why;
-      const bool ready = ctx.registry->inventory_ready(inv->name(), &why);
-      check("inventory/" + inv->name(), ready, why);
+      const auto ready = ctx.registry->inventory_ready(inv->name());
+      check("inventory/" + inv->name(), ready.ok(),
+            ready.ok() ? std::string_view() : ready.error().message);
       if (const auto labels = ctx.registry->node_labels(inv->name())) {
         // A finding shown beside the checks, never one of them: mislabelled Nodes must not take
         // the replica (and the admission webhook) out of the Service.

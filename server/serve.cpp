@@ -31,44 +31,35 @@ log_level level_of(std::string_view s) {
 }
 }  // namespace
 
-bool apply_overrides(serve_config& cfg, std::span<const std::string_view> args, std::string* error) {
+core::result<void> apply_overrides(serve_config& cfg, std::span<const std::string_view> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
-    auto value = [&](std::string_view& out) {
-      if (i + 1 >= args.size()) {
-        if (error) *error = std::string(a) + " needs a value";
-        return false;
-      }
-      out = args[++i];
-      return true;
-    };
-    std::string_view v;
-    if (a == "--port" || a == "--health-port" || a == "--threads") {
-      if (!value(v)) return false;
-      unsigned n = 0;
-      if (!parse_uint(v, a == "--threads" ? 1024 : 65535, n)) {
-        if (error) *error = std::string(a) + ": \"" + std::string(v) + "\" is not a valid number";
-        return false;
-      }
-      (a == "--port" ? cfg.port : a == "--health-port" ? cfg.health_port : cfg.threads) = n;
-    } else if (a == "--address") {
-      if (!value(v)) return false;
-      cfg.address = std::string(v);
-    } else {
-      if (error) *error = "unknown option \"" + std::string(a) + "\"";
-      return false;
+    if (a != "--port" && a != "--health-port" && a != "--threads" && a != "--address") {
+      return core::fail(core::errc::invalid_argument, "unknown option \"" + std::string(a) + "\"");
     }
+    if (i + 1 >= args.size())
+      return core::fail(core::errc::invalid_argument, std::string(a) + " needs a value");
+    const std::string_view v = args[++i];
+    if (a == "--address") {
+      cfg.address = std::string(v);
+      continue;
+    }
+    unsigned n = 0;
+    if (!parse_uint(v, a == "--threads" ? 1024 : 65535, n)) {
+      return core::fail(core::errc::invalid_argument,
+                        std::string(a) + ": \"" + std::string(v) + "\" is not a valid number");
+    }
+    (a == "--port" ? cfg.port : a == "--health-port" ? cfg.health_port : cfg.threads) = n;
   }
-  return true;
+  return {};
 }
 
 int serve(serve_config cfg, const serve_hooks& hooks) {
   set_log_level(level_of(cfg.log_level));
   metrics m;
   credential_watcher creds(cfg, &m);
-  std::string error;
-  if (!creds.load(&error)) {
-    log(log_level::error, "cannot load credentials", {{"error", error}});
+  if (const auto loaded = creds.load(); !loaded) {
+    log(log_level::error, "cannot load credentials", {{"error", loaded.error().message}});
     return 2;
   }
   inventory::registry_observer obs;
@@ -91,6 +82,7 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     return 1;
   }
   server srv(cfg, *reg, m, creds);
+  std::string error;
   if (!srv.listen(&error)) {
     log(log_level::error, "cannot listen", {{"error", error}});
     reg->stop();

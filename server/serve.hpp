@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/result.hpp"
 #include "inventory/registry.hpp"
 #include "server/config.hpp"
 
@@ -23,7 +24,8 @@ struct serve_hooks {
 // unusable credentials (a configuration problem).
 int serve(serve_config cfg, const serve_hooks& hooks = {});
 
-// Applies --port/--address/--threads/--health-port overrides; false with *error.
-bool apply_overrides(serve_config& cfg, std::span<const std::string_view> args, std::string* error);
+// Applies --port/--address/--threads/--health-port overrides; errc::invalid_argument naming
+// the option it could not apply.
+core::result<void> apply_overrides(serve_config& cfg, std::span<const std::string_view> args);
 
 }  // namespace topogate::server

@@ -60,10 +60,10 @@ int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
 
 }  // namespace
 
-std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pairs, std::string_view min_version,
-                                               const std::vector<std::string>& client_ca_files,
-                                               std::vector<certificate_expiry>* expiries, std::string* error,
-                                               bool session_tickets) {
+core::result<std::shared_ptr<ssl::context>> make_tls_context(
+    const std::vector<tls_pair>& pairs, std::string_view min_version,
+    const std::vector<std::string>& client_ca_files, std::vector<certificate_expiry>* expiries,
+    bool session_tickets) {
   ERR_clear_error();
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = ctx->native_handle();
@@ -71,8 +71,7 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
   SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
   if (SSL_CTX_set_cipher_list(native, "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
-    if (error) *error = "cipher list: " + openssl_errors();
-    return nullptr;
+    return core::fail(core::errc::internal, "cipher list: " + openssl_errors());
   }
   SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER, accept_any_certificate);
@@ -88,22 +87,19 @@ std::shared_ptr<ssl::context> make_tls_context(const std::vector<tls_pair>& pair
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   }
 
-  if (pairs.empty()) {
-    if (error) *error = "no certificate configured";
-    return nullptr;
-  }
+  if (pairs.empty()) return core::fail(core::errc::invalid_argument, "no certificate configured");
   for (const auto& p : pairs) {
     if (SSL_CTX_use_certificate_chain_file(native, p.cert_file.c_str()) != 1) {
-      if (error) *error = "certificate " + p.cert_file + ": " + openssl_errors();
-      return nullptr;
+      return core::fail(core::errc::invalid_argument,
+                        "certificate " + p.cert_file + ": " + openssl_errors());
     }
     if (SSL_CTX_use_PrivateKey_file(native, p.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-      if (error) *error = "private key " + p.key_file + ": " + openssl_errors();
-      return nullptr;
+      return core::fail(core::errc::invalid_argument,
+                        "private key " + p.key_file + ": " + openssl_errors());
     }
     if (SSL_CTX_check_private_key(native) != 1) {
-      if (error) *error = "private key " + p.key_file + " does not match certificate " + p.cert_file;
-      return nullptr;
+      return core::fail(core::errc::invalid_argument,
+                        "private key " + p.key_file + " does not match certificate " + p.cert_file);
     }
     if (expiries) expiries->push_back({p.cert_file, not_after_of(SSL_CTX_get0_certificate(native))});
   }
@@ -313,41 +309,42 @@ std::vector<std::string> files_of(const credential_files& c) {
 }
 }  // namespace
 
-bool credential_watcher::reload_tls(std::string* error) {
+core::result<void> credential_watcher::reload_tls() {
   std::vector<certificate_expiry> expiries;
-  auto ctx = make_tls_context(pairs_, min_version_, client_ca_files(), &expiries, error, session_tickets_);
-  if (!ctx) return false;
+  auto ctx = make_tls_context(pairs_, min_version_, client_ca_files(), &expiries, session_tickets_);
+  if (!ctx) return std::move(ctx).error();
   {
     std::lock_guard lock(mu_);
-    tls_ = std::move(ctx);
+    tls_ = std::move(*ctx);
   }
   if (metrics_) {
     for (const auto& e : expiries) metrics_->certificate_expiry("server:" + e.name, e.not_after);
   }
-  return true;
+  return {};
 }
 
-bool credential_watcher::load(std::string* error) {
+core::result<void> credential_watcher::load() {
   tls_seen_ = signatures(tls_files());
-  if (!reload_tls(error)) return false;
+  if (auto tls = reload_tls(); !tls) return tls;
   auto state = std::make_shared<auth_state>();
   for (auto& s : sets_) {
     s.seen = signatures(files_of(s.files));
-    credential_set set;
-    std::string err;
-    if (!load_credentials(s.files, set, &err)) {
-      if (error) *error = "inventory " + s.inventory + (s.writers ? " writers: " : " readers: ") + err;
-      return false;
+    auto set = load_credentials(s.files);
+    if (!set) {
+      return core::fail(set.error().code, "inventory " + s.inventory +
+                                              (s.writers ? " writers: " : " readers: ") +
+                                              set.error().message);
     }
-    if (metrics_ && set.mtls) {
-      metrics_->certificate_expiry("client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set.ca_not_after);
+    if (metrics_ && set->mtls) {
+      metrics_->certificate_expiry(
+          "client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set->ca_not_after);
     }
     auto& slot = state->inventories[s.inventory];
-    (s.writers ? slot.writers : slot.readers) = std::move(set);
+    (s.writers ? slot.writers : slot.readers) = std::move(*set);
   }
   std::lock_guard lock(mu_);
   auth_ = std::move(state);
-  return true;
+  return {};
 }
 
 bool credential_watcher::poll(bool force) {
@@ -355,14 +352,14 @@ bool credential_watcher::poll(bool force) {
   auto now_tls = signatures(tls_files());
   if (force || now_tls != tls_seen_) {
     tls_seen_ = std::move(now_tls);
-    std::string err;
-    const bool ok = reload_tls(&err);
-    if (metrics_) metrics_->credential_reload("tls", ok);
-    if (ok) {
+    const auto reloaded = reload_tls();
+    if (metrics_) metrics_->credential_reload("tls", reloaded.ok());
+    if (reloaded) {
       log(log_level::info, "reloaded TLS certificates", {{"certificates", static_cast<long long>(pairs_.size())}});
       swapped = true;
     } else {
-      log(log_level::error, "TLS certificate reload failed; keeping the previous certificates", {{"error", err}});
+      log(log_level::error, "TLS certificate reload failed; keeping the previous certificates",
+          {{"error", reloaded.error().message}});
     }
   }
   std::shared_ptr<auth_state> next;
@@ -370,15 +367,19 @@ bool credential_watcher::poll(bool force) {
     auto now = signatures(files_of(s.files));
     if (!force && now == s.seen) continue;
     s.seen = std::move(now);
-    credential_set set;
-    std::string err;
-    const bool ok = load_credentials(s.files, set, &err);
-    if (metrics_) metrics_->credential_reload(s.files.client_ca_file.empty() ? "token" : "client-credentials", ok);
-    if (!ok) {
+    auto loaded = load_credentials(s.files);
+    if (metrics_) {
+      metrics_->credential_reload(s.files.client_ca_file.empty() ? "token" : "client-credentials",
+                                  loaded.ok());
+    }
+    if (!loaded) {
       log(log_level::error, "credential reload failed; keeping the previous credentials",
-          {{"inventory", s.inventory}, {"role", s.writers ? "writers" : "readers"}, {"error", err}});
+          {{"inventory", s.inventory},
+           {"role", s.writers ? "writers" : "readers"},
+           {"error", loaded.error().message}});
       continue;
     }
+    credential_set& set = *loaded;
     if (!next) {
       std::lock_guard lock(mu_);
       next = std::make_shared<auth_state>(*auth_);

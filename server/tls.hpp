@@ -9,7 +9,6 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/ssl/context.hpp>
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/result.hpp"
 #include "server/auth.hpp"
 #include "server/config.hpp"
 #include "server/file_util.hpp"
@@ -35,12 +35,13 @@ struct certificate_expiry {
 // tls_server context: TLS 1.2 minimum (or 1.3), forward-secret AEAD suites for 1.2,
 // ALPN http/1.1 only (never h2), client certificates requested but never required by the
 // handshake (authorization decides per inventory). `client_ca_files` only seed the
-// acceptable-CA list sent to clients.
-std::shared_ptr<boost::asio::ssl::context> make_tls_context(const std::vector<tls_pair>& pairs,
-                                                            std::string_view min_version,
-                                                            const std::vector<std::string>& client_ca_files,
-                                                            std::vector<certificate_expiry>* expiries,
-                                                            std::string* error, bool session_tickets = true);
+// acceptable-CA list sent to clients. Fails with errc::invalid_argument when a certificate or
+// key does not load (the message names the file), errc::internal when OpenSSL refuses the
+// cipher list.
+core::result<std::shared_ptr<boost::asio::ssl::context>> make_tls_context(
+    const std::vector<tls_pair>& pairs, std::string_view min_version,
+    const std::vector<std::string>& client_ca_files, std::vector<certificate_expiry>* expiries,
+    bool session_tickets = true);
 
 // The largest TLS record plaintext (RFC 8446 §5.1, RFC 5246 §6.2.1).
 inline constexpr std::size_t tls_record_plaintext = 16384;
@@ -111,8 +112,8 @@ class credential_watcher {
  public:
   credential_watcher(const serve_config& cfg, metrics* m);
 
-  // Initial load: false with *error when anything is missing or broken (startup fails).
-  bool load(std::string* error);
+  // Initial load: the error says what is missing or broken (startup fails).
+  core::result<void> load();
   // Re-reads what changed on disk since the last look (force: everything). Returns true
   // when something was swapped in. Safe to call from any single thread at a time.
   bool poll(bool force = false);
@@ -127,7 +128,7 @@ class credential_watcher {
     credential_files files;
     std::vector<file_signature> seen;
   };
-  bool reload_tls(std::string* error);
+  core::result<void> reload_tls();
   std::vector<std::string> tls_files() const;
   std::vector<std::string> client_ca_files() const;
 

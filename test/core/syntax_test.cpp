@@ -175,15 +175,14 @@ class GoDuration : public ::testing::TestWithParam<duration_case> {};
 
 TEST_P(GoDuration, MatchesGo) {
   const auto& c = GetParam();
-  std::string error;
-  const auto d = parse_go_duration(c.input, &error);
-  ASSERT_EQ(d.has_value(), c.ok) << c.input << " " << error;
+  const auto d = parse_go_duration(c.input);
+  ASSERT_EQ(d.ok(), c.ok) << c.input << " " << (d ? "" : d.error().message);
   if (c.ok) {
     EXPECT_EQ(d->count(), c.ns) << c.input;
     EXPECT_EQ(format_go_duration(*d), c.formatted) << c.input;
-    EXPECT_TRUE(error.empty());
   } else {
-    EXPECT_EQ(error.rfind("time: ", 0), 0u) << error;
+    EXPECT_EQ(d.error().code, errc::invalid_argument);
+    EXPECT_EQ(d.error().message.rfind("time: ", 0), 0u) << d.error().message;
   }
 }
 
@@ -236,15 +235,11 @@ INSTANTIATE_TEST_SUITE_P(
         duration_case{"5m0s", true, 300000000000LL, "5m0s"}));
 
 TEST(GoDuration, ErrorKinds) {
-  std::string error;
-  EXPECT_FALSE(parse_go_duration("1", &error));
-  EXPECT_EQ(error, "time: missing unit in duration \"1\"");
-  EXPECT_FALSE(parse_go_duration("1d", &error));
-  EXPECT_EQ(error, "time: unknown unit \"d\" in duration \"1d\"");
-  EXPECT_FALSE(parse_go_duration("2562048h", &error));
-  EXPECT_EQ(error, "time: invalid duration \"2562048h\"");
-  EXPECT_FALSE(parse_go_duration("1d").has_value());  // no out-parameter is fine
-  EXPECT_TRUE(parse_go_duration("1s").has_value());
+  EXPECT_EQ(parse_go_duration("1").error().message, "time: missing unit in duration \"1\"");
+  EXPECT_EQ(parse_go_duration("1d").error().message, "time: unknown unit \"d\" in duration \"1d\"");
+  EXPECT_EQ(parse_go_duration("2562048h").error().message, "time: invalid duration \"2562048h\"");
+  EXPECT_TRUE(parse_go_duration("1d").failed_with(errc::invalid_argument));
+  EXPECT_TRUE(parse_go_duration("1s").ok());
 }
 
 TEST(GoDurationFormat, SubSecondUnits) {
@@ -279,11 +274,11 @@ class GoUrl : public ::testing::TestWithParam<url_case> {};
 
 TEST_P(GoUrl, MatchesGo) {
   const auto& c = GetParam();
-  std::string error;
-  const auto u = parse_url(c.input, &error);
-  ASSERT_EQ(u.has_value(), c.ok) << c.input << " " << error;
+  const auto u = parse_url(c.input);
+  ASSERT_EQ(u.ok(), c.ok) << c.input << " " << (u ? "" : u.error().message);
   if (!c.ok) {
-    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(u.error().code, errc::invalid_argument);
+    EXPECT_FALSE(u.error().message.empty());
     return;
   }
   EXPECT_EQ(u->host, c.host) << c.input;
@@ -330,7 +325,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GoUrl, SchemeKeptAsWritten) {
   const auto u = parse_url("HTTPS://x/");
-  ASSERT_TRUE(u.has_value());
+  ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->scheme, "HTTPS");
 }
 

@@ -645,9 +645,8 @@ TEST(T9, FastPathPassesOnlyUrlsTheFullParseFindsClean) {
       continue;
     }
     ++plain;
-    std::string error;
-    const auto parsed = parse_url(url, &error);
-    ASSERT_TRUE(parsed.has_value()) << url << ": " << error;
+    const auto parsed = parse_url(url);
+    ASSERT_TRUE(parsed.ok()) << url << ": " << parsed.error().message;
     ASSERT_TRUE(https(parsed->scheme)) << url;
     ASSERT_NE(parsed->host, "") << url;
     ASSERT_FALSE(parsed->has_user_info) << url;

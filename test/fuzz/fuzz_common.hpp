@@ -7,9 +7,11 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/field_error.hpp"
+#include "core/result.hpp"
 
 namespace topogate::fuzz {
 
@@ -21,6 +23,13 @@ namespace topogate::fuzz {
 
 inline void check(bool ok, std::string_view what, std::string_view detail = {}) {
   if (!ok) fail(what, detail);
+}
+
+// The value of a setup step the target cannot run without.
+template <class T>
+T value_of(core::result<T> r, std::string_view what) {
+  if (!r) fail(what, r.error().message);
+  return std::move(r).value();
 }
 
 // What tests compare (rule, path, type): messages and line numbers may differ by path.

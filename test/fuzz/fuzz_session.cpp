@@ -108,11 +108,9 @@ struct world {
     dir = base / ("topogate-fuzz-session-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     server_dir = dir;
-    server::issued ca, leaf;
-    fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
-    fuzz::check(server::issue(ca, {"localhost", "fuzz", {"localhost"}, {"127.0.0.1"}, true, 30},
-                              leaf, nullptr),
-                "issue");
+    const server::issued ca = fuzz::value_of(server::make_ca("fuzz CA", 30), "make CA");
+    const server::issued leaf = fuzz::value_of(
+        server::issue(ca, {"localhost", "fuzz", {"localhost"}, {"127.0.0.1"}, true, 30}), "issue");
     write("server.crt", leaf.cert_pem);
     write("server.key", leaf.key_pem);
     write("alpha.token", "alpha-old\nalpha-new\n");
@@ -133,9 +131,8 @@ struct world {
         "  - {name: alpha, source: source.yaml, snapshot: snapshot.yaml,\n"
         "     readers: {bearerTokenFiles: [alpha.token]}}\n";
     write("topogate.yaml", config);
-    std::string error;
-    auto cfg = server::load_serve_config((dir / "topogate.yaml").string(), &error);
-    fuzz::check(cfg.has_value(), "configuration", error);
+    auto cfg = server::load_serve_config((dir / "topogate.yaml").string());
+    fuzz::check(cfg.ok(), "configuration", cfg ? std::string_view() : cfg.error().message);
 
     std::promise<unsigned short> listening;
     auto port = listening.get_future();

@@ -85,23 +85,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
               "trim_space returns a view inside its input", s);
   fuzz::check(core::trim_space(trimmed) == trimmed, "trim_space is idempotent", s);
 
-  std::string error;
-  if (const auto d = core::parse_go_duration(s, &error)) {
+  if (const auto d = core::parse_go_duration(s)) {
     const std::string text = core::format_go_duration(*d);
-    std::string again_error;
-    const auto again = core::parse_go_duration(text, &again_error);
-    fuzz::check(again.has_value() && *again == *d, "format_go_duration output parses back to the same value",
-                std::string(s) + " -> " + text + " " + again_error);
+    const auto again = core::parse_go_duration(text);
+    fuzz::check(
+        again.ok() && *again == *d, "format_go_duration output parses back to the same value",
+        std::string(s) + " -> " + text + " " + (again ? std::string() : again.error().message));
   } else {
-    fuzz::check(!error.empty(), "a rejected duration has a message", s);
+    fuzz::check(!d.error().message.empty(), "a rejected duration has a message", s);
   }
 
-  error.clear();
-  if (const auto u = core::parse_url(s, &error)) {
+  if (const auto u = core::parse_url(s)) {
     fuzz::check(u->host.size() <= s.size() && u->scheme.size() <= s.size(), "URL parts are bounded by the input",
                 s);
   } else {
-    fuzz::check(!error.empty(), "a rejected URL has a message", s);
+    fuzz::check(!u.error().message.empty(), "a rejected URL has a message", s);
   }
   return 0;
 }

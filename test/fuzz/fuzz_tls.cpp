@@ -56,21 +56,18 @@ struct world {
     const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     const fs::path dir = base / ("topogate-fuzz-tls-" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    server::issued ca, leaf;
-    fuzz::check(server::make_ca("fuzz CA", 30, ca, nullptr), "make CA");
-    fuzz::check(
-        server::issue(ca, {"localhost", "fuzz", {"localhost"}, {}, true, 30}, leaf, nullptr),
-        "issue");
+    const server::issued ca = fuzz::value_of(server::make_ca("fuzz CA", 30), "make CA");
+    const server::issued leaf = fuzz::value_of(
+        server::issue(ca, {"localhost", "fuzz", {"localhost"}, {}, true, 30}), "issue");
     std::ofstream(dir / "server.crt") << leaf.cert_pem;
     std::ofstream(dir / "server.key") << leaf.key_pem;
     std::ofstream(dir / "ca.crt") << ca.cert_pem;
-    std::string error;
     // As serve builds it: TLS 1.2 minimum, session tickets on (TLS 1.3 sends them after
     // the handshake, so the client's reads process post-handshake messages too).
-    server_ctx =
+    server_ctx = fuzz::value_of(
         server::make_tls_context({{(dir / "server.crt").string(), (dir / "server.key").string()}},
-                                 "1.2", {}, nullptr, &error, true);
-    fuzz::check(server_ctx != nullptr, "server context", error);
+                                 "1.2", {}, nullptr, true),
+        "server context");
     client_ctx = SSL_CTX_new(TLS_client_method());
     fuzz::check(client_ctx != nullptr, "client context");
     SSL_CTX_load_verify_locations(client_ctx, (dir / "ca.crt").c_str(), nullptr);

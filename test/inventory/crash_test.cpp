@@ -52,7 +52,7 @@ TEST(CrashChild, PushLoop) {
   cfg.inventories[0].config.allow_empty_start = true;
   registry reg(std::move(cfg), system_clock(), quiet);
   reg.start();
-  if (!testing::eventually([&] { return reg.inventory_ready("dc"); })) std::_Exit(5);
+  if (!testing::eventually([&] { return reg.inventory_ready("dc").ok(); })) std::_Exit(5);
   long n = revision_number(testing::served_revision(reg.find("dc")));
   for (;;) {
     ++n;

@@ -46,10 +46,8 @@ store_config kube_store_config(const control_plane& c, const std::string& ns) {
 }
 
 detail::kube_client admin(const control_plane& c) {
-  detail::kube_endpoint ep;
-  std::string err;
-  detail::resolve_endpoint(kube_store_config(c, "default"), ep, err);
-  return detail::kube_client(ep);
+  auto ep = detail::resolve_endpoint(kube_store_config(c, "default"));
+  return detail::kube_client(ep ? std::move(*ep) : detail::kube_endpoint{});
 }
 
 bool verbose() { return std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr; }
@@ -142,7 +140,7 @@ TEST_F(KubeStore, PushToOneReplicaIsServedByTheOther) {
   // no longer waits for it; allowEmptyStart: ready means the store answered).
   registry c(replica(), kube_deps(replica()), system_clock(), quiet());
   c.start();
-  ASSERT_TRUE(eventually([&] { return c.inventory_ready("pushed"); }));
+  ASSERT_TRUE(eventually([&] { return c.inventory_ready("pushed").ok(); }));
   EXPECT_EQ(served_revision(c.find("pushed")), "k-big");
   EXPECT_EQ(c.find("pushed")->current()->etag, etag(rb));
   c.stop();
@@ -290,7 +288,8 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   auto* p = prune.find("dc");
   // start() does not wait for the first Node list; the snapshot file waits for it (up to
   // the registry's grace) before it is first read, so the revision is validated against it.
-  ASSERT_TRUE(eventually([&] { return reject.inventory_ready("dc") && prune.inventory_ready("dc"); }));
+  ASSERT_TRUE(eventually(
+      [&] { return reject.inventory_ready("dc").ok() && prune.inventory_ready("dc").ok(); }));
   EXPECT_EQ(served_revision(r), "n-1") << "Nodes are listed before the snapshot is validated";
   EXPECT_EQ(r->selected_node_count(), std::optional<std::size_t>(3));
 

@@ -39,10 +39,8 @@ class KubeNodeLabels : public ::testing::Test {
     for (const char* n : {"nl-worker-a", "nl-worker-b"}) remove(n);
   }
   detail::kube_client admin() const {
-    detail::kube_endpoint ep;
-    std::string err;
-    detail::resolve_endpoint(store_, ep, err);
-    return detail::kube_client(ep);
+    auto ep = detail::resolve_endpoint(store_);
+    return detail::kube_client(ep ? std::move(*ep) : detail::kube_endpoint{});
   }
   int create(const std::string& name, const std::string& r, const std::string& z,
              const std::string& k) {

@@ -120,8 +120,8 @@ TEST(NodeLabelLoop, ChecksEveryNodeListChange) {
   EXPECT_EQ(first->report.selected_nodes, 3u);  // control-1 is not selected
   EXPECT_EQ(first->report.total_nodes, 4u);
   EXPECT_EQ(first->nodes_origin, "file:" + f.nodes_path);
-  std::string why;
-  EXPECT_TRUE(reg.inventory_ready("cloud-racks", &why)) << why;
+  const auto ready = reg.inventory_ready("cloud-racks");
+  EXPECT_TRUE(ready.ok()) << ready.error().message;
   EXPECT_TRUE(reg.ready());
 
   testing::write_atomic(f.nodes_path, bad);
@@ -136,7 +136,7 @@ TEST(NodeLabelLoop, ChecksEveryNodeListChange) {
                 {"S8", "nodes[worker-d][topology.kubernetes.io/region]"},
                 {"S9", "nodes[worker-c][topology.gpustack.ai/rack]"}}));
   // Findings, not readiness: the replica stays in the Service.
-  EXPECT_TRUE(reg.inventory_ready("cloud-racks"));
+  EXPECT_TRUE(reg.inventory_ready("cloud-racks").ok());
 
   // The same list again (a rewrite with identical content) is not a change.
   testing::write_atomic(f.nodes_path, bad);
@@ -203,20 +203,21 @@ TEST(NodeLabelLoop, NotReadyUntilTheNodeListIsRead) {
   fixture f;  // no Node list file yet
   registry reg(f.config(), system_clock(), f.observer());
   reg.start();
-  std::string why;
-  EXPECT_FALSE(reg.inventory_ready("cloud-racks", &why));
-  EXPECT_NE(why.find(f.nodes_path), std::string::npos) << why;
+  const auto ready = reg.inventory_ready("cloud-racks");
+  ASSERT_FALSE(ready.ok());
+  EXPECT_EQ(ready.error().code, core::errc::unavailable);
+  EXPECT_NE(ready.error().message.find(f.nodes_path), std::string::npos) << ready.error().message;
   EXPECT_FALSE(reg.ready());
   EXPECT_EQ(reg.node_labels("cloud-racks"), nullptr);
   testing::write_atomic(f.nodes_path, good);
-  EXPECT_TRUE(testing::eventually([&] { return reg.inventory_ready("cloud-racks"); }));
+  EXPECT_TRUE(testing::eventually([&] { return reg.inventory_ready("cloud-racks").ok(); }));
   EXPECT_TRUE(reg.ready());
   reg.stop();
 
   fixture g;
   registry allowed(g.config(/*allow_empty_start=*/true), system_clock(), g.observer());
   allowed.start();
-  EXPECT_TRUE(allowed.inventory_ready("cloud-racks"));
+  EXPECT_TRUE(allowed.inventory_ready("cloud-racks").ok());
   allowed.stop();
 }
 
@@ -233,9 +234,9 @@ TEST(NodeLabelLoop, SnapshotInventoriesUnaffected) {
   reg.start();
   EXPECT_FALSE(reg.reads_node_labels("dc"));
   EXPECT_EQ(reg.node_labels("dc"), nullptr);
-  EXPECT_TRUE(reg.inventory_ready("dc"));
+  EXPECT_TRUE(reg.inventory_ready("dc").ok());
   EXPECT_FALSE(reg.reads_node_labels("missing"));
-  EXPECT_FALSE(reg.inventory_ready("missing"));
+  EXPECT_TRUE(reg.inventory_ready("missing").failed_with(core::errc::not_found));
   reg.stop();
 }
 

@@ -80,13 +80,14 @@ TEST(NodeWatch, TheSnapshotFileWaitsForTheFirstNodeList) {
   f.reg->start();
   EXPECT_EQ(f.watch->starts(), 1);
   auto* inv = f.reg->find("dc");
-  std::string why;
-  EXPECT_FALSE(f.reg->inventory_ready("dc", &why));
-  EXPECT_NE(why.find("first Node list"), std::string::npos) << why;
+  const auto ready = f.reg->inventory_ready("dc");
+  ASSERT_FALSE(ready.ok());
+  EXPECT_NE(ready.error().message.find("first Node list"), std::string::npos)
+      << ready.error().message;
   EXPECT_EQ(inv->current(), nullptr) << "the file is not read before the Node list (or the grace's end)";
 
   ASSERT_TRUE(f.watch->deliver(testing::nodes(4)));
-  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc"); }));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc").ok(); }));
   EXPECT_EQ(testing::served_revision(inv), "n-1");
   EXPECT_EQ(inv->selected_node_count(), std::optional<std::size_t>(4));
 
@@ -104,7 +105,7 @@ TEST(NodeWatch, TheFirstReadIsValidatedAgainstTheListFromTheApi) {
   // worker-3 is not in the cluster when the list comes: the first revision served is pruned,
   // and no revision was ever published from the file without the list.
   ASSERT_TRUE(f.watch->deliver(testing::nodes(4, 3)));
-  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc"); }));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc").ok(); }));
   EXPECT_EQ(testing::served_revision(inv), "n-1+pruned-1");
   for (const auto& a : inv->history()) {
     if (a.accepted) {

@@ -50,15 +50,18 @@ class gated_store final : public revision_store {
   }
 
   [[nodiscard]] std::string describe() const override { return "gated:" + inner_->describe(); }
-  store_status load(const std::string& inv, std::optional<stored_revision>& out, store_deadline deadline) override {
-    if (!pass(inv, deadline)) return {store_status::code::unavailable, "gate closed past the deadline"};
+  core::result<void> load(const std::string& inv, std::optional<stored_revision>& out,
+                          store_deadline deadline) override {
+    if (!pass(inv, deadline))
+      return core::fail(core::errc::unavailable, "gate closed past the deadline");
     return inner_->load(inv, out, deadline);
   }
-  store_status save(const std::string& inv, const stored_revision& rev, const std::string& expected,
-                    std::string& version, store_deadline deadline) override {
-    if (!pass(inv, deadline)) return {store_status::code::unavailable, "gate closed past the deadline"};
+  core::result<std::string> save(const std::string& inv, const stored_revision& rev,
+                                 const std::string& expected, store_deadline deadline) override {
+    if (!pass(inv, deadline))
+      return core::fail(core::errc::unavailable, "gate closed past the deadline");
     ++saves;
-    return inner_->save(inv, rev, expected, version, deadline);
+    return inner_->save(inv, rev, expected, deadline);
   }
   std::atomic<int> saves{0};
 
@@ -131,21 +134,20 @@ TEST(PushLane, StartDoesNotWaitForTheStoreAndTheInventoryIsNotReadyUntilItAnswer
   f.reg->start();
   EXPECT_LT(seconds_since(t0), 1.0);
   ASSERT_TRUE(testing::eventually([&] { return f.store->waiting() == 1; }));
-  std::string why;
-  EXPECT_FALSE(f.reg->inventory_ready("a", &why));
-  EXPECT_NE(why.find("waiting for the store gated:file:"), std::string::npos) << why;
+  const auto ready = f.reg->inventory_ready("a");
+  ASSERT_FALSE(ready.ok());
+  EXPECT_EQ(ready.error().code, core::errc::unavailable);
+  EXPECT_NE(ready.error().message.find("waiting for the store gated:file:"), std::string::npos)
+      << ready.error().message;
+  // Ready, or not ready for another reason than the store.
+  const auto store_answered = [&](std::string_view name) {
+    const auto r = f.reg->inventory_ready(name);
+    return r.ok() || r.error().message.find("waiting for the store") == std::string::npos;
+  };
   // The other inventory's store answered (it has no revision: not ready for that reason).
-  ASSERT_TRUE(testing::eventually([&] {
-    std::string w;
-    (void)f.reg->inventory_ready("b", &w);
-    return w.find("waiting for the store") == std::string::npos;
-  }));
+  ASSERT_TRUE(testing::eventually([&] { return store_answered("b"); }));
   f.store->open_all();
-  EXPECT_TRUE(testing::eventually([&] {
-    std::string w;
-    (void)f.reg->inventory_ready("a", &w);
-    return w.find("waiting for the store") == std::string::npos;
-  }));
+  EXPECT_TRUE(testing::eventually([&] { return store_answered("a"); }));
 }
 
 TEST(PushLane, AHangingStoreDelaysOnlyItsOwnInventory) {

@@ -156,7 +156,7 @@ TEST(Push, AcknowledgedRevisionIsServedAfterRestart) {
   // the store has answered (start() returns before; the inventory is not ready until then).
   registry reg(push_config(dir / "store"));
   reg.start();
-  ASSERT_TRUE(testing::eventually([&] { return reg.inventory_ready("dc"); }));
+  ASSERT_TRUE(testing::eventually([&] { return reg.inventory_ready("dc").ok(); }));
   auto* inv = reg.find("dc");
   ASSERT_NE(inv->current(), nullptr);
   EXPECT_EQ(inv->current()->revision_id, "durable-2");
@@ -193,10 +193,11 @@ TEST(Push, DamagedStoreFileIsNotServed) {
   ASSERT_TRUE(testing::eventually([&] { return reg.find("dc")->last_attempt().has_value(); }));
   EXPECT_EQ(reg.find("dc")->current(), nullptr);
   EXPECT_FALSE(reg.find("dc")->last_attempt()->note.empty());
-  std::string why;
-  EXPECT_FALSE(reg.inventory_ready("dc", &why));
+  const auto ready = reg.inventory_ready("dc");
+  ASSERT_FALSE(ready.ok());
   // The store answered: the inventory waits for a revision, not for the store...
-  EXPECT_EQ(why.find("waiting for the store"), std::string::npos) << why;
+  EXPECT_EQ(ready.error().message.find("waiting for the store"), std::string::npos)
+      << ready.error().message;
   // ...and a push replaces the damaged file.
   const auto r = reg.push("dc", testing::snapshot_json("repaired"), std::nullopt, "w");
   EXPECT_EQ(r.outcome, push_outcome::created) << r.message;
@@ -243,7 +244,7 @@ TEST(Push, PruneAcceptsAndReportsVanishedNodes) {
   // The store keeps the revision as pushed; the reload prunes it again, identically.
   registry again(push_config(dir / "store", unknown_nodes_policy::prune));
   again.start();
-  ASSERT_TRUE(testing::eventually([&] { return again.inventory_ready("dc"); }));
+  ASSERT_TRUE(testing::eventually([&] { return again.inventory_ready("dc").ok(); }));
   EXPECT_EQ(served_revision(again.find("dc")), "p-1") << "no Node list: nothing to prune";
   again.stop();
 }

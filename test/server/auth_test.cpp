@@ -38,17 +38,22 @@ class AuthFiles : public ::testing::Test {
 };
 
 TEST_F(AuthFiles, EmptyTokenFileIsAnError) {
-  credential_set s;
-  std::string err;
-  EXPECT_FALSE(load_credentials({{file("empty", "\n")}, {}, {}, {}}, s, &err));
-  EXPECT_NE(err.find("no token"), std::string::npos);
-  EXPECT_FALSE(load_credentials({{(dir_ / "missing").string()}, {}, {}, {}}, s, &err));
-  EXPECT_FALSE(load_credentials({{}, file("ca", "not a certificate"), {}, {}}, s, &err));
+  const auto empty = load_credentials({{file("empty", "\n")}, {}, {}, {}});
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code, core::errc::invalid_argument);
+  EXPECT_NE(empty.error().message.find("no token"), std::string::npos);
+  const auto missing = load_credentials({{(dir_ / "missing").string()}, {}, {}, {}});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, core::errc::io);
+  const auto not_pem = load_credentials({{}, file("ca", "not a certificate"), {}, {}});
+  ASSERT_FALSE(not_pem);
+  EXPECT_EQ(not_pem.error().code, core::errc::invalid_argument);
 }
 
 TEST_F(AuthFiles, EveryTokenOfEveryFileIsAccepted) {
-  credential_set s;
-  ASSERT_TRUE(load_credentials({{file("a", "one\ntwo\n"), file("b", "three")}, {}, {}, {}}, s, nullptr));
+  const auto loaded = load_credentials({{file("a", "one\ntwo\n"), file("b", "three")}, {}, {}, {}});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const credential_set& s = *loaded;
   EXPECT_TRUE(s.bearer);
   EXPECT_FALSE(s.mtls);
   for (const char* t : {"one", "two", "three"}) {

@@ -28,8 +28,8 @@ class ConfigTest : public ::testing::Test {
     std::ofstream(dir_ / "source.yaml") << source_yaml;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::optional<serve_config> parse(const std::string& yaml, std::string* err) {
-    return parse_serve_config(yaml, dir_.string(), err);
+  core::result<serve_config> parse(const std::string& yaml) {
+    return parse_serve_config(yaml, dir_.string());
   }
   std::filesystem::path dir_;
 };
@@ -44,9 +44,8 @@ inventories:
 )";
 
 TEST_F(ConfigTest, MinimalWithDefaults) {
-  std::string err;
-  auto cfg = parse(minimal, &err);
-  ASSERT_TRUE(cfg) << err;
+  auto cfg = parse(minimal);
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->port, 8443u);
   EXPECT_EQ(cfg->address, "0.0.0.0");
   EXPECT_TRUE(cfg->session_tickets);
@@ -67,7 +66,6 @@ TEST_F(ConfigTest, EveryKey) {
   std::string text(source_yaml);
   text.replace(text.find("namespace: gpustack-system"), 26, "namespace: workers");
   std::ofstream(dir_ / "source-workers.yaml") << text;
-  std::string err;
   auto cfg = parse(R"(
 listen: {address: 127.0.0.1, port: 9443, healthPort: 9090}
 tls: {certFile: /abs/tls.crt, keyFile: tls.key, minVersion: "1.3", sessionTickets: false,
@@ -89,8 +87,8 @@ inventories:
     historySize: 5
     readers: {clientCAFile: ca.crt, allowedSubjects: [reader], allowedSANs: [reader.example]}
     writers: {bearerTokenFiles: [w1, w2]}
-)", &err);
-  ASSERT_TRUE(cfg) << err;
+)");
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->port, 9443u);
   EXPECT_EQ(cfg->health_port, 9090u);
   EXPECT_EQ(cfg->min_tls_version, "1.3");
@@ -118,9 +116,8 @@ inventories:
 TEST_F(ConfigTest, WebhookOnlyWithoutInventories) {
   for (const std::string yaml : {"tls: {certFile: a, keyFile: b}\n",
                                  "tls: {certFile: a, keyFile: b}\ninventories: []\n"}) {
-    std::string err;
-    auto cfg = parse(yaml, &err);
-    ASSERT_TRUE(cfg) << yaml << err;
+    auto cfg = parse(yaml);
+    ASSERT_TRUE(cfg) << yaml << cfg.error().message;
     EXPECT_TRUE(cfg->registry.inventories.empty());
   }
 }
@@ -144,33 +141,38 @@ TEST_F(ConfigTest, Rejections) {
       {"tls: [\n", "YAML"},
   };
   for (const auto& [yaml, needle] : cases) {
-    std::string err;
-    EXPECT_FALSE(parse(yaml, &err)) << yaml;
+    const auto cfg = parse(yaml);
+    ASSERT_FALSE(cfg) << yaml;
+    const auto& err = cfg.error().message;
+    EXPECT_EQ(cfg.error().code, core::errc::invalid_argument) << err;
     EXPECT_NE(err.find(needle), std::string::npos) << "error \"" << err << "\" should mention " << needle;
   }
 }
 
 TEST_F(ConfigTest, StoreTimeoutDefaultAndBothEndsOfItsRange) {
-  std::string err;
-  auto cfg = parse(minimal, &err);
-  ASSERT_TRUE(cfg) << err;
+  auto cfg = parse(minimal);
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->registry.store.timeout, std::chrono::seconds(5));
   for (const auto& [value, ms] : {std::pair{"100ms", 100}, {"2s", 2000}, {"5m", 300000}}) {
-    cfg = parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n", &err);
-    ASSERT_TRUE(cfg) << value << ": " << err;
+    cfg = parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n");
+    ASSERT_TRUE(cfg) << value << ": " << cfg.error().message;
     EXPECT_EQ(cfg->registry.store.timeout, std::chrono::milliseconds(ms)) << value;
   }
   for (const char* value : {"99ms", "5m1ms", "0s", "-1s", "5"}) {
-    EXPECT_FALSE(parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n", &err)) << value;
-    EXPECT_NE(err.find("store.timeout"), std::string::npos) << value << ": " << err;
+    cfg = parse(minimal + "store: {type: file, directory: st, timeout: " + value + "}\n");
+    ASSERT_FALSE(cfg) << value;
+    EXPECT_NE(cfg.error().message.find("store.timeout"), std::string::npos)
+        << value << ": " << cfg.error().message;
   }
 }
 
 TEST_F(ConfigTest, InvalidTopologySourceIsRefused) {
   std::ofstream(dir_ / "bad.yaml") << "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {levels: []}\n";
-  std::string err;
-  EXPECT_FALSE(parse("tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: bad.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", &err));
-  EXPECT_NE(err.find("T1"), std::string::npos) << err;
+  const auto cfg = parse(
+      "tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: bad.yaml, snapshot: s, "
+      "readers: {bearerTokenFiles: [t]}}]\n");
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("T1"), std::string::npos) << cfg.error().message;
 }
 
 }  // namespace

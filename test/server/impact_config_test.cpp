@@ -29,7 +29,7 @@ spec:
 )";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::optional<serve_config> parse(const std::string& extra, std::string* err) {
+  core::result<serve_config> parse(const std::string& extra) {
     const std::string yaml = R"(
 tls: {certFile: tls.crt, keyFile: tls.key}
 inventories:
@@ -38,36 +38,35 @@ inventories:
     snapshot: snap.yaml
     readers: {bearerTokenFiles: [token]}
 )" + extra;
-    return parse_serve_config(yaml, dir_.string(), err);
+    return parse_serve_config(yaml, dir_.string());
   }
   std::filesystem::path dir_;
 };
 
 TEST_F(ImpactConfig, AbsentMeansNoLimit) {
-  std::string err;
-  const auto cfg = parse("", &err);
-  ASSERT_TRUE(cfg) << err;
+  const auto cfg = parse("");
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->registry.inventories[0].config.max_profile_changes, 0u);
 }
 
 TEST_F(ImpactConfig, NonNegativeIntegerUpToTheMaximum) {
-  std::string err;
-  auto cfg = parse("    maxProfileChanges: 3\n", &err);
-  ASSERT_TRUE(cfg) << err;
+  auto cfg = parse("    maxProfileChanges: 3\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->registry.inventories[0].config.max_profile_changes, 3u);
-  cfg = parse("    maxProfileChanges: 1048576\n", &err);
-  ASSERT_TRUE(cfg) << err;
+  cfg = parse("    maxProfileChanges: 1048576\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->registry.inventories[0].config.max_profile_changes, 1048576u);
-  err.clear();
-  EXPECT_FALSE(parse("    maxProfileChanges: 1048577\n", &err));
-  EXPECT_NE(err.find("maxProfileChanges"), std::string::npos);
+  cfg = parse("    maxProfileChanges: 1048577\n");
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("maxProfileChanges"), std::string::npos);
 }
 
 TEST_F(ImpactConfig, NegativeOrNotANumberIsAnError) {
   for (const char* bad : {"-1", "two", "1.5", "[1]"}) {
-    std::string err;
-    EXPECT_FALSE(parse(std::string("    maxProfileChanges: ") + bad + "\n", &err)) << bad;
-    EXPECT_NE(err.find("inventories[dc].maxProfileChanges"), std::string::npos) << bad << ": " << err;
+    const auto cfg = parse(std::string("    maxProfileChanges: ") + bad + "\n");
+    ASSERT_FALSE(cfg) << bad;
+    EXPECT_NE(cfg.error().message.find("inventories[dc].maxProfileChanges"), std::string::npos)
+        << bad << ": " << cfg.error().message;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -43,6 +44,13 @@ X509* load_cert(const std::string& pem) {
   return x;
 }
 
+// The value of a setup step the test cannot go on without.
+template <class T>
+void take(core::result<T> r, T& out) {
+  ASSERT_TRUE(r) << r.error().message;
+  out = std::move(*r);
+}
+
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -55,11 +63,13 @@ class RouterTest : public ::testing::Test {
     write("push-writer.token", "push-writer\n");
     write("source.yaml", source_yaml);
     write("snapshot.yaml", snapshot_yaml);
-    ASSERT_TRUE(make_ca("test CA", 30, ca_, nullptr));
-    ASSERT_TRUE(make_ca("other CA", 30, other_ca_, nullptr));
+    ASSERT_NO_FATAL_FAILURE(take(make_ca("test CA", 30), ca_));
+    ASSERT_NO_FATAL_FAILURE(take(make_ca("other CA", 30), other_ca_));
     write("ca.crt", ca_.cert_pem);
-    ASSERT_TRUE(issue(ca_, {"reader", "test", {"reader.example"}, {}, false, 30}, client_, nullptr));
-    ASSERT_TRUE(issue(other_ca_, {"reader", "test", {"reader.example"}, {}, false, 30}, stranger_, nullptr));
+    ASSERT_NO_FATAL_FAILURE(
+        take(issue(ca_, {"reader", "test", {"reader.example"}, {}, false, 30}), client_));
+    ASSERT_NO_FATAL_FAILURE(
+        take(issue(other_ca_, {"reader", "test", {"reader.example"}, {}, false, 30}), stranger_));
 
     inventory::registry_config rc;
     auto src = core::validate_topology_source_text(source_yaml);
@@ -80,11 +90,11 @@ class RouterTest : public ::testing::Test {
     credential_files beta_r{{}, path("ca.crt"), {}, {}};
     credential_files push_r{{path("beta.token")}, {}, {}, {}};
     credential_files push_w{{path("push-writer.token")}, {}, {}, {}};
-    ASSERT_TRUE(load_credentials(alpha_r, state->inventories["alpha"].readers, nullptr));
-    ASSERT_TRUE(load_credentials(alpha_w, state->inventories["alpha"].writers, nullptr));
-    ASSERT_TRUE(load_credentials(beta_r, state->inventories["beta"].readers, nullptr));
-    ASSERT_TRUE(load_credentials(push_r, state->inventories["push"].readers, nullptr));
-    ASSERT_TRUE(load_credentials(push_w, state->inventories["push"].writers, nullptr));
+    ASSERT_NO_FATAL_FAILURE(take(load_credentials(alpha_r), state->inventories["alpha"].readers));
+    ASSERT_NO_FATAL_FAILURE(take(load_credentials(alpha_w), state->inventories["alpha"].writers));
+    ASSERT_NO_FATAL_FAILURE(take(load_credentials(beta_r), state->inventories["beta"].readers));
+    ASSERT_NO_FATAL_FAILURE(take(load_credentials(push_r), state->inventories["push"].readers));
+    ASSERT_NO_FATAL_FAILURE(take(load_credentials(push_w), state->inventories["push"].writers));
     ctx_.registry = registry_.get();
     ctx_.auth = state;
     ctx_.m = &metrics_;
@@ -245,15 +255,15 @@ TEST_F(RouterTest, ClientCertificates) {
 TEST_F(RouterTest, SubjectAllowList) {
   auto state = std::make_shared<auth_state>(*ctx_.auth);
   credential_files f{{}, path("ca.crt"), {"someone-else"}, {}};
-  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  ASSERT_NO_FATAL_FAILURE(take(load_credentials(f), state->inventories["beta"].readers));
   ctx_.auth = state;
   EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 403u);
   f.allowed_subjects = {"reader"};
-  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  ASSERT_NO_FATAL_FAILURE(take(load_credentials(f), state->inventories["beta"].readers));
   EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 200u);
   f.allowed_subjects = {};
   f.allowed_sans = {"reader.example"};
-  ASSERT_TRUE(load_credentials(f, state->inventories["beta"].readers, nullptr));
+  ASSERT_NO_FATAL_FAILURE(take(load_credentials(f), state->inventories["beta"].readers));
   EXPECT_EQ(get("/snapshots/beta", {}, client_peer()).result_int(), 200u);
 }
 

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "server/pki.hpp"
 #include "server/tls.hpp"
@@ -29,20 +30,23 @@ struct TlsChannel : ::testing::Test {
     dir = fs::temp_directory_path() / ("tls-channel-" + std::to_string(::getpid()) + "-" +
                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir);
-    std::string error;
-    ASSERT_TRUE(make_ca("channel test CA", 2, ca, &error)) << error;
+    auto made = make_ca("channel test CA", 2);
+    ASSERT_TRUE(made) << made.error().message;
+    ca = std::move(*made);
     cert_request req;
     req.common_name = "localhost";
     req.dns_names = {"localhost"};
     req.server = true;
-    issued leaf;
-    ASSERT_TRUE(issue(ca, req, leaf, &error)) << error;
-    write(dir / "server.crt", leaf.cert_pem);
-    write(dir / "server.key", leaf.key_pem);
+    const auto leaf = issue(ca, req);
+    ASSERT_TRUE(leaf) << leaf.error().message;
+    write(dir / "server.crt", leaf->cert_pem);
+    write(dir / "server.key", leaf->key_pem);
     write(dir / "ca.crt", ca.cert_pem);
-    server_ctx = make_tls_context({{(dir / "server.crt").string(), (dir / "server.key").string()}}, "1.2", {},
-                                  nullptr, &error, false);
-    ASSERT_TRUE(server_ctx) << error;
+    auto context =
+        make_tls_context({{(dir / "server.crt").string(), (dir / "server.key").string()}}, "1.2",
+                         {}, nullptr, false);
+    ASSERT_TRUE(context) << context.error().message;
+    server_ctx = std::move(*context);
 
     client_ctx = SSL_CTX_new(TLS_client_method());
     ASSERT_NE(client_ctx, nullptr);
