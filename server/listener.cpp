@@ -85,14 +85,13 @@ router_context server::impl::context(listener_kind kind) {
   return ctx;
 }
 
-bool server::impl::open_acceptor(std::optional<tcp::acceptor>& acc, const std::string& address,
-                                 unsigned port, unsigned short& bound, std::string* error) {
+core::result<void> server::impl::open_acceptor(std::optional<tcp::acceptor>& acc,
+                                               const std::string& address, unsigned port,
+                                               unsigned short& bound) {
   beast::error_code ec;
   const auto addr = net::ip::make_address(address, ec);
-  if (ec) {
-    if (error) *error = "invalid listen address \"" + address + "\"";
-    return false;
-  }
+  if (ec)
+    return core::fail(core::errc::invalid_argument, "invalid listen address \"" + address + "\"");
   acc.emplace(ioc);
   const tcp::endpoint ep(addr, static_cast<unsigned short>(port));
   acc->open(ep.protocol(), ec);
@@ -100,13 +99,11 @@ bool server::impl::open_acceptor(std::optional<tcp::acceptor>& acc, const std::s
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    if (error) {
-      *error = "cannot listen on " + address + ":" + std::to_string(port) + ": " + ec.message();
-    }
-    return false;
+    return core::fail(core::errc::io, "cannot listen on " + address + ":" + std::to_string(port) +
+                                          ": " + ec.message());
   }
   bound = acc->local_endpoint().port();
-  return true;
+  return {};
 }
 
 void server::impl::do_accept(tcp::acceptor& a, listener_kind kind) {

@@ -82,9 +82,8 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     return 1;
   }
   server srv(cfg, *reg, m, creds);
-  std::string error;
-  if (!srv.listen(&error)) {
-    log(log_level::error, "cannot listen", {{"error", error}});
+  if (auto listening = srv.listen(); !listening) {
+    log(log_level::error, "cannot listen", {{"error", listening.error().message}});
     reg->stop();
     return 1;
   }

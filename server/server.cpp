@@ -17,16 +17,14 @@ server::server(serve_config cfg, inventory::registry& reg, metrics& m, credentia
 
 server::~server() = default;
 
-bool server::listen(std::string* error) {
+core::result<void> server::listen() {
   auto& d = *impl_;
-  if (!d.open_acceptor(d.acceptor, d.cfg.address, d.cfg.port, port_, error)) return false;
+  if (auto r = d.open_acceptor(d.acceptor, d.cfg.address, d.cfg.port, port_); !r) return r;
   if (d.cfg.health_port) {
-    if (!d.open_acceptor(d.health_acceptor, d.cfg.health_address, d.cfg.health_port, health_port_,
-                         error)) {
-      return false;
-    }
+    return d.open_acceptor(d.health_acceptor, d.cfg.health_address, d.cfg.health_port,
+                           health_port_);
   }
-  return true;
+  return {};
 }
 
 void server::run(const std::function<void()>& on_listening) {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/result.hpp"
 #include "server/config.hpp"
 #include "server/router.hpp"
 #include "server/tls.hpp"
@@ -32,8 +33,8 @@ class server {
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  // Binds the listeners (port 0 picks a free port). False with *error when it cannot.
-  bool listen(std::string* error);
+  // Binds the listeners (port 0 picks a free port), or says why it cannot.
+  core::result<void> listen();
   [[nodiscard]] unsigned short port() const noexcept { return port_; }
   [[nodiscard]] unsigned short health_port() const noexcept { return health_port_; }
 
