@@ -140,7 +140,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
   if (auto l = root["limits"]) {
     check_keys(l, "limits",
                {"maxConnections", "headerBytes", "admissionBodyBytes", "pushBodyBytes", "handshakeTimeout",
-                "readTimeout", "idleTimeout", "shutdownTimeout"});
+                "readTimeout", "idleTimeout", "shutdownTimeout", "shutdownDelay"});
     auto& lim = cfg.limits;
     if (l["maxConnections"]) lim.max_connections = number(l["maxConnections"], "limits.maxConnections", 1u << 20);
     if (l["headerBytes"]) lim.header_bytes = number(l["headerBytes"], "limits.headerBytes", 1u << 20);
@@ -152,6 +152,12 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     if (l["readTimeout"]) lim.read_timeout = duration(l["readTimeout"], "limits.readTimeout");
     if (l["idleTimeout"]) lim.idle_timeout = duration(l["idleTimeout"], "limits.idleTimeout");
     if (l["shutdownTimeout"]) lim.shutdown_timeout = duration(l["shutdownTimeout"], "limits.shutdownTimeout");
+    if (l["shutdownDelay"]) {
+      lim.shutdown_delay = duration(l["shutdownDelay"], "limits.shutdownDelay");
+      if (lim.shutdown_delay.count() < 0 || lim.shutdown_delay > std::chrono::minutes(5)) {
+        fail("limits.shutdownDelay", "must be between 0s and 5m");
+      }
+    }
     if (lim.max_connections == 0) fail("limits.maxConnections", "must be at least 1");
     if (lim.header_bytes < 1024) fail("limits.headerBytes", "must be at least 1024");
     for (auto [d, name] : {std::pair{lim.handshake_timeout, "handshakeTimeout"}, {lim.read_timeout, "readTimeout"},

@@ -30,6 +30,9 @@ struct limits_config {
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds idle_timeout{90'000};
   std::chrono::milliseconds shutdown_timeout{25'000};
+  // Between SIGTERM and the drain: /readyz fails, requests are still served (each response
+  // closes its connection) while the Service's endpoints drop the Pod. 0 drains at once.
+  std::chrono::milliseconds shutdown_delay{0};
 };
 
 struct inventory_auth {

@@ -525,8 +525,10 @@ class http_session : public drainable {
     request_info info;
     deferred_response later;
     response res = handle(req, peer_, srv_.context(kind_), info, started_, &later);
-    after_response_ = req.keep_alive() && !srv_.stopping.load() ? after_response::read_next
-                                                                : after_response::close;
+    // Draining (a shutdown delay, or stopping): each answer closes its connection, so a
+    // keep-alive client dials again and reaches a replica that stays.
+    after_response_ = req.keep_alive() && !srv_.health.draining.load() ? after_response::read_next
+                                                                       : after_response::close;
     if (later) {
       // A push: answered from the inventory's lane (by store.timeout at the latest), posted
       // back to this connection's executor. Nothing is read meanwhile, and no thread waits.
@@ -539,7 +541,7 @@ class http_session : public drainable {
         net::post(ex, [self = std::move(self), answer = std::move(answer), info = std::move(info),
                        method = std::move(method), version]() mutable {
           if (self->state_ == connection_state::closed) return self->finish_counting();
-          if (self->srv_.stopping.load()) self->after_response_ = after_response::close;
+          if (self->srv_.health.draining.load()) self->after_response_ = after_response::close;
           self->send(std::move(answer), method, info, version);
         });
       });

@@ -32,6 +32,7 @@ server::impl::impl(serve_config c, inventory::registry& r, metrics& mm, credenti
       signals(control, SIGINT, SIGTERM, SIGHUP),
       poll_timer(control),
       deadline_timer(control),
+      delay_timer(control),
       accept_retry_timer(control) {
   limits.admission = cfg.limits.admission_body_bytes;
   limits.push = cfg.limits.push_body_bytes;
@@ -173,13 +174,41 @@ void server::impl::do_signals() {
     }
     log(log_level::info, "shutdown signal received",
         {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    on_shutdown_signal();
+  });
+}
+
+void server::impl::on_shutdown_signal() {
+  if (delaying) {
+    log(log_level::info, "second shutdown signal: ending the shutdown delay");
+    delay_timer.cancel();
+    begin_shutdown();
+    return;
+  }
+  const auto delay = cfg.limits.shutdown_delay;
+  if (delay.count() <= 0 || stopping.load()) {
+    begin_shutdown();
+    return;
+  }
+  // Kubernetes removes a terminating Pod from its Service's endpoints while it sends
+  // SIGTERM; a client that resolved the endpoint just before still dials this replica.
+  delaying = true;
+  health.draining = true;
+  log(log_level::info, "shutdown delay: serving while the endpoints drop this replica",
+      {{"delay_ms", static_cast<long long>(delay.count())}});
+  delay_timer.expires_after(delay);
+  delay_timer.async_wait([this](beast::error_code ec) {
+    if (ec) return;
     begin_shutdown();
   });
+  do_signals();
 }
 
 void server::impl::begin_shutdown() {
   if (stopping.exchange(true)) return;
   health.draining = true;
+  delaying = false;
+  delay_timer.cancel();
   beast::error_code ignored;
   if (acceptor) acceptor->close(ignored);
   if (health_acceptor) health_acceptor->close(ignored);

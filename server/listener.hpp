@@ -54,6 +54,9 @@ struct server::impl {
   boost::asio::signal_set signals;
   boost::asio::steady_timer poll_timer;
   boost::asio::steady_timer deadline_timer;
+  // limits.shutdownDelay: between the signal and the drain.
+  boost::asio::steady_timer delay_timer;
+  bool delaying = false;
   boost::asio::steady_timer accept_retry_timer;
   health_state health;
   body_limits limits;
@@ -85,6 +88,10 @@ struct server::impl {
                  listener_kind kind);
   void do_poll();
   void do_signals();
+  // SIGTERM/SIGINT: with limits.shutdownDelay, first fail /readyz and keep serving (every
+  // response closes its connection) while the endpoints drop this replica, then drain; a
+  // second signal ends the delay at once.
+  void on_shutdown_signal();
   void begin_shutdown();
 };
 

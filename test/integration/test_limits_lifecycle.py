@@ -224,6 +224,48 @@ def test_sigterm_drains_and_exits(make_server, pki):
     assert "draining" in msgs and "stopped" in msgs
 
 
+def test_sigterm_with_a_shutdown_delay_keeps_serving_then_drains(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {shutdownDelay: 2s, shutdownTimeout: 5s}"))
+    kept = tls_conn(srv, pki)
+    kept.request("GET", "/livez")
+    r = kept.getresponse()
+    r.read()
+    assert r.getheader("Connection", "").lower() != "close"
+    started = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    wait_for(lambda: curl("--cacert", str(pki.ca), f"{srv.url}/readyz")[0] == 503, what="/readyz failing")
+    # During the delay: the open connection and new ones are still served, the snapshot too,
+    # and every answer closes its connection.
+    kept.request("GET", "/livez")
+    r = kept.getresponse()
+    r.read()
+    assert r.status == 200 and r.getheader("Connection", "").lower() == "close"
+    code, body, _, _ = curl("--cacert", str(pki.ca), "-H", f"Authorization: Bearer {pki.token}", f"{srv.url}/snapshots/demo")
+    assert code == 200 and json.loads(body)["revision"] == "inventory-42"
+    assert time.monotonic() - started < 2
+    assert srv.proc.poll() is None
+    # After it: the listener is closed and the process exits 0.
+    rc = srv.proc.wait(timeout=20)
+    assert rc == 0
+    assert time.monotonic() - started >= 2
+    refused = subprocess.run(["curl", "-sS", "--cacert", str(pki.ca), f"{srv.url}/livez"], capture_output=True)
+    assert refused.returncode != 0
+    msgs = [e.get("msg") for e in srv.logs()]
+    assert msgs.index("shutdown delay: serving while the endpoints drop this replica") < msgs.index("draining")
+
+
+def test_second_signal_ends_the_shutdown_delay(make_server, pki):
+    srv = make_server(lambda d: default_config(pki, d, extra="limits: {shutdownDelay: 60s}"))
+    started = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    wait_for(lambda: curl("--cacert", str(pki.ca), f"{srv.url}/readyz")[0] == 503, what="/readyz failing")
+    assert srv.proc.poll() is None
+    srv.signal(signal.SIGTERM)
+    assert srv.proc.wait(timeout=20) == 0
+    assert time.monotonic() - started < 30
+    assert "second shutdown signal: ending the shutdown delay" in [e.get("msg") for e in srv.logs()]
+
+
 def test_bad_config_exits_2(binary, tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("listen: {port: 1}\nunknownKey: true\n")

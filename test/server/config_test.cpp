@@ -166,6 +166,23 @@ TEST_F(ConfigTest, StoreTimeoutDefaultAndBothEndsOfItsRange) {
   }
 }
 
+TEST_F(ConfigTest, ShutdownDelayDefaultAndBothEndsOfItsRange) {
+  auto cfg = parse(minimal);
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->limits.shutdown_delay, std::chrono::milliseconds(0));
+  for (const auto& [value, ms] : {std::pair{"0s", 0}, {"5s", 5000}, {"5m", 300000}}) {
+    cfg = parse(minimal + "limits: {shutdownDelay: " + value + "}\n");
+    ASSERT_TRUE(cfg) << value << ": " << cfg.error().message;
+    EXPECT_EQ(cfg->limits.shutdown_delay, std::chrono::milliseconds(ms)) << value;
+  }
+  for (const char* value : {"5m1ms", "-1s", "5"}) {
+    cfg = parse(minimal + "limits: {shutdownDelay: " + value + "}\n");
+    ASSERT_FALSE(cfg) << value;
+    EXPECT_NE(cfg.error().message.find("limits.shutdownDelay"), std::string::npos)
+        << value << ": " << cfg.error().message;
+  }
+}
+
 TEST_F(ConfigTest, InvalidTopologySourceIsRefused) {
   std::ofstream(dir_ / "bad.yaml") << "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {levels: []}\n";
   const auto cfg = parse(
