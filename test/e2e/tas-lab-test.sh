@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The runbook's "Validate on a temporary EKS cluster", locally, against the real Kueue
+# (scripts/tas-lab.sh): four Nodes in two zones; a size-three zone-constrained PodSet is
+# Pending although four Pods fit cluster-wide, and a size-two PodSet is admitted with a
+# topologyAssignment inside one zone. Then the runbook's capacity split between a zone
+# profile and a hostname-only profile (two flavors). Kueue's decisions are asserted, and
+# `topogate diagnose pending` / `diagnose chain` (online, against the lab) must agree.
+#
+# Usage: tas-lab-test.sh   Env: TOPOGATE_BINARY, E2E_KEEP=1 (leave the lab up),
+#                               TAS_LAB_DIR (default: a fresh temporary directory)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+lab_sh=$repo/scripts/tas-lab.sh
+scenario=$here/tas/eks-validation.json
+t_start=$SECONDS
+export TAS_LAB_DIR=${TAS_LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/topogate-tas-lab-test.XXXXXX")}
+out=$(mktemp -d "${TMPDIR:-/tmp}/topogate-tas-lab-out.XXXXXX")
+
+fails=0 checks=0
+pass() { checks=$((checks + 1)); echo "ok   $*"; }
+fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
+section() { echo "== $*"; }
+
+cleanup() {
+  if [[ ${E2E_KEEP:-0} == 1 ]]; then
+    echo "kept: $TAS_LAB_DIR (stop with TAS_LAB_DIR=$TAS_LAB_DIR $lab_sh down)"
+  else
+    "$lab_sh" down >/dev/null 2>&1 || true
+  fi
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+section up
+t0=$SECONDS
+rc=0
+"$lab_sh" up >"$out/up.out" 2>"$out/up.err" || rc=$?
+if [[ $rc == 0 ]] && grep -q '^export KUBECONFIG=' "$out/up.out"; then
+  pass "tas-lab.sh up: exit 0 in $((SECONDS - t0)) s, prints export KUBECONFIG=..."
+else
+  fail "tas-lab.sh up: exit $rc"; tail -n 30 "$out/up.err"; exit 1
+fi
+eval "$(grep '^export KUBECONFIG=' "$out/up.out")"
+rc=0
+"$lab_sh" status >"$out/status.out" 2>&1 || rc=$?
+[[ $rc == 0 ]] && grep -q '^kueue: ready' "$out/status.out" && grep -q 'gitVersion":"v0.17.0' "$out/status.out" &&
+  pass "status: Kueue v0.17.0 ready" || fail "status: exit $rc: $(cat "$out/status.out")"
+grep -q 'nodes: 4' "$out/status.out" && pass "status: the base inventory's four Nodes" || fail "status: $(grep nodes "$out/status.out")"
+
+section "run eks-validation.json"
+t0=$SECONDS
+rc=0
+"$lab_sh" run "$scenario" >"$out/run.jsonl" 2>"$out/run.err" || rc=$?
+[[ $rc == 0 ]] && pass "tas-lab.sh run: exit 0 in $((SECONDS - t0)) s (every expect met)" ||
+  { fail "tas-lab.sh run: exit $rc"; tail -n 20 "$out/run.err"; }
+cat "$out/run.jsonl"
+
+# check NAME PYTHON-EXPRESSION: evaluated with w = the Workload's line
+check() {
+  local name=$1 expr=$2 what=$3
+  if python3 - "$out/run.jsonl" "$name" "$expr" <<'PY'; then pass "$name: $what"; else fail "$name: $what"; fi
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+w = next((l for l in lines if l["workload"] == "default/" + sys.argv[2]), None)
+sys.exit(0 if w is not None and eval(sys.argv[3]) else 1)
+PY
+}
+z=topology.kubernetes.io/zone
+check zone-trio 'w["kueue"]["decision"] == "pending" and "gpustack-fnv64-570aeab478df5111" in w["kueue"]["message"]' \
+  "Kueue: Pending (QuotaReserved=False, the Topology cannot fit 3)"
+check zone-trio 'w["diagnose"]["verdict"] == "no-domain" and w["diagnose"]["exit"] == 1' \
+  "diagnose: no $z domain holds it (exit 1)"
+check zone-trio 'w["diagnose"]["podSets"][0]["clusterFits"] == 4 and w["diagnose"]["podSets"][0]["largestDomainFits"] == 2' \
+  "diagnose: cluster-wide 4 fit, largest zone holds 2"
+check zone-trio 'w["agree"]' "Kueue and diagnose agree"
+check zone-pair 'w["kueue"]["decision"] == "admitted" and w["kueue"]["admitted"] == "True"' "Kueue: admitted"
+check zone-pair 'len({tuple(d["values"]) for d in w["kueue"]["assignments"][0]["topologyAssignment"]["domains"]}) == 2 and sum(d["count"] for d in w["kueue"]["assignments"][0]["topologyAssignment"]["domains"]) == 2' \
+  "Kueue: topologyAssignment places 2 Pods on 2 Nodes"
+check zone-pair 'w["expectMet"]' "Kueue: the assigned Nodes are in one zone"
+check zone-pair 'w["diagnose"]["verdict"] == "fits" and w["diagnose"]["exit"] == 0' "diagnose: a zone holds it, reservation held (exit 0)"
+check zone-pair 'w["agree"]' "Kueue and diagnose agree"
+check zone-pair 'w["chain"]["exit"] == 0 and not w["chain"]["findings"]' "diagnose chain: complete"
+
+section "run split-profiles.json"
+rc=0
+"$lab_sh" run "$here/tas/split-profiles.json" >"$out/run.jsonl" 2>"$out/run.err" || rc=$?
+[[ $rc == 0 ]] && pass "tas-lab.sh run: exit 0 (every expect met)" || { fail "tas-lab.sh run: exit $rc"; tail -n 20 "$out/run.err"; }
+grep -q '"fnv64-87bf574bea2a4f23": 2' "$out/run.err" && grep -q '"fnv64-570aeab478df5111": 2' "$out/run.err" &&
+  pass "labeler: two profiles (zone, hostname-only), two Nodes each" || fail "profiles: $(grep loaded "$out/run.err")"
+check zone-trio 'w["kueue"]["decision"] == "pending" and "does not contain the requested level" in w["kueue"]["message"]' \
+  "Kueue: Pending; the hostname-only flavor lacks the zone level"
+check zone-trio 'w["diagnose"]["verdict"] == "no-domain" and w["diagnose"]["podSets"][0]["clusterFits"] == 4 and w["diagnose"]["podSets"][0]["largestDomainFits"] == 2' \
+  "diagnose: cluster-wide 4 fit, no zone holds 3"
+check zone-trio 'w["agree"]' "Kueue and diagnose agree"
+check zone-pair 'w["kueue"]["decision"] == "admitted" and w["expectMet"] and w["agree"]' \
+  "Kueue: admitted in zone-a; diagnose agrees"
+check zone-pair 'w["chain"]["exit"] == 0' "diagnose chain: complete with two flavors"
+
+section cleanup
+left=$("$lab_sh" status 2>/dev/null | grep -E '^  (workloads|nodes|clusterqueues): [1-9]' || true)
+[[ -z $left ]] && pass "run removed the scenario's objects" || fail "left after run: $left"
+if [[ ${E2E_KEEP:-0} != 1 ]]; then
+  kueue_pid=$(cat "$TAS_LAB_DIR/kueue/pid")
+  "$lab_sh" down >/dev/null 2>&1 && ! kill -0 "$kueue_pid" 2>/dev/null && [[ ! -e $TAS_LAB_DIR ]] &&
+    pass "down: Kueue stopped, state removed" || fail "down left Kueue (pid $kueue_pid) or $TAS_LAB_DIR"
+fi
+
+echo "tas-lab: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
+((fails == 0))
