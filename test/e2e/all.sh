@@ -3,8 +3,8 @@
 # the tool build (cached), certs/ scripts, the consumer client's Go tests, the
 # chart against the real apiserver, the webhook end to end, the conformance
 # corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs, and the
-# chart installed from the image on a real node. Runs all of them and fails if
-# any failed.
+# chart installed from the image on a real node, and the TAS lab (the runbook's
+# EKS validation against the real Kueue). Runs all of them and fails if any failed.
 # Env: TOPOGATE_BINARY (default build/{dev,debug,release}/cli/topogate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +49,8 @@ step conformance "$here/conformance.sh"
 step diagnose "$here/diagnose.sh"
 # The chart on a real node (kubelet, containerd), with the image scripts/image.sh built.
 step node python3 "$here/node_test.py"
+# The TAS lab: the runbook's EKS validation against the real Kueue, diagnose agreeing.
+step tas-lab "$here/tas-lab-test.sh"
 echo "=== summary"
 printf '%s\n' "${results[@]}"
 exit $failed
