@@ -207,6 +207,8 @@ class http_session : public drainable {
         timer_(socket_.get_executor()) {}
 
   ~http_session() override {
+    // A request counted in flight is uncounted on every path, an abandoned one included.
+    finish_counting();
     if (peer_.leaf) X509_free(peer_.leaf);
     if (id_) srv_.remove_session(id_);
   }
@@ -321,6 +323,7 @@ class http_session : public drainable {
         finish_counting();
         return do_close();
       case connection_state::sending_continue:
+        finish_counting();
         // A transport that could not seal the interim response cannot seal a close_notify.
         if (ec == ssl::error::stream_truncated) return close_socket();
         return do_close();

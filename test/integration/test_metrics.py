@@ -2,7 +2,11 @@
 HTTPS, and the counters the SPEC names move with traffic."""
 
 import json
+import socket
+import ssl
+import struct
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -66,6 +70,30 @@ def test_counters_follow_traffic(server, pki):
     assert sample(text, "topogate_http_requests_in_flight") is not None
     # No secret in a label or a value.
     assert pki.token not in text
+
+
+def test_in_flight_returns_to_its_baseline_after_abandoned_requests(server, pki):
+    """Requests abandoned mid-way (after the header, while 100 Continue is written or the
+    body is awaited, reset by the client) are uncounted from topogate_http_requests_in_flight."""
+
+    def in_flight():
+        code, text, _, _ = curl("--cacert", str(pki.ca), f"{server.url}/metrics")
+        assert code == 200
+        return sample(text, "topogate_http_requests_in_flight")
+
+    baseline = in_flight()  # the scrape counts itself
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    for i in range(60):
+        raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        tls = ctx.wrap_socket(raw, server_hostname="localhost")
+        tls.sendall(b"POST /validate/topologysources HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 4096\r\nExpect: 100-continue\r\n\r\n")
+        if i % 2:
+            time.sleep(0.01)  # half of them after the interim response went out
+        # An abortive close: RST, no close_notify.
+        tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        tls.close()
+    wait_for(lambda: in_flight() == baseline, what="in-flight back to its baseline")
 
 
 @pytest.mark.skipif(not have("prometheus"), reason="prometheus (Debian package) is not installed")
