@@ -38,6 +38,42 @@ double allowed_alias_ratio(std::size_t decode_count) {
   return 0.99 - 0.89 * ((d - low) / (high - low));
 }
 
+// yaml-cpp decodes the escapes \N and \_ of a double-quoted scalar to the single bytes 0x85
+// and 0xA0; yaml.v3 decodes them to U+0085 and U+00A0, in UTF-8. The text is valid UTF-8
+// (checked before parsing), so such a byte outside a multi-byte sequence comes from one of
+// those escapes. Returns whether `value` was rewritten into `out`.
+bool utf8_from_latin1_escapes(const std::string& value, std::string& out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(value.data());
+  const std::size_t n = value.size();
+  std::size_t i = 0;
+  while (i < n && p[i] < 0x80) ++i;
+  if (i == n) return false;
+  bool rewritten = false;
+  out.assign(value, 0, i);
+  while (i < n) {
+    const unsigned char b = p[i];
+    const std::size_t len = b >= 0xf0 && b <= 0xf4  ? 4
+                            : b >= 0xe0             ? 3
+                            : b >= 0xc2 && b < 0xe0 ? 2
+                                                    : 1;
+    bool sequence = len > 1 && i + len <= n;
+    for (std::size_t k = 1; sequence && k < len; ++k) sequence = (p[i + k] & 0xc0) == 0x80;
+    if (sequence) {
+      out.append(value, i, len);
+      i += len;
+    } else if (b == 0x85 || b == 0xa0) {
+      out.push_back(static_cast<char>(0xc2));
+      out.push_back(static_cast<char>(b));
+      rewritten = true;
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(b));
+      ++i;
+    }
+  }
+  return rewritten;
+}
+
 }  // namespace
 
 void tree_builder::OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) {
@@ -58,8 +94,10 @@ void tree_builder::OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) {
 }
 
 void tree_builder::OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                            const std::string& value) {
+                            const std::string& raw_value) {
   if (skip_depth_) return;
+  std::string utf8;
+  const std::string& value = utf8_from_latin1_escapes(raw_value, utf8) ? utf8 : raw_value;
   if (tag == "?" && flow_node_missing(mark, false))
     fatal(mark, "did not find expected node content");
   doc_node scalar;

@@ -227,6 +227,29 @@ TEST(DocumentErrors, JsonDuplicateKeyNamesBothLines) {
 
 // yaml.v3 reads a lone CR as a line break, as it reads LF and CR LF (results checked
 // against gopkg.in/yaml.v3 v3.0.1).
+// yaml.v3 decodes \N and \_ to U+0085 and U+00A0 in UTF-8; yaml-cpp gives the single
+// bytes 0x85 and 0xA0, which would then render as U+FFFD. Found by fuzz_snapshot (a key
+// with \_ in a JSON-looking text, decoded through the YAML path).
+TEST(DoubleQuotedEscapes, NextLineAndNoBreakSpaceAreUtf8AsInYamlV3) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"a: \"x\\_y\"", "x\xC2\xA0y"},
+      {"a: \"\\N\"", "\xC2\x85"},
+      {"a: \"\\L\\P\"", "\xE2\x80\xA8\xE2\x80\xA9"},
+      {"a: \"\\xA0\\u00e9 \u00e9 \\_\"", "\xC2\xA0\xC3\xA9 \xC3\xA9 \xC2\xA0"},  // UTF-8 kept as is
+      {"{\"a\": \"k\\_\"}", "k\xC2\xA0"}};                       // JSON-looking text, through YAML
+  for (const auto& [text, value] : cases) {
+    for (const decode_result& r : {decode_yaml(text), decode_any(text)}) {
+      ASSERT_TRUE(r.ok()) << text << ": " << render_text(r.errors);
+      ASSERT_EQ(r.root.map.size(), 1u) << text;
+      EXPECT_EQ(r.root.map[0].second.text, value) << text;
+    }
+  }
+  // As a key, too.
+  const decode_result k = decode_yaml("\"k\\_\": 1\n");
+  ASSERT_TRUE(k.ok()) << render_text(k.errors);
+  EXPECT_EQ(k.root.map[0].first, "k\xC2\xA0");
+}
+
 TEST(LineBreaks, LoneCrIsALineBreak) {
   const std::pair<std::string, std::string> accepted[] = {
       {"a: 1\rb: [x]\r", R"({a:"1"i,b:["x"s]})"},
