@@ -312,6 +312,32 @@ def container_state(c, pod):
     return uids, root_opts, spec["root"].get("readonly", False), spec["process"]["user"]["uid"], pid
 
 
+def source_for(inventory):
+    """The TopologySource spec GPUStack would hold for an inventory served by the chart."""
+    return {
+        "nodeSelector": {},
+        "levels": LEVELS,
+        "webhook": {
+            "url": f"https://{SVC_NAME}/snapshots/{inventory}",
+            "pollInterval": "1m", "timeout": "10s", "maxStaleness": "5m",
+            "caBundleConfigMapRef": {"namespace": NS, "name": "topogate-ca"},
+            "bearerTokenSecretRef": {"namespace": NS, "name": "topology-inventory-token"},
+        },
+    }
+
+
+def containers_by_pod(ps):
+    """Pod name -> (restart count, container ID) of its topogate container."""
+    return {p["metadata"]["name"]: (p["status"]["containerStatuses"][0]["restartCount"],
+                                    p["status"]["containerStatuses"][0]["containerID"]) for p in ps}
+
+
+def replace_secret(c, *create_args):
+    """Updates a Secret in place, as a user rotating it would (kubectl apply of its new data)."""
+    manifest = c.k("-n", NS, "create", "secret", *create_args, "--dry-run=client", "-o", "yaml").stdout
+    c.k("apply", "-f", "-", input=manifest)
+
+
 def cert_sha(path):
     pem = open(path).read()
     der = ssl.PEM_cert_to_DER_cert(pem[pem.index("-----BEGIN CERTIFICATE-----"):])
@@ -398,16 +424,7 @@ def suite(c, work):
         "tls": {"mode": "secret", "existingSecret": "topogate-tls", "caBundle": open(ca).read()},
         "inventories": [{
             "name": INVENTORY,
-            "source": {
-                "nodeSelector": {},
-                "levels": LEVELS,
-                "webhook": {
-                    "url": f"https://{SVC_NAME}/snapshots/{INVENTORY}",
-                    "pollInterval": "1m", "timeout": "10s", "maxStaleness": "5m",
-                    "caBundleConfigMapRef": {"namespace": NS, "name": "topogate-ca"},
-                    "bearerTokenSecretRef": {"namespace": NS, "name": "topology-inventory-token"},
-                },
-            },
+            "source": source_for(INVENTORY),
             "snapshotConfigMap": {"name": "topology-snapshot", "key": "snapshot.yaml"},
             "nodesFromAPI": True,
             "unknownNodes": "reject",
@@ -418,16 +435,7 @@ def suite(c, work):
         }, {
             # Fed by pushes only: kept in the kubernetes store, shared by the replicas.
             "name": PUSHED,
-            "source": {
-                "nodeSelector": {},
-                "levels": LEVELS,
-                "webhook": {
-                    "url": f"https://{SVC_NAME}/snapshots/{PUSHED}",
-                    "pollInterval": "1m", "timeout": "10s", "maxStaleness": "5m",
-                    "caBundleConfigMapRef": {"namespace": NS, "name": "topogate-ca"},
-                    "bearerTokenSecretRef": {"namespace": NS, "name": "topology-inventory-token"},
-                },
-            },
+            "source": source_for(PUSHED),
             "allowEmptyStart": True,
             "readers": {"bearer": {"existingSecret": "topology-inventory-token", "keys": ["token"]}},
             "writers": {"mtls": {"existingSecret": "inventory-writer-ca", "allowedSubjects": ["inventory-writer"]}},
@@ -543,8 +551,7 @@ def suite(c, work):
 
     # ---- rotation of the serving certificate and a reader token
     ips = endpoint_ips(c)
-    restarts = {p["metadata"]["name"]: (p["status"]["containerStatuses"][0]["restartCount"],
-                                        p["status"]["containerStatuses"][0]["containerID"]) for p in ps}
+    restarts = containers_by_pod(ps)
     old_sha = cert_sha(os.path.join(pki, "serving.crt"))
     current = {"token": token1}
     token2 = base64.b32encode(os.urandom(20)).decode().lower()
@@ -562,9 +569,8 @@ def suite(c, work):
         t0 = time.monotonic()
         run([*mk_server, "--out", pki, "--name", "serving", "--force"], env=cenv)
         new_sha = cert_sha(os.path.join(pki, "serving.crt"))
-        secret = c.k("-n", NS, "create", "secret", "tls", "topogate-tls", "--cert", os.path.join(pki, "serving.crt"),
-                     "--key", os.path.join(pki, "serving.key"), "--dry-run=client", "-o", "yaml").stdout
-        c.k("apply", "-f", "-", input=secret)
+        replace_secret(c, "tls", "topogate-tls", "--cert", os.path.join(pki, "serving.crt"),
+                       "--key", os.path.join(pki, "serving.key"))
         try:
             wait("the new serving certificate on every Pod", lambda: all(serving_sha(ip) == new_sha for ip in ips), timeout=150)
             figures["certificate picked up (s)"] = round(time.monotonic() - t0, 1)
@@ -573,15 +579,11 @@ def suite(c, work):
             check("rotation: every Pod serves the new certificate", False, str({ip: serving_sha(ip)[:12] for ip in ips}))
         # Token: old and new together, the client moves to the new, then the old goes.
         t0 = time.monotonic()
-        both = c.k("-n", NS, "create", "secret", "generic", "topology-inventory-token",
-                   f"--from-literal=token={token1}\n{token2}", "--dry-run=client", "-o", "yaml").stdout
-        c.k("apply", "-f", "-", input=both)
+        replace_secret(c, "generic", "topology-inventory-token", f"--from-literal=token={token1}\n{token2}")
         try:
             wait("the new token on every Pod", lambda: all(token_status(ip, token2) == 200 for ip in ips), timeout=150)
             current["token"] = token2
-            only_new = c.k("-n", NS, "create", "secret", "generic", "topology-inventory-token",
-                           f"--from-literal=token={token2}", "--dry-run=client", "-o", "yaml").stdout
-            c.k("apply", "-f", "-", input=only_new)
+            replace_secret(c, "generic", "topology-inventory-token", f"--from-literal=token={token2}")
             wait("the old token refused on every Pod", lambda: all(token_status(ip, token1) == 403 for ip in ips), timeout=150)
             figures["token rotated (s)"] = round(time.monotonic() - t0, 1)
             check("rotation: the new reader token is accepted and the old one refused on every Pod", True,
@@ -594,8 +596,7 @@ def suite(c, work):
     check(f"rotation: {load.sent} admissions and {snap.sent} snapshot GETs during the rotation, "
           f"{load.failed + snap.failed} failed", load.failed == 0 and snap.failed == 0 and snap.sent >= 10,
           "; ".join(load.errors + snap.errors))
-    after = {p["metadata"]["name"]: (p["status"]["containerStatuses"][0]["restartCount"],
-                                     p["status"]["containerStatuses"][0]["containerID"]) for p in pods(c)}
+    after = containers_by_pod(pods(c))
     check("rotation: no Pod restarted", after == restarts, json.dumps(after))
 
 
