@@ -136,6 +136,20 @@ std::vector<std::string> consequences_of(const profile_impact& im) {
 
 }  // namespace
 
+profile_assignment profiles_from_node_labels(const node_list& nodes) {
+  profile_assignment pa;
+  std::map<std::string, std::uint32_t> index;  // profile id -> position in pa.profiles
+  for (const auto& n : nodes.nodes) {          // sorted by name, unique
+    const std::string* id = n.label("topology.gpustack.ai/profile");
+    if (id == nullptr || id->empty()) continue;
+    auto [it, fresh] = index.emplace(*id, static_cast<std::uint32_t>(pa.profiles.size()));
+    if (fresh) pa.profiles.push_back({*id, {}, 0});
+    ++pa.profiles[it->second].nodes;
+    pa.nodes.push_back({n.name, it->second, {}});
+  }
+  return pa;
+}
+
 const node_assignment* profile_assignment::find(std::string_view node) const noexcept {
   auto it = std::lower_bound(nodes.begin(), nodes.end(), node,
                              [](const node_assignment& n, std::string_view name) { return n.node < name; });
@@ -265,6 +279,10 @@ profile_impact compute_profile_impact(const profile_assignment& before, const pr
 std::string render_impact_json(const profile_impact& im, std::size_t max_items) {
   std::string out = "{\"empty\":";
   out += im.empty() ? "true" : "false";
+  out += ",\"baseline\":";
+  out += im.baseline == impact_baseline::revision      ? "\"revision\""
+         : im.baseline == impact_baseline::node_labels ? "\"nodeLabels\""
+                                                       : "\"none\"";
   out += ",\"nodesBefore\":" + std::to_string(im.nodes_before);
   out += ",\"nodesAfter\":" + std::to_string(im.nodes_after);
   out += ",\"profilesBefore\":" + std::to_string(im.profiles_before);
@@ -298,7 +316,10 @@ std::string summarize_impact(const profile_impact& im) {
 }
 
 std::string render_impact_text(const profile_impact& im) {
-  std::string out = "Profile impact: " + summarize_impact(im) + "\n";
+  std::string out = "Profile impact: " + summarize_impact(im);
+  if (im.baseline == impact_baseline::node_labels)
+    out += " (against the Nodes' topology.gpustack.ai/profile labels: the first revision of this process)";
+  out += "\n";
   if (im.empty()) return out;
   for (const auto& p : im.appeared) {
     out += "  + profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) + " Node(s)\n";

@@ -53,7 +53,13 @@ struct profile_change {
   std::string to;    // profile id; empty when the Node is no longer assigned
 };
 
+// What an impact is measured against: the revision served before (the usual case), the
+// profiles the Nodes carry in the cluster (a process's first revision when the Node list is
+// known), or nothing (a first revision without a Node list: every Node is "added").
+enum class impact_baseline { revision, node_labels, none };
+
 struct profile_impact {
+  impact_baseline baseline = impact_baseline::revision;
   std::size_t nodes_before = 0;
   std::size_t nodes_after = 0;
   std::size_t profiles_before = 0;
@@ -81,10 +87,17 @@ struct profile_impact {
 
 inline constexpr std::size_t default_max_listed_changes = 100;
 
+// The profiles the cluster carries now: every Node of `nodes` with a non-empty
+// topology.gpustack.ai/profile label gets that profile (its levels are unknown: empty). The
+// baseline of a process's first revision when the Node list is known, so that a restart with a
+// changed TopologySource (a new hierarchy: the chart restarts topogate on a configuration
+// change) reports the Nodes whose profile the consumer will change, not every Node as added.
+[[nodiscard]] profile_assignment profiles_from_node_labels(const node_list& nodes);
+
 [[nodiscard]] profile_impact compute_profile_impact(const profile_assignment& before, const profile_assignment& after,
                                                     std::size_t max_listed = default_max_listed_changes);
 
-// {"empty":bool,"nodesBefore":n,"nodesAfter":n,"profilesBefore":n,"profilesAfter":n,
+// {"empty":bool,"baseline":"revision"|"nodeLabels"|"none","nodesBefore":n,"nodesAfter":n,"profilesBefore":n,"profilesAfter":n,
 //  "profileChanges":n,"changedNodes":{"count":n,"items":[{"node","from","to"}],"truncated":bool},
 //  "addedNodes":{...},"removedNodes":{...},"appearedProfiles":[{"id","levels","nodes"}],
 //  "disappearedProfiles":[...],"consequences":["..."]}

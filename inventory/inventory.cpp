@@ -48,10 +48,20 @@ const core::profile_assignment& profiles_of(const std::shared_ptr<const revision
   return rev && rev->profiles ? *rev->profiles : none;
 }
 
+// The impact of `next` against the revision served before it; for a process's first revision,
+// against the profiles the selected Nodes carry (what the consumer applied last) when the Node
+// list is known, else against nothing.
 std::shared_ptr<const core::profile_impact> impact_between(const std::shared_ptr<const revision>& baseline,
-                                                           const std::shared_ptr<const revision>& next) {
-  return std::make_shared<const core::profile_impact>(
-      core::compute_profile_impact(profiles_of(baseline), profiles_of(next)));
+                                                           const std::shared_ptr<const revision>& next,
+                                                           const core::node_list* selected) {
+  if (baseline) {
+    return std::make_shared<const core::profile_impact>(
+        core::compute_profile_impact(profiles_of(baseline), profiles_of(next)));
+  }
+  core::profile_impact im = core::compute_profile_impact(
+      selected ? core::profiles_from_node_labels(*selected) : core::profile_assignment{}, profiles_of(next));
+  im.baseline = selected ? core::impact_baseline::node_labels : core::impact_baseline::none;
+  return std::make_shared<const core::profile_impact>(std::move(im));
 }
 
 std::string_view trim_ows(std::string_view s) {
@@ -354,7 +364,7 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
   ev.rev->accepted_at = o.accepted_at.value_or(clock_.now());
   ev.rev->origin = o.origin;
   ev.rev->actor = o.actor;
-  p.result.impact = impact_between(baseline, ev.rev);
+  p.result.impact = impact_between(baseline, ev.rev, selected.get());
   if (baseline) p.result.impact_baseline_etag = baseline->etag;
   const std::size_t limit = cfg_.max_profile_changes;
   if (limit != 0 && baseline &&
@@ -428,7 +438,7 @@ void inventory::commit(const prepared& p) {
     a.impact = rev == p.candidate && p.result.impact &&
                        p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
                    ? p.result.impact
-                   : impact_between(last_served_, rev);
+                   : impact_between(last_served_, rev, selected.get());
     current_ = rev;
     last_served_ = rev;
     impact_refusal_.clear();
@@ -552,7 +562,7 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
   a.revision_id = base->accepted_revision_id;
   if (ev.rev) {
     // The cluster already changed: the impact is recorded and counted, never refused.
-    auto impact = impact_between(last_served_, ev.rev);
+    auto impact = impact_between(last_served_, ev.rev, selected.get());
     ev.rev->accepted_at = base->accepted_at;
     ev.rev->origin = base->origin;
     ev.rev->actor = base->actor;

@@ -260,5 +260,63 @@ TEST(ProfileImpact, FirstRevisionAddsEveryNode) {
   EXPECT_EQ(im.appeared.size(), 1u);
 }
 
+// The cluster as the consumer left it: each Node's topology.gpustack.ai/profile label.
+node_list labelled(std::vector<std::pair<std::string, std::string>> node_profile) {
+  node_list l;
+  for (auto& [name, profile] : node_profile) {
+    cluster_node n;
+    n.name = name;
+    n.labels = {{std::string(hostname_label), name}};
+    if (!profile.empty()) n.labels.insert(n.labels.begin(), {"topology.gpustack.ai/profile", profile});
+    std::sort(n.labels.begin(), n.labels.end());
+    l.nodes.push_back(std::move(n));
+  }
+  return l;
+}
+
+TEST(ProfilesFromNodeLabels, EachLabelledNodeKeepsTheProfileItCarries) {
+  const auto zone_id = id_of({std::string(zone)});
+  const auto pa = profiles_from_node_labels(
+      labelled({{"worker-a", zone_id}, {"worker-b", zone_id}, {"worker-c", ""}, {"worker-d", "fnv64-other"}}));
+  ASSERT_EQ(pa.nodes.size(), 3u);  // worker-c carries no profile: not assigned
+  EXPECT_EQ(pa.profiles.size(), 2u);
+  ASSERT_NE(pa.find("worker-a"), nullptr);
+  EXPECT_EQ(pa.profile_of(*pa.find("worker-a")).id, zone_id);
+  EXPECT_EQ(pa.profile_of(*pa.find("worker-a")).nodes, 2u);
+  EXPECT_TRUE(pa.profile_of(*pa.find("worker-a")).levels.empty());  // unknown from a label
+  EXPECT_EQ(pa.find("worker-c"), nullptr);
+  EXPECT_EQ(pa.profile_of(*pa.find("worker-d")).id, "fnv64-other");
+  EXPECT_TRUE(profiles_from_node_labels(node_list{}).nodes.empty());
+}
+
+// A restart with zone -> zone+rack: measured against the labels, exactly the Nodes whose
+// label the consumer will change are listed; a Node already on its new profile is not.
+TEST(ProfilesFromNodeLabels, HierarchyChangeAfterARestartNamesTheNodesWhoseLabelChanges) {
+  const auto src = source_with({std::string(zone), std::string(rack)});
+  const auto zone_id = id_of({std::string(zone)});
+  const auto rack_id = id_of({std::string(zone), std::string(rack)});
+  const auto cluster =
+      labelled({{"worker-a", zone_id}, {"worker-b", zone_id}, {"worker-c", rack_id}, {"worker-d", ""}});
+  const auto s = zone_and_rack("2");
+  auto im = compute_profile_impact(profiles_from_node_labels(cluster), assign_profiles(src, &s, &cluster));
+  im.baseline = impact_baseline::node_labels;
+  ASSERT_EQ(im.changed_count, 2u);
+  EXPECT_EQ(im.changed[0].node, "worker-a");
+  EXPECT_EQ(im.changed[0].from, zone_id);
+  EXPECT_EQ(im.changed[0].to, rack_id);
+  EXPECT_EQ(im.changed[1].node, "worker-b");
+  EXPECT_EQ(im.added_count, 1u);  // worker-d had no profile
+  EXPECT_EQ(im.added[0].node, "worker-d");
+  ASSERT_EQ(im.disappeared.size(), 1u);
+  EXPECT_EQ(im.disappeared[0].id, zone_id);
+  EXPECT_TRUE(im.appeared.empty());  // the rack profile is already in use (worker-c)
+  const auto json = render_impact_json(im);
+  EXPECT_NE(json.find("\"baseline\":\"nodeLabels\""), std::string::npos);
+  EXPECT_NE(render_impact_text(im).find("against the Nodes' topology.gpustack.ai/profile labels"), std::string::npos);
+  EXPECT_NE(render_impact_json(compute_profile_impact(profile_assignment{}, profile_assignment{}))
+                .find("\"baseline\":\"revision\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace topogate::core

@@ -159,6 +159,65 @@ TEST(ProfileImpactPolicy, NoLimitAndFirstRevisionAreNeverRefused) {
   EXPECT_EQ(first.impact->added_count, static_cast<std::size_t>(nodes));
 }
 
+// worker-0..n-1, each carrying `profile` as topology.gpustack.ai/profile (empty: none).
+core::node_list labelled_nodes(int n, const std::vector<std::string>& profile) {
+  auto list = testing::nodes(n);
+  for (std::size_t i = 0; i < list.nodes.size(); ++i) {
+    auto& node = list.nodes[i];
+    const int idx = std::stoi(node.name.substr(7));
+    if (!profile[static_cast<std::size_t>(idx)].empty())
+      node.labels.emplace_back("topology.gpustack.ai/profile", profile[static_cast<std::size_t>(idx)]);
+    std::sort(node.labels.begin(), node.labels.end());
+  }
+  return list;
+}
+
+// A process's first revision with a Node list is measured against the profiles the Nodes
+// carry: after a restart with a new hierarchy, the impact names the Nodes the consumer will
+// relabel. It is reported, never refused (the first revision is always served).
+TEST(ProfileImpactPolicy, FirstRevisionWithNodesIsMeasuredAgainstTheirProfileLabels) {
+  manual_clock clk;
+  // What an earlier process served: 4 Nodes, worker-0 and worker-1 with a rack.
+  inventory before(testing::config(), clk);
+  before.set_nodes(testing::nodes(4));
+  ASSERT_TRUE(before.offer(snap("old", 4, 2), push()).accepted);
+  std::vector<std::string> applied;
+  for (int i = 0; i < 4; ++i)
+    applied.push_back(before.current()->profiles->profile_of(
+        *before.current()->profiles->find("worker-" + std::to_string(i))).id);
+  applied[3].clear();  // worker-3 was never labelled
+
+  inventory inv(limited(1), clk);
+  inv.set_nodes(labelled_nodes(4, applied));
+  // Every Node gets a rack: worker-2 changes, worker-3 is added, worker-0/1 keep theirs.
+  const auto r = inv.offer(snap("new", 4, 4), push());
+  ASSERT_TRUE(r.accepted);  // over the limit of 1, but a first revision is never refused
+  ASSERT_NE(r.impact, nullptr);
+  EXPECT_EQ(r.impact->baseline, core::impact_baseline::node_labels);
+  ASSERT_EQ(r.impact->changed_count, 1u);
+  EXPECT_EQ(r.impact->changed[0].node, "worker-2");
+  EXPECT_EQ(r.impact->changed[0].from, applied[2]);
+  ASSERT_EQ(r.impact->added_count, 1u);
+  EXPECT_EQ(r.impact->added[0].node, "worker-3");
+  const auto last = inv.last_attempt();
+  ASSERT_TRUE(last.has_value());
+  ASSERT_NE(last->impact, nullptr);
+  EXPECT_EQ(last->impact->changed_count, 1u);
+  EXPECT_NE(core::render_impact_json(*last->impact).find("\"baseline\":\"nodeLabels\""), std::string::npos);
+
+  // Without a Node list there is nothing to measure against: every Node is added.
+  inventory blind(testing::config(), clk);
+  const auto b = blind.offer(snap("new", 4, 4), push());
+  ASSERT_TRUE(b.accepted);
+  EXPECT_EQ(b.impact->baseline, core::impact_baseline::none);
+  EXPECT_EQ(b.impact->added_count, 4u);
+  // The second revision is measured against the first, as always.
+  const auto second = inv.offer(snap("newer", 4, 3), push(std::string("*")));
+  ASSERT_TRUE(second.accepted);
+  EXPECT_EQ(second.impact->baseline, core::impact_baseline::revision);
+  EXPECT_EQ(second.impact->changed_count, 1u);
+}
+
 TEST(ProfileImpactPolicy, NodeListChangesAreRecordedNeverRefused) {
   manual_clock clk;
   inventory inv(limited(1), clk);
