@@ -240,7 +240,12 @@ podset_fit fit_podset(const cluster_objects& c, const workload& w, const podset&
   for (const auto& name : flavors_for(c, w, ps)) {
     auto fc = flavor_fit(c, c.flavor(name), name, ps, pf.level, used);
     pf.cluster_fits = sat_add(pf.cluster_fits, fc.fits);
-    for (const auto& d : fc.domains) pf.best_domain = std::max(pf.best_domain, d.fits);
+    std::int64_t spanning = 0;
+    for (const auto& d : fc.domains) {
+      pf.best_domain = std::max(pf.best_domain, d.fits);
+      spanning = sat_add(spanning, d.fits);
+    }
+    pf.best_spanning = std::max(pf.best_spanning, spanning);
     pf.flavors.push_back(std::move(fc));
   }
   return pf;
@@ -689,7 +694,14 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
       } else {
         line += "no " + lvl + " domain holds " + std::to_string(pf.count) + " (largest holds " +
                 std::to_string(pf.best_domain) + ")";
-        if (pf.required || pf.level.empty()) s.result = verdict::problem;
+        if (pf.preferred()) {
+          // Kueue's fallback for a preferred level: coarser levels, then several domains.
+          line += pf.fits() ? "; preferred, so Kueue falls back to coarser levels and can spread it: the " +
+                                  lvl + " domains hold " + std::to_string(pf.best_spanning) + " together"
+                            : "; preferred, but even spread over every " + lvl + " domain only " +
+                                  std::to_string(pf.best_spanning) + " fit";
+        }
+        if (!pf.fits()) s.result = verdict::problem;
       }
       s.lines.push_back(line);
       r.fits.push_back(std::move(pf));
@@ -725,10 +737,12 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
       g.admitted = x->admitted();
       g.assignment = assignment_summary(*x);
       g.fits = true;
+      g.fits_one_domain = true;
       const auto u = node_usage(c, x);
       for (const auto& ps : x->podsets) {
         const podset_fit pf = fit_podset(c, *x, ps, u);
-        if (!pf.fits_one_domain()) g.fits = false;
+        if (!pf.fits()) g.fits = false;
+        if (!pf.fits_one_domain()) g.fits_one_domain = false;
       }
       r.groups.push_back(std::move(g));
     }
@@ -737,18 +751,21 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
   const auto& last = r.fits;
   bool short_domain = false;
   for (const auto& pf : last)
-    if (!pf.fits_one_domain()) short_domain = true;
+    if (!pf.fits()) short_domain = true;
   if (w->quota_reserved()) {
     r.conclusion = "Workload " + r.workload + " holds a reservation" +
                    (w->admitted() ? " and is admitted" : " (held for its set; not admitted)");
   } else if (short_domain) {
     for (const auto& pf : last)
-      if (!pf.fits_one_domain())
+      if (!pf.fits())
         r.conclusion = "Pending: no single " +
                        (pf.level.empty() ? std::string("cluster") : pf.level) +
                        " domain holds PodSet " + pf.podset + " (" + std::to_string(pf.count) +
                        " Pods): cluster-wide " + std::to_string(pf.cluster_fits) +
-                       " fit, the largest domain holds " + std::to_string(pf.best_domain);
+                       " fit, the largest domain holds " + std::to_string(pf.best_domain) +
+                       (pf.preferred() ? ", all " + pf.level + " domains together " +
+                                             std::to_string(pf.best_spanning)
+                                       : std::string());
   } else {
     std::vector<std::string> problems;
     for (const auto& s : r.steps)

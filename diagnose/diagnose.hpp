@@ -78,7 +78,17 @@ struct podset_fit {
   std::vector<flavor_capacity> flavors;
   std::int64_t cluster_fits = 0;  // summed over the flavors' counted Nodes
   std::int64_t best_domain = 0;
+  // The most Pods one flavor's domains of the level hold together: where a `preferred`
+  // request ends up when no single domain holds it (Kueue falls back to coarser levels and,
+  // at the top, spreads the PodSet over several domains).
+  std::int64_t best_spanning = 0;
   [[nodiscard]] bool fits_one_domain() const noexcept { return best_domain >= count; }
+  [[nodiscard]] bool preferred() const noexcept { return !required && !level.empty(); }
+  // Kueue's TAS can place the PodSet: in one domain of the level, or (preferred only) across
+  // domains.
+  [[nodiscard]] bool fits() const noexcept {
+    return fits_one_domain() || (preferred() && best_spanning >= count);
+  }
 };
 
 // One Workload of a (multi-role) deployment: its role, reservation and whether each of its
@@ -87,7 +97,8 @@ struct group_status {
   std::string workload;  // namespace/name
   std::string role;
   bool quota_reserved = false, admitted = false;
-  bool fits = false;
+  bool fits = false;             // Kueue's TAS can place every PodSet (podset_fit::fits)
+  bool fits_one_domain = false;  // every PodSet in one domain of its level
   std::string assignment;  // "zone-a=2" style summary of the topology assignment
 };
 

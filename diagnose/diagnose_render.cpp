@@ -199,7 +199,10 @@ std::string render_pending_text(const pending_report& r) {
     out += "  cluster-wide " + fits_text(pf.cluster_fits) + " fit; largest " +
            (pf.level.empty() ? std::string("domain") : pf.level + " domain") + " holds " +
            fits_text(pf.best_domain) + "; the PodSet needs " + std::to_string(pf.count) +
-           " in one domain\n";
+           (pf.preferred() ? " in one domain, or (preferred) spread: together they hold " +
+                                 fits_text(pf.best_spanning)
+                           : std::string(" in one domain")) +
+           "\n";
   }
   if (!r.groups.empty()) {
     out += "\nGroups of ModelDeployment " + r.deployment + ":\n";
@@ -246,6 +249,8 @@ std::string render_pending_json(const pending_report& r) {
     json_int(out, "clusterFits", pf.cluster_fits);
     json_int(out, "largestDomainFits", pf.best_domain);
     json_bool(out, "fitsOneDomain", pf.fits_one_domain());
+    json_int(out, "spanningFits", pf.best_spanning);
+    json_bool(out, "fits", pf.fits());
     out += ",\"flavors\":[";
     for (std::size_t j = 0; j < pf.flavors.size(); ++j) {
       const auto& fc = pf.flavors[j];
@@ -302,7 +307,8 @@ std::string render_pending_json(const pending_report& r) {
     json_str(out, "role", g.role);
     json_bool(out, "quotaReserved", g.quota_reserved);
     json_bool(out, "admitted", g.admitted);
-    json_bool(out, "fitsOneDomain", g.fits);
+    json_bool(out, "fitsOneDomain", g.fits_one_domain);
+    json_bool(out, "fits", g.fits);
     json_str(out, "assignment", g.assignment);
     out += '}';
   }

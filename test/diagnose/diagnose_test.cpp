@@ -458,6 +458,46 @@ TEST(Pending, FourNodesTwoZonesTwoPodsFitOneZone) {
   EXPECT_EQ(step(diagnose_pending(c, "default", "zone-pair"), 6).result, verdict::problem);
 }
 
+// A preferred level is a preference: Kueue falls back to coarser levels and, at the top,
+// spreads the PodSet over several domains. Three Pods preferring a zone fit (2 + 2 across the
+// zones); five do not.
+TEST(Pending, PreferredLevelFitsAcrossDomainsUpToTheirSum) {
+  auto c = load("two-zones");
+  workload* w = nullptr;
+  for (auto& x : c.workloads)
+    if (x.name == "zone-trio") w = &x;
+  ASSERT_NE(w, nullptr);
+  w->podsets[0].preferred_level = w->podsets[0].required_level;
+  w->podsets[0].required_level.clear();
+  auto r = diagnose_pending(c, "default", "zone-trio");
+  ASSERT_EQ(r.fits.size(), 1u);
+  EXPECT_FALSE(r.fits[0].required);
+  EXPECT_TRUE(r.fits[0].preferred());
+  EXPECT_FALSE(r.fits[0].fits_one_domain());  // no zone holds three ...
+  EXPECT_EQ(r.fits[0].best_spanning, 4);      // ... both zones hold four together
+  EXPECT_TRUE(r.fits[0].fits());
+  EXPECT_EQ(step(r, 6).result, verdict::ok);
+  EXPECT_NE(step(r, 6).lines[0].find("falls back to coarser levels"), std::string::npos) << step(r, 6).lines[0];
+  const auto json = render_pending_json(r);
+  EXPECT_NE(json.find("\"fitsOneDomain\":false,\"spanningFits\":4,\"fits\":true"), std::string::npos) << json;
+
+  w->podsets[0].count = 5;  // one more than the zones hold together
+  r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_FALSE(r.fits[0].fits());
+  EXPECT_EQ(step(r, 6).result, verdict::problem);
+  EXPECT_NE(r.conclusion.find("all topology.kubernetes.io/zone domains together 4"), std::string::npos)
+      << r.conclusion;
+  EXPECT_NE(render_pending_json(r).find("\"fits\":false"), std::string::npos);
+
+  // Required: the sum does not count.
+  w->podsets[0].count = 3;
+  w->podsets[0].required_level = w->podsets[0].preferred_level;
+  w->podsets[0].preferred_level.clear();
+  r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_EQ(r.fits[0].best_spanning, 4);
+  EXPECT_FALSE(r.fits[0].fits());
+}
+
 TEST(Pending, CapacitySplitBetweenZoneAndHostnameProfiles) {
   const auto c = load("split-profiles");
   const auto r = diagnose_pending(c, "default", "zone-trio");
