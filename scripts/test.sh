@@ -36,6 +36,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh || exit 2
+# The pinned Go toolchain install-deps.sh brought, when no Go >= 1.26 was on PATH.
+. scripts/go-path.sh
 
 # The Go-built Kubernetes tools and Kueue (cached in ~/.cache/topogate; a cold build takes
 # about 20 minutes on 2 cores) build in the background from the start, at the lowest CPU
