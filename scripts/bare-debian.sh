@@ -64,6 +64,14 @@ else
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   step clone git clone -q "$repo" "$root/src"
 fi
+# A machine whose HTTPS egress passes a TLS-inspecting proxy trusts its CA through
+# /usr/local/share/ca-certificates; the new root gets the same local CAs (as its
+# administrator would do on that network), nothing else.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+fi
 echo "rootfs: $(du -sh "$root" | cut -f1), go: $(chroot "$root" sh -c 'command -v go || echo none'), gcc: $(chroot "$root" sh -c 'command -v gcc || echo none')" | tee -a "$log/transcript.txt"
 
 # in_root COMMAND: run COMMAND (a shell string) inside the root, in a private mount namespace.
