@@ -15,6 +15,13 @@
 #                                       line per Workload, remove the scenario's objects
 #                                       (--keep leaves them). Exit 3 when an `expect` of the
 #                                       scenario is not met.
+#        tas-lab.sh change [--keep] SCENARIO.json
+#                                       the runbook's live hierarchy change, rehearsed: run's
+#                                       steps, then the scenario's `change` published through
+#                                       topogate; prints the profile impact against the Nodes
+#                                       relabelled, and which Workloads Kueue evicted and
+#                                       readmitted (exit 3 when they disagree or an
+#                                       expectation is not met)
 #        tas-lab.sh status | down | env
 #
 # Pieces (all under the state directory, nothing else on the machine is changed):
@@ -69,8 +76,17 @@ find_topogate() {
   echo "$repo/build/dev/cli/topogate"
 }
 
-# Binaries and paths; cheap when everything is cached.
+# Binaries and paths; cheap when everything is cached. `up` records the result in
+# $lab/prepared.env, which run and change reuse (each check runs go list and every cached
+# binary's --version: seconds per case otherwise).
 prepare() {
+  if [[ -s $lab/prepared.env && -x $lab/bin/labeler ]]; then
+    local want=${TOPOGATE_BINARY:-}
+    # shellcheck disable=SC1091
+    . "$lab/prepared.env"
+    [[ -n $want ]] && export TOPOGATE_BINARY=$want
+    [[ -x $KUBECTL && -x $TOPOGATE_BINARY && -x $KUEUE_BIN_DIR/kueue-manager ]] && return 0
+  fi
   mkdir -p "$lab/bin"
   eval "$("$e2e/build-kube-bins.sh" --print-env)"
   export KUBE_BIN_DIR
@@ -81,6 +97,8 @@ prepare() {
     (cd "$repo/conformance" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly nice -n 10 go build -o "$lab/bin/labeler" ./labeler)
   fi
   export KUBECTL=$KUBE_BIN_DIR/kubectl TOPOGATE_BINARY=$topogate TAS_LAB_DIR=$lab
+  declare -p KUBE_BIN_DIR KUEUE_BIN_DIR KUEUE_VERSION KUEUE_CRD_DIR KUBECTL TOPOGATE_BINARY 2>/dev/null |
+    sed 's/^declare -[-a-z]* /export /' >"$lab/prepared.env"
 }
 
 cp_env() { eval "$("$e2e/control-plane.sh" env)"; export KUBECONFIG KUBECTL; }
@@ -202,10 +220,18 @@ tls:
 logging:
   level: warn
   accessLog: false
+# The Node list from the lab's API: the first revision's profile impact is measured against
+# the profiles the Nodes carry (what a restart with new levels reports in production).
+store:
+  type: none
+  apiServer: $TOPOGATE_CP_URL
+  tokenFile: $TOPOGATE_CP_ADMIN_TOKEN_FILE
+  caFile: $TOPOGATE_CP_CA
 inventories:
   - name: lab
     source: topologysource.yaml
     snapshot: snapshot.yaml
+    nodesFromAPI: true
     readers:
       bearerTokenFiles: [$lab/pki/reader.token]
 EOF
@@ -220,6 +246,13 @@ EOF
   done
 }
 
+# The consumer's side: the labeler reads topogate's revision over HTTPS and labels the Nodes.
+label() {
+  "$lab/bin/labeler" --url "https://127.0.0.1:$(cat "$lab/topogate/port")/snapshots/lab" --ca "$lab/pki/ca.crt" \
+    --token-file "$lab/pki/reader.token" --levels "$(cat "$lab/topogate/levels")" \
+    --api "$TOPOGATE_CP_URL" --api-ca "$TOPOGATE_CP_CA" --api-token-file "$TOPOGATE_CP_ADMIN_TOKEN_FILE"
+}
+
 # load SCENARIO: inventory through topogate and the labeler, then the chain.
 load() {
   local s=$1 d=$lab/topogate rev
@@ -228,10 +261,7 @@ load() {
   rev=$(python3 "$py" inventory "$s" "$d")
   python3 "$py" nodes "$s" >/dev/null
   start_topogate
-  "$lab/bin/labeler" --url "https://127.0.0.1:$(cat "$d/port")/snapshots/lab" --ca "$lab/pki/ca.crt" \
-    --token-file "$lab/pki/reader.token" --levels "$(cat "$d/levels")" \
-    --api "$TOPOGATE_CP_URL" --api-ca "$TOPOGATE_CP_CA" --api-token-file "$TOPOGATE_CP_ADMIN_TOKEN_FILE" \
-    >"$lab/labels.json"
+  label >"$lab/labels.json"
   python3 "$py" chain "$s" "$lab/labels.json" >"$lab/chain.json"
   printf '%s\n' "$s" >"$lab/loaded"
   log "loaded $(basename "$s") (revision $rev): $(cat "$lab/chain.json")"
@@ -268,6 +298,38 @@ cmd_run() {
   cp_env
   load "$s"
   python3 "$py" workloads "$s" || rc=$?
+  if ((keep == 0)); then
+    python3 "$py" unload
+    rm -f "$lab/loaded"
+  fi
+  return "$rc"
+}
+
+# change SCENARIO: the runbook's "Change a live hierarchy", rehearsed. Loads the scenario,
+# submits its Workloads (as run does), then publishes its `change` (new levels and labels):
+# topogate restarts with the new TopologySource (as the chart restarts it on a configuration
+# change) and reports the profile impact of its first revision against the Nodes' labels;
+# the labeler applies the revision; the Nodes relabelled must be exactly those the impact
+# listed; then the queue is migrated as GPUStack does (replacement flavors, HoldAndDrain,
+# zero reservations, switch, restore) and Kueue's evictions and readmissions are printed.
+cmd_change() {
+  local keep=0 s rc=0 d=$lab/topogate
+  [[ ${1:-} == --keep ]] && { keep=1; shift; }
+  s=${1:?usage: tas-lab.sh change [--keep] SCENARIO.json}
+  python3 "$py" check "$s" >/dev/null
+  prepare
+  require_up
+  cp_env
+  load "$s"
+  python3 "$py" workloads "$s" || rc=$?
+  python3 "$py" node-profiles >"$lab/profiles-before.json"
+  python3 "$py" change-inventory "$s" "$d" >/dev/null
+  start_topogate
+  curl -fsS --cacert "$lab/pki/ca.crt" -H "Authorization: Bearer $(cat "$lab/pki/reader.token")" \
+    "https://127.0.0.1:$(cat "$d/port")/snapshots/lab/status" >"$lab/impact.json" ||
+    die "cannot read topogate's status"
+  label >"$lab/labels-after.json"
+  python3 "$py" migrate "$s" "$lab/labels-after.json" "$lab/impact.json" "$lab/profiles-before.json" || rc=$?
   if ((keep == 0)); then
     python3 "$py" unload
     rm -f "$lab/loaded"
@@ -320,6 +382,7 @@ cmd_down() {
 case ${1:-} in
   up) shift; cmd_up "$@" ;;
   run) shift; cmd_run "$@" ;;
+  change) shift; cmd_change "$@" ;;
   status) cmd_status ;;
   down) cmd_down ;;
   env) [[ -f $TOPOGATE_CP_DIR/env ]] && { cp_env; echo "export KUBECONFIG=$KUBECONFIG"; } ;;

@@ -14,6 +14,15 @@ TOPOGATE_BINARY, TAS_LAB_DIR):
                                  ClusterQueue and LocalQueue; waits until the queue is Active
   workloads SCENARIO             create the Workloads, wait for Kueue to decide, run
                                  diagnose, print one JSON line per Workload
+  change-inventory SCENARIO OUTDIR   write the scenario's `change` (new levels and labels)
+                                 as OUTDIR/topologysource.yaml, snapshot.yaml, levels
+  node-profiles                  {Node: topology.gpustack.ai/profile} of the lab's Nodes
+  migrate SCENARIO LABELS_JSON IMPACT_JSON BEFORE_JSON
+                                 the live hierarchy change after the labeler applied the new
+                                 revision: compare the Nodes relabelled with topogate's
+                                 impact, then do what GPUStack does (replacement flavors,
+                                 HoldAndDrain, switch, restore), print what Kueue evicted and
+                                 readmitted
   unload                         delete every object the lab created (by label)
   status                         one line per kind: what the lab holds
 """
@@ -33,9 +42,10 @@ QUEUE = "gpustack"
 PROFILE = "topology.gpustack.ai/profile"
 HOSTNAME = "kubernetes.io/hostname"
 KUBECTL = os.environ.get("KUBECTL", "kubectl")
+ROLE = "worker.gpustack.ai/role"
 KINDS = ["workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io",
-         "resourceflavors.kueue.x-k8s.io", "topologies.kueue.x-k8s.io",
-         "topologysources.worker.gpustack.ai", "pods", "nodes"]
+         "resourceflavors.kueue.x-k8s.io", "topologies.kueue.x-k8s.io", "admissionchecks.kueue.x-k8s.io",
+         "modeldeployments.worker.gpustack.ai", "topologysources.worker.gpustack.ai", "pods", "nodes"]
 
 
 def die(msg, code=1):
@@ -111,6 +121,29 @@ def load(path):
                 errs.append(f"workloads[{i}].podSets[{j}].count: a positive integer")
             if p.get("required") and p.get("preferred"):
                 errs.append(f"workloads[{i}].podSets[{j}]: required or preferred, not both")
+    md = s.get("modelDeployment")
+    if md is not None and (not isinstance(md, dict) or not isinstance(md.get("name"), str) or not isinstance(md.get("spec"), dict)):
+        errs.append("modelDeployment: {name, spec}")
+    for i, w in enumerate(s.get("workloads") or []):
+        if w.get("owner") and md is None:
+            errs.append(f"workloads[{i}].owner: the scenario has no modelDeployment")
+    if s.get("admissionCheck") is not None and not (isinstance(s["admissionCheck"], str) and
+                                                   re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", s["admissionCheck"])):
+        errs.append("admissionCheck: a DNS label")
+    ch = s.get("change")
+    if ch is not None:
+        clevels = (ch.get("topologySource") or {}).get("levels") if isinstance(ch, dict) else None
+        if not isinstance(clevels, list) or not 1 <= len(clevels) <= 16 or HOSTNAME in clevels or \
+                not all(isinstance(l, str) and LEVEL_KEY.match(l) for l in clevels):
+            errs.append("change.topologySource.levels: 1 to 16 label keys, kubernetes.io/hostname appended")
+        cnodes = ch.get("nodes") if isinstance(ch, dict) else None
+        if not isinstance(cnodes, dict) or set(cnodes) - names:
+            errs.append("change.nodes: {Node of nodes: labels}")
+        else:
+            for n, labels in cnodes.items():
+                for key in labels or {}:
+                    if key not in (clevels or []):
+                        errs.append(f"change.nodes[{n}][{key}]: not a level of change.topologySource")
     if errs:
         die(f"{path}: " + "; ".join(errs), 2)
     s.setdefault("workloads", [])
@@ -124,7 +157,21 @@ def revision(s):
 
 
 def cmd_inventory(path, out):
+    write_inventory(load(path), out)
+
+
+def cmd_change_inventory(path, out):
+    """The scenario's `change`: the same Nodes under the new levels and labels."""
     s = load(path)
+    if not s.get("change"):
+        die(f"{path}: no change section", 2)
+    ch = s["change"]
+    t = dict(s, topologySource=dict(s["topologySource"], levels=ch["topologySource"]["levels"]),
+             nodes=[dict(n, labels=ch["nodes"].get(n["name"], n.get("labels") or {})) for n in s["nodes"]])
+    write_inventory(t, out)
+
+
+def write_inventory(s, out):
     ts = {
         "apiVersion": "worker.gpustack.ai/v1", "kind": "TopologySource",
         "metadata": {"name": s["topologySource"].get("name", "lab")},
@@ -155,8 +202,11 @@ def cmd_nodes(path):
     nodes, statuses, pods = [], [], []
     for n in s["nodes"]:
         name = n["name"]
+        # Read-only topology labels (topology.kubernetes.io/*) are the cloud's, on the Node
+        # from its start; topogate checks the snapshot's copies against them (S6).
+        cloud = {k: v for k, v in (n.get("labels") or {}).items() if k.startswith("topology.kubernetes.io/")}
         nodes.append({"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": name, "labels": {HOSTNAME: name, **owned}},
+                      "metadata": {"name": name, "labels": {HOSTNAME: name, **cloud, **owned}},
                       "spec": {"unschedulable": bool(n.get("unschedulable", False)), "taints": n.get("taints", [])}})
         alloc = {r: str(v) for r, v in n["allocatable"].items()}
         alloc.setdefault("pods", "110")
@@ -218,28 +268,23 @@ def fmt_quantity(r, x):
     return f"{int(round(x * 1000))}m" if r == "cpu" else str(int(round(x)))
 
 
-def cmd_chain(path, labels_path):
-    s = load(path)
-    lab = json.load(open(labels_path))
-    profiles = []  # in the order of the scenario's Nodes
-    members = {}
+def profiles_of(s, lab):
+    """The profiles the labeler applied, in the order of the scenario's Nodes, and their Nodes."""
+    profiles, members = [], {}
     for n in s["nodes"]:
         p = lab["nodes"][n["name"]]["profile"]
         if p not in members:
             profiles.append(p)
             members[p] = []
         members[p].append(n)
+    return profiles, members
+
+
+def make_flavors(s, lab):
+    """One Topology and one ResourceFlavor (pinned to the profile) per profile; the
+    ClusterQueue's flavor entries for them."""
     owned = {OWNED: s["name"]}
-    ts_name = s["topologySource"].get("name", "lab")
-    apply_obj({"apiVersion": "worker.gpustack.ai/v1", "kind": "TopologySource",
-               "metadata": {"name": ts_name, "labels": owned},
-               "spec": {"nodeSelector": {}, "levels": s["topologySource"]["levels"],
-                        "configMap": {"configMapRef": {"namespace": "gpustack-system", "name": "topology-inventory"},
-                                      "key": "snapshot.yaml", "maxStaleness": "10m"}}})
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    status_patch("topologysources.worker.gpustack.ai", ts_name, {"conditions": [
-        {"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": now,
-         "message": f"revision {lab['revision']} applied by the TAS lab's labeler"}]})
+    profiles, members = profiles_of(s, lab)
     res = covered(s)
     quota = s.get("quota") or {}
     flavors = []
@@ -259,21 +304,65 @@ def cmd_chain(path, labels_path):
                 q = fmt_quantity(r, sum(parse_quantity(n["allocatable"].get(r, 0)) for n in members[p]))
             rq.append({"name": r, "nominalQuota": q})
         flavors.append({"name": name, "resources": rq})
-    apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-               "metadata": {"name": QUEUE, "labels": owned},
-               "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}})
-    apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": QUEUE, "namespace": NS, "labels": owned},
-               "spec": {"clusterQueue": QUEUE}})
-    deadline = time.time() + 60
+    return profiles, members, res, flavors
+
+
+def apply_topology_source(s, levels, revision):
+    owned = {OWNED: s["name"]}
+    ts_name = s["topologySource"].get("name", "lab")
+    apply_obj({"apiVersion": "worker.gpustack.ai/v1", "kind": "TopologySource",
+               "metadata": {"name": ts_name, "labels": owned},
+               "spec": {"nodeSelector": {}, "levels": levels,
+                        "configMap": {"configMapRef": {"namespace": "gpustack-system", "name": "topology-inventory"},
+                                      "key": "snapshot.yaml", "maxStaleness": "10m"}}})
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status_patch("topologysources.worker.gpustack.ai", ts_name, {"conditions": [
+        {"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": now,
+         "message": f"revision {revision} applied by the TAS lab's labeler"}]})
+
+
+def wait_queue_active(timeout=60):
+    deadline = time.time() + timeout
     while True:
         cq = kjson("get", "clusterqueues.kueue.x-k8s.io", QUEUE)
         conds = {c["type"]: c for c in cq.get("status", {}).get("conditions", [])}
         if conds.get("Active", {}).get("status") == "True":
-            break
+            return cq
         if time.time() > deadline:
-            die(f"ClusterQueue {QUEUE} not Active after 60 s: {conds.get('Active')}")
+            die(f"ClusterQueue {QUEUE} not Active after {timeout} s: {conds.get('Active')}")
         time.sleep(0.3)
+
+
+def cmd_chain(path, labels_path):
+    s = load(path)
+    lab = json.load(open(labels_path))
+    owned = {OWNED: s["name"]}
+    apply_topology_source(s, s["topologySource"]["levels"], lab["revision"])
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    profiles, members, res, flavors = make_flavors(s, lab)
+    cq_spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}
+    if s.get("admissionCheck"):
+        # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
+        # (standing in for its controller) and never marks a Workload's check Ready, so a
+        # Workload that gets quota stays reserved and not admitted, held for its set.
+        ac = s["admissionCheck"]
+        apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                   "metadata": {"name": ac, "labels": owned},
+                   "spec": {"controllerName": "tas-lab.topogate.invalid/joint-check"}})
+        status_patch("admissionchecks.kueue.x-k8s.io", ac, {"conditions": [
+            {"type": "Active", "status": "True", "reason": "Active", "lastTransitionTime": now,
+             "message": "the TAS lab stands in for the joint check's controller"}]})
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ac}]}
+    apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": QUEUE, "labels": owned}, "spec": cq_spec})
+    apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": QUEUE, "namespace": NS, "labels": owned},
+               "spec": {"clusterQueue": QUEUE}})
+    if s.get("modelDeployment"):
+        md = s["modelDeployment"]
+        apply_obj({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
+                   "metadata": {"name": md["name"], "namespace": NS, "labels": owned}, "spec": md["spec"]})
+    cq = wait_queue_active()
     # GPUStack's condition on its managed queue (the lab stands in for the operator here).
     conds = cq["status"].get("conditions", [])
     if not any(c["type"] == "TopologyReady" for c in conds):
@@ -301,8 +390,14 @@ def workload_obj(s, w):
             "template": {"spec": {"restartPolicy": "Never", "containers": [{
                 "name": "main", "image": "registry.k8s.io/pause:3.10",
                 "resources": {"requests": {r: str(v) for r, v in (p.get("requests") or {}).items()}}}]}}})
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": w["name"], "namespace": NS, "labels": {OWNED: s["name"]}},
+    meta = {"name": w["name"], "namespace": NS, "labels": {OWNED: s["name"]}}
+    if w.get("role"):
+        meta["labels"][ROLE] = w["role"]
+    if w.get("owner"):
+        md = kjson("get", "modeldeployments.worker.gpustack.ai", "-n", NS, s["modelDeployment"]["name"])
+        meta["ownerReferences"] = [{"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
+                                    "name": md["metadata"]["name"], "uid": md["metadata"]["uid"], "controller": True}]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
             "spec": {"queueName": QUEUE, "podSets": pod_sets}}
 
 
@@ -364,8 +459,10 @@ def diagnose(name):
         return {"verdict": "error", "exit": r.returncode, "stderr": r.stderr.strip()[:500]}, None
     ps = [{"name": p.get("name"), "level": p.get("level"), "required": p.get("required"), "count": p.get("count"),
            "clusterFits": p.get("clusterFits"), "largestDomainFits": p.get("largestDomainFits"),
-           "fitsOneDomain": p.get("fitsOneDomain")} for p in rep.get("podSets") or []]
-    fits = bool(ps) and all(p["fitsOneDomain"] for p in ps)
+           "spanningFits": p.get("spanningFits"), "fitsOneDomain": p.get("fitsOneDomain"),
+           "fits": p.get("fits")} for p in rep.get("podSets") or []]
+    # `fits`: one domain of the level holds the PodSet, or (preferred) the domains together.
+    fits = bool(ps) and all(p["fits"] for p in ps)
     return {"verdict": "fits" if fits else "no-domain", "exit": r.returncode, "podSets": ps,
             "conclusion": rep.get("conclusion")}, rep
 
@@ -421,6 +518,12 @@ def check_expect(s, exp, kd, dg):
                 vals.add((n.get("labels") or {}).get(lvl) if n else None)
             ok &= len(vals) == 1 and None not in vals
         ok &= bool(kd.get("assignments"))
+    if "admittedCondition" in exp:
+        ok &= kd.get("admitted") == exp["admittedCondition"]
+    for text in exp.get("conclusionContains") or []:
+        ok &= text in (dg.get("conclusion") or "")
+    if "messageContains" in exp:
+        ok &= exp["messageContains"] in (kd.get("message") or "")
     return bool(ok)
 
 
@@ -453,6 +556,143 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
             if not line["expectMet"]:
                 rc = 3
         print(json.dumps(line), flush=True)
+    return rc
+
+
+# ---------------------------------------------------------------- live hierarchy change
+
+def cmd_node_profiles():
+    nodes = kjson("get", "nodes", "-l", OWNED)
+    print(json.dumps({n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(PROFILE, "")
+                      for n in nodes["items"]}, sort_keys=True))
+
+
+def queue_state():
+    cq = kjson("get", "clusterqueues.kueue.x-k8s.io", QUEUE)
+    return {"uid": cq["metadata"]["uid"], "stopPolicy": cq["spec"].get("stopPolicy", "None"),
+            "reservingWorkloads": (cq.get("status") or {}).get("reservingWorkloads", 0),
+            "admittedWorkloads": (cq.get("status") or {}).get("admittedWorkloads", 0),
+            "flavors": [f["name"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]}
+
+
+def patch_queue(spec):
+    k("patch", "clusterqueues.kueue.x-k8s.io", QUEUE, "--type=merge", "-p", json.dumps({"spec": spec}))
+
+
+def reserved_workloads(s):
+    out = set()
+    for w in s["workloads"]:
+        if kueue_decision(kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, w["name"]))["decision"] == "admitted":
+            out.add(w["name"])
+    return out
+
+
+def release_if_evicted(name):
+    """What a job integration does when Kueue evicts its Workload: stop the Pods and release
+    the reservation (QuotaReserved=False, no admission). These Workloads have no job behind
+    them, so the lab does it, as Kueue's jobframework would, and Kueue then requeues them."""
+    wl = kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, name)
+    st = wl.get("status") or {}
+    conds = {c["type"]: c for c in st.get("conditions") or []}
+    ev, qr = conds.get("Evicted"), conds.get("QuotaReserved")
+    if not (ev and ev["status"] == "True" and qr and qr["status"] == "True"):
+        return False
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    gen = wl["metadata"].get("generation", 1)
+    new = [c for c in st.get("conditions") or [] if c["type"] not in ("QuotaReserved", "Admitted")]
+    new.append({"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": ev.get("message", ""),
+                "lastTransitionTime": now, "observedGeneration": gen})
+    new.append({"type": "Admitted", "status": "False", "reason": "NoReservation",
+                "message": "The workload has no reservation", "lastTransitionTime": now, "observedGeneration": gen})
+    k("patch", "workloads.kueue.x-k8s.io", name, "-n", NS, "--subresource=status", "--type=merge",
+      "-p", json.dumps({"status": {"conditions": new, "admission": None}}), check=False)
+    return True
+
+
+def cmd_migrate(path, labels_path, impact_path, before_path, timeout=60.0, settle=1.5):
+    """The runbook's "Change a live hierarchy" after topogate served the new revision and the
+    labeler applied it: (1) the Nodes whose profile label changed must be exactly the Nodes
+    topogate's impact listed; (2) the lab does what GPUStack does with the managed queue:
+    replacement Topology and flavors first, HoldAndDrain, wait for zero reservations, switch
+    the flavor set on the same queue, restore the stop policy; (3) Kueue's evictions and
+    readmissions and diagnose's verdicts are printed, one JSON line per Workload."""
+    s = load(path)
+    lab = json.load(open(labels_path))
+    status = json.load(open(impact_path))
+    before = json.load(open(before_path))
+    after = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(PROFILE, "")
+             for n in kjson("get", "nodes", "-l", OWNED)["items"]}
+    la = status.get("lastAttempt") or {}
+    impact = la.get("impact") or {}
+    listed = {}
+    for key in ("changedNodes", "addedNodes", "removedNodes"):
+        for it in (impact.get(key) or {}).get("items") or []:
+            listed[it["node"]] = [it.get("from") or "", it.get("to") or ""]
+    relabelled = {n: [before.get(n, ""), after.get(n, "")] for n in sorted(set(before) | set(after))
+                  if before.get(n, "") != after.get(n, "")}
+    matches = relabelled == {n: v for n, v in listed.items()} and \
+        not any((impact.get(k) or {}).get("truncated") for k in ("changedNodes", "addedNodes", "removedNodes"))
+    line = {"scenario": s["name"], "change": "hierarchy", "revision": la.get("revision"),
+            "impact": {"baseline": impact.get("baseline"), "profileChanges": impact.get("profileChanges"),
+                       "flavorChanges": impact.get("flavorChanges"),
+                       "appearedProfiles": [p["id"] for p in impact.get("appearedProfiles") or []],
+                       "disappearedProfiles": [p["id"] for p in impact.get("disappearedProfiles") or []],
+                       "nodes": listed},
+            "relabelled": relabelled, "impactMatchesCluster": matches}
+
+    # GPUStack's migration of the managed queue, step by step.
+    q0 = queue_state()
+    held0 = reserved_workloads(s)
+    ch = s["change"]
+    t = dict(s, topologySource=dict(s["topologySource"], levels=ch["topologySource"]["levels"]),
+             nodes=[dict(n, labels=ch["nodes"].get(n["name"], n.get("labels") or {})) for n in s["nodes"]])
+    apply_topology_source(t, t["topologySource"]["levels"], lab["revision"])
+    _, _, _, flavors = make_flavors(t, lab)  # replacement flavors first
+    patch_queue({"stopPolicy": "HoldAndDrain"})
+    deadline = time.time() + timeout
+    while queue_state()["reservingWorkloads"] and time.time() < deadline:
+        for w in s["workloads"]:
+            release_if_evicted(w["name"])
+        time.sleep(0.3)
+    drained = queue_state()
+    evicted = sorted(held0 - reserved_workloads(s))
+    k("patch", "clusterqueues.kueue.x-k8s.io", QUEUE, "--type=json", "-p",
+      json.dumps([{"op": "replace", "path": "/spec/resourceGroups/0/flavors", "value": flavors}]))
+    patch_queue({"stopPolicy": q0["stopPolicy"]})
+    # Old flavors and their Topology go once nothing references them.
+    new_names = {f["name"] for f in flavors}
+    for old in q0["flavors"]:
+        if old not in new_names:
+            k("delete", "resourceflavors.kueue.x-k8s.io", old, "--wait=false", "--ignore-not-found", check=False)
+    end = time.time() + 30
+    while any(k("get", "resourceflavors.kueue.x-k8s.io", o, "--ignore-not-found", "-o", "name", check=False).stdout.strip()
+              for o in q0["flavors"] if o not in new_names) and time.time() < end:
+        time.sleep(0.3)
+    for old in q0["flavors"]:
+        if old not in new_names:
+            k("delete", "topologies.kueue.x-k8s.io", old, "--wait=false", "--ignore-not-found", check=False)
+    q1 = queue_state()
+    line["queue"] = {"before": q0, "drained": {"reservingWorkloads": drained["reservingWorkloads"]},
+                     "after": q1, "sameQueue": q0["uid"] == q1["uid"]}
+    line["evicted"] = evicted
+    print(json.dumps(line), flush=True)
+    rc = 0 if matches and q0["uid"] == q1["uid"] and not drained["reservingWorkloads"] else 3
+    for w in s["workloads"]:
+        kd = wait_decision(s, w["name"], timeout, settle)
+        dg, _ = diagnose(w["name"])
+        agree = bool(kd["decision"]) and dg["verdict"] != "error" and \
+            (kd["decision"] == "admitted") == (dg["verdict"] == "fits")
+        out = {"scenario": s["name"], "workload": f"{NS}/{w['name']}", "phase": "after-change",
+               "heldBefore": w["name"] in held0, "evicted": w["name"] in evicted,
+               "readmitted": w["name"] in evicted and kd["decision"] == "admitted",
+               "kueue": kd, "diagnose": dg, "agree": agree}
+        exp = (w.get("expectAfterChange") or {})
+        if exp:
+            out["expect"] = exp
+            out["expectMet"] = check_expect(t, exp, kd, dg)
+            if not out["expectMet"]:
+                rc = 3
+        print(json.dumps(out), flush=True)
     return rc
 
 
@@ -516,6 +756,12 @@ def main(argv):
         cmd_chain(a[0], a[1])
     elif c == "workloads":
         sys.exit(cmd_workloads(a[0]))
+    elif c == "change-inventory":
+        cmd_change_inventory(a[0], a[1])
+    elif c == "node-profiles":
+        cmd_node_profiles()
+    elif c == "migrate":
+        sys.exit(cmd_migrate(*a[:4]))
     elif c == "unload":
         cmd_unload()
     elif c == "status":

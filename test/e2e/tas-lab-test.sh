@@ -5,6 +5,9 @@
 # topologyAssignment inside one zone. Then the runbook's capacity split between a zone
 # profile and a hostname-only profile (two flavors). Kueue's decisions are asserted, and
 # `topogate diagnose pending` / `diagnose chain` (online, against the lab) must agree.
+# Then the runbook's multi-role deployment (one group held for its set, the other short of a
+# domain) and the live hierarchy change from zone to zone > rack (topogate's impact names
+# exactly the Nodes relabelled; the queue migration's evictions and readmissions).
 #
 # Usage: tas-lab-test.sh   Env: TOPOGATE_BINARY, E2E_KEEP=1 (leave the lab up),
 #                               TAS_LAB_DIR (default: a fresh temporary directory)
@@ -96,6 +99,50 @@ check zone-trio 'w["agree"]' "Kueue and diagnose agree"
 check zone-pair 'w["kueue"]["decision"] == "admitted" and w["expectMet"] and w["agree"]' \
   "Kueue: admitted in zone-a; diagnose agrees"
 check zone-pair 'w["chain"]["exit"] == 0' "diagnose chain: complete with two flavors"
+
+section "run multi-role.json"
+rc=0
+"$lab_sh" run "$here/tas/multi-role.json" >"$out/run.jsonl" 2>"$out/run.err" || rc=$?
+[[ $rc == 0 ]] && pass "tas-lab.sh run: exit 0 (every expect met)" || { fail "tas-lab.sh run: exit $rc"; tail -n 20 "$out/run.err"; }
+cat "$out/run.jsonl"
+check llm-prefill-0 'w["kueue"]["quotaReserved"] == "True" and w["kueue"]["admitted"] != "True"' \
+  "Kueue: prefill holds quota, not admitted (the joint check is Pending): held for its set"
+check llm-prefill-0 'w["expectMet"]' "Kueue: prefill's topologyAssignment is inside one zone"
+check llm-prefill-0 'w["diagnose"]["verdict"] == "fits" and "held for its set" in w["diagnose"]["conclusion"] and w["agree"]' \
+  "diagnose: prefill holds a reservation, held for its set; agrees"
+check llm-decode-0 'w["kueue"]["decision"] == "pending" and "allows to fit only 2 out of 3 pod(s)" in w["kueue"]["message"]' \
+  "Kueue: decode Pending, the Topology fits only 2 of 3"
+check llm-decode-0 'w["diagnose"]["verdict"] == "no-domain" and "short of a domain: decode" in w["diagnose"]["conclusion"] and "held for the set: prefill" in w["diagnose"]["conclusion"]' \
+  "diagnose: decode short of a domain, prefill reserved and held for the set"
+check llm-decode-0 'w["agree"]' "Kueue and diagnose agree"
+
+section "change zone-to-rack.json (the live hierarchy change)"
+rc=0
+"$lab_sh" change "$here/tas/zone-to-rack.json" >"$out/change.jsonl" 2>"$out/change.err" || rc=$?
+[[ $rc == 0 ]] && pass "tas-lab.sh change: exit 0" || { fail "tas-lab.sh change: exit $rc"; tail -n 20 "$out/change.err"; }
+cat "$out/change.jsonl"
+cx() { # NAME PYTHON-EXPRESSION WHAT: c = the change line, ws = {workload: after-change line}
+  if python3 - "$out/change.jsonl" "$2" <<'PY'; then pass "$1: $3"; else fail "$1: $3"; fi
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+c = next((l for l in lines if l.get("change") == "hierarchy"), None)
+ws = {l["workload"].split("/")[1]: l for l in lines if l.get("phase") == "after-change"}
+before = {l["workload"].split("/")[1]: l for l in lines if "workload" in l and "phase" not in l}
+sys.exit(0 if c is not None and eval(sys.argv[2]) else 1)
+PY
+}
+cx before 'all(before[n]["kueue"]["decision"] == "admitted" and before[n]["agree"] for n in ("pair-1", "pair-2"))' \
+  "both pairs admitted before the change, one per zone; diagnose agrees"
+cx impact 'c["impact"]["baseline"] == "nodeLabels" and sorted(c["impact"]["nodes"]) == ["worker-a1", "worker-a2", "worker-b1"]' \
+  "topogate's first revision after the restart: impact against the Nodes' labels names worker-a1, worker-a2, worker-b1"
+cx relabel 'sorted(c["relabelled"]) == ["worker-a1", "worker-a2", "worker-b1"] and c["impactMatchesCluster"]' \
+  "exactly those three Nodes' profile labels changed in the cluster (worker-b2 kept its own)"
+cx queue 'c["queue"]["sameQueue"] and c["queue"]["drained"]["reservingWorkloads"] == 0 and c["queue"]["after"]["stopPolicy"] == "None" and len(c["queue"]["after"]["flavors"]) == 2' \
+  "migration: HoldAndDrain reached zero reservations; same queue, two flavors, stop policy restored"
+cx evicted 'sorted(c["evicted"]) == ["pair-1", "pair-2"]' "Kueue evicted both pairs during the drain"
+cx readmitted 'sorted(w["readmitted"] for w in ws.values()) == [False, True]' \
+  "exactly one pair readmitted: zone-b is now split between the rack and the zone profile"
+cx agree 'all(w["agree"] for w in ws.values())' "diagnose agrees with Kueue on both after the change"
 
 section cleanup
 left=$("$lab_sh" status 2>/dev/null | grep -E '^  (workloads|nodes|clusterqueues): [1-9]' || true)
