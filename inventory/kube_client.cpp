@@ -1,5 +1,7 @@
 #include "inventory/kube_client.hpp"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -24,6 +26,7 @@
 #include <cstdlib>
 #include <limits>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace topogate::inventory::detail {
@@ -120,32 +123,135 @@ core::result<kube_endpoint> resolve_endpoint(const store_config& cfg) {
 
 namespace {
 
-// Builds a verifying client context for one call (the CA file may rotate).
-core::result<void> make_context(const kube_endpoint& ep, ssl::context& ctx) {
+// What one call authenticates with, gathered just before it.
+struct call_credentials {
+  std::string token;
+  std::string cert_pem, key_pem;  // empty: no client certificate
+};
+
+core::result<call_credentials> gather_credentials(const kube_endpoint& ep, bool refresh) {
+  call_credentials c;
+  if (!ep.token_file.empty()) {
+    auto read = read_file(ep.token_file);
+    if (!read) return std::move(read).error();
+    c.token = trim(std::move(*read));
+  } else {
+    c.token = ep.token;
+  }
+  if (!ep.client_cert_file.empty() || !ep.client_key_file.empty()) {
+    auto cert = read_file(ep.client_cert_file);
+    if (!cert) return std::move(cert).error();
+    auto key = read_file(ep.client_key_file);
+    if (!key) return std::move(key).error();
+    c.cert_pem = std::move(*cert);
+    c.key_pem = std::move(*key);
+  } else {
+    c.cert_pem = ep.client_cert_pem;
+    c.key_pem = ep.client_key_pem;
+  }
+  if (ep.credentials) {
+    auto got = ep.credentials(refresh);
+    if (!got) return std::move(got).error();
+    if (!got->token.empty()) c.token = std::move(got->token);
+    if (!got->client_cert_pem.empty()) {
+      c.cert_pem = std::move(got->client_cert_pem);
+      c.key_pem = std::move(got->client_key_pem);
+    }
+  }
+  return c;
+}
+
+struct bio_free_fn {
+  void operator()(BIO* b) const noexcept { BIO_free(b); }
+};
+struct x509_free_fn {
+  void operator()(X509* x) const noexcept { X509_free(x); }
+};
+struct pkey_free_fn {
+  void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
+};
+using bio_ptr = std::unique_ptr<BIO, bio_free_fn>;
+
+bio_ptr memory_bio(std::string_view pem) {
+  return bio_ptr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// An encrypted key has no passphrase to give here: fail instead of OpenSSL's default of
+// prompting on the terminal.
+int no_passphrase(char*, int, int, void*) { return 0; }
+
+// The certificate (then its chain) and the key, from memory; the messages name what is
+// wrong, never the bytes.
+core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem, std::string_view key_pem) {
+  const auto bad = [](const std::string& what) {
+    ERR_clear_error();
+    return core::fail(core::errc::invalid_argument, what);
+  };
+  if (cert_pem.empty() != key_pem.empty())
+    return bad(cert_pem.empty() ? "a client key without its certificate"
+                                : "a client certificate without its key");
+  if (cert_pem.size() > (1u << 20) || key_pem.size() > (1u << 20))
+    return bad("the client certificate or key is larger than 1 MiB");
+  bio_ptr cbio = memory_bio(cert_pem);
+  if (!cbio) return bad("cannot read the client certificate");
+  std::unique_ptr<X509, x509_free_fn> leaf(PEM_read_bio_X509_AUX(cbio.get(), nullptr, no_passphrase, nullptr));
+  if (!leaf) return bad("the client certificate is not a PEM certificate");
+  if (SSL_CTX_use_certificate(ctx, leaf.get()) != 1) return bad("the client certificate cannot be used");
+  SSL_CTX_clear_chain_certs(ctx);
+  while (X509* extra = PEM_read_bio_X509(cbio.get(), nullptr, no_passphrase, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
+      X509_free(extra);
+      return bad("the client certificate's chain cannot be used");
+    }
+  }
+  ERR_clear_error();  // the end of the chain reads as "no start line"
+  bio_ptr kbio = memory_bio(key_pem);
+  if (!kbio) return bad("cannot read the client key");
+  std::unique_ptr<EVP_PKEY, pkey_free_fn> key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_passphrase, nullptr));
+  if (!key) return bad("the client key is not an unencrypted PEM private key");
+  if (SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+    return bad("the client key does not match the client certificate");
+  return {};
+}
+
+// Builds a verifying client context for one call (the CA file and the client certificate may
+// rotate).
+core::result<void> make_context(const kube_endpoint& ep, const call_credentials& creds, ssl::context& ctx) {
   boost::system::error_code ec;
   ctx.set_verify_mode(ssl::verify_peer, ec);
-  ctx.load_verify_file(ep.ca_file, ec);
-  if (ec) return core::fail(core::errc::io, "load CA " + ep.ca_file + ": " + ec.message());
+  if (!ep.ca_pem.empty()) {
+    ctx.add_certificate_authority(asio::buffer(ep.ca_pem), ec);
+    if (ec) return core::fail(core::errc::invalid_argument, "load the inline CA: " + ec.message());
+  } else {
+    ctx.load_verify_file(ep.ca_file, ec);
+    if (ec) return core::fail(core::errc::io, "load CA " + ep.ca_file + ": " + ec.message());
+  }
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  if (!creds.cert_pem.empty() || !creds.key_pem.empty()) {
+    if (auto r = load_identity(ctx.native_handle(), creds.cert_pem, creds.key_pem); !r) return r;
+  }
   return {};
 }
 
 core::result<void> prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tcp_stream>& stream) {
   SSL* ssl_handle = stream.native_handle();
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
+  // tls-server-name: the API is reached by one name (an IP, a tunnel) and its certificate
+  // carries another; that name is verified and sent as SNI.
+  const std::string& name = ep.tls_server_name.empty() ? ep.host : ep.tls_server_name;
   boost::system::error_code ec;
-  static_cast<void>(asio::ip::make_address(ep.host, ec));
+  static_cast<void>(asio::ip::make_address(name, ec));
   if (!ec) {
     // In-cluster the API is reached by IP (KUBERNETES_SERVICE_HOST): check the IP SAN.
-    if (X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str()) != 1) {
-      return core::fail(core::errc::internal, "cannot verify " + ep.host);
+    if (X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) != 1) {
+      return core::fail(core::errc::internal, "cannot verify " + name);
     }
   } else {
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    if (X509_VERIFY_PARAM_set1_host(param, ep.host.c_str(), 0) != 1 ||
+    if (X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0) != 1 ||
         SSL_ctrl(ssl_handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                 const_cast<char*>(ep.host.c_str())) != 1) {
-      return core::fail(core::errc::internal, "cannot verify " + ep.host);
+                 const_cast<char*>(name.c_str())) != 1) {
+      return core::fail(core::errc::internal, "cannot verify " + name);
     }
   }
   return {};
@@ -180,21 +286,35 @@ void set_common(http::request<http::string_body>& req, const kube_endpoint& ep, 
 
 }  // namespace
 
+core::result<void> check_client_identity(std::string_view cert_pem, std::string_view key_pem) {
+  ssl::context ctx(ssl::context::tls_client);
+  return load_identity(ctx.native_handle(), cert_pem, key_pem);
+}
+
 kube_client::response kube_client::request(std::string_view method, const std::string& target,
                                            const std::string& body, std::chrono::milliseconds timeout) {
+  response out = request_once(method, target, body, timeout, false);
+  if (out.status == 401 && ep_.credentials && !cancelled_.load())
+    out = request_once(method, target, body, timeout, true);
+  return out;
+}
+
+kube_client::response kube_client::request_once(std::string_view method, const std::string& target,
+                                                const std::string& body, std::chrono::milliseconds timeout,
+                                                bool refresh) {
   response out;
   if (cancelled_.load()) {
     out.error = "cancelled";
     return out;
   }
-  auto read = read_file(ep_.token_file);
-  if (!read) {
-    out.error = std::move(read).error().message;
+  auto creds = gather_credentials(ep_, refresh);
+  if (!creds) {
+    out.error = std::move(creds).error().message;
     return out;
   }
-  const std::string token = trim(std::move(*read));
+  const std::string& token = creds->token;
   ssl::context ctx(ssl::context::tls_client);
-  if (auto r = make_context(ep_, ctx); !r) {
+  if (auto r = make_context(ep_, *creds, ctx); !r) {
     out.error = std::move(r).error().message;
     return out;
   }
@@ -265,19 +385,29 @@ kube_client::response kube_client::request(std::string_view method, const std::s
 kube_client::response kube_client::stream_lines(const std::string& target,
                                                 const std::function<bool(std::string_view)>& on_line,
                                                 std::chrono::seconds idle) {
+  // A 401 is answered before any line: nothing has been handed on when the call is repeated.
+  response out = stream_once(target, on_line, idle, false);
+  if (out.status == 401 && ep_.credentials && !cancelled_.load())
+    out = stream_once(target, on_line, idle, true);
+  return out;
+}
+
+kube_client::response kube_client::stream_once(const std::string& target,
+                                               const std::function<bool(std::string_view)>& on_line,
+                                               std::chrono::seconds idle, bool refresh) {
   response out;
   if (cancelled_.load()) {
     out.error = "cancelled";
     return out;
   }
-  auto read = read_file(ep_.token_file);
-  if (!read) {
-    out.error = std::move(read).error().message;
+  auto creds = gather_credentials(ep_, refresh);
+  if (!creds) {
+    out.error = std::move(creds).error().message;
     return out;
   }
-  const std::string token = trim(std::move(*read));
+  const std::string& token = creds->token;
   ssl::context ctx(ssl::context::tls_client);
-  if (auto r = make_context(ep_, ctx); !r) {
+  if (auto r = make_context(ep_, *creds, ctx); !r) {
     out.error = std::move(r).error().message;
     return out;
   }

@@ -1,7 +1,10 @@
 #pragma once
 // A small Kubernetes API client over Boost.Beast + OpenSSL: one TLS connection per call,
-// bearer token re-read for every call (projected ServiceAccount tokens rotate), the API's
-// CA verified with host/IP name checks. Watches stream newline-delimited JSON events.
+// bearer token and client certificate re-read for every call (projected ServiceAccount
+// tokens and mounted certificates rotate), the API's CA verified with host/IP name checks.
+// An endpoint's credential function (an exec plugin) is asked before every call, and once
+// more when the API answers 401 (its credential expired early or was revoked): the call is
+// then made again, once. Watches stream newline-delimited JSON events.
 // Public in topogate_kube: the store and the Node watch (kube_store.cpp) use it, and so does
 // `topogate diagnose` for its online reads (cli/diagnose.cpp).
 
@@ -41,6 +44,11 @@ class kube_client {
   [[nodiscard]] const kube_endpoint& endpoint() const noexcept { return ep_; }
 
  private:
+  response request_once(std::string_view method, const std::string& target, const std::string& body,
+                        std::chrono::milliseconds timeout, bool refresh);
+  response stream_once(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+                       std::chrono::seconds idle, bool refresh);
+
   kube_endpoint ep_;
   std::mutex mu_;
   void* active_ = nullptr;  // the io_context of the call in progress (guarded by mu_)
