@@ -17,6 +17,7 @@ int run_serve(args a);     // topogate serve --config FILE
 int run_demo(args a);      // topogate demo [--dir DIR] [--port PORT]
 int run_version(args a);   // topogate version
 int run_diagnose(args a);  // topogate diagnose {chain|pending WORKLOAD} [input]
+int run_audit(args a);     // topogate audit [input]: the cluster's objects against the rules
 
 // serve's and demo's registry dependencies: every store and watch the configuration asks for.
 inventory::registry_deps serve_dependencies(const server::serve_config& cfg);

@@ -1,0 +1,245 @@
+#include "diagnose/audit.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <tuple>
+
+#include "core/model_deployment.hpp"
+
+namespace topogate::diagnose {
+
+namespace {
+
+constexpr std::string_view group = "worker.gpustack.ai";
+
+std::string_view text_of(const core::doc_node* n) noexcept {
+  return n != nullptr && n->is_scalar() ? std::string_view(n->text) : std::string_view();
+}
+
+std::string_view group_of(std::string_view api_version) noexcept {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
+std::string_view meta_text(const core::doc_node& o, std::string_view key) noexcept {
+  const core::doc_node* meta = o.find("metadata");
+  return text_of(meta != nullptr ? meta->find(key) : nullptr);
+}
+
+bool audited_kind(std::string_view kind) noexcept {
+  return kind == topology_source_kind || kind == model_deployment_kind;
+}
+
+void check_one(audit_report& into, const core::doc_node& o, std::string_view kind,
+               const audit_options& opts) {
+  audited_object obj;
+  obj.kind = std::string(kind);
+  obj.name = std::string(meta_text(o, "name"));
+  if (kind == topology_source_kind) {
+    // Admission's own call for a CREATE or UPDATE of a TopologySource (admission/review.cpp).
+    std::vector<std::string> warnings;
+    core::check_topology_source(o, opts.validation, obj.errors, warnings);
+    ++into.topology_sources;
+  } else {
+    obj.namespace_ = std::string(meta_text(o, "namespace"));
+    if (!opts.namespaces.empty() && std::find(opts.namespaces.begin(), opts.namespaces.end(),
+                                              obj.namespace_) == opts.namespaces.end()) {
+      ++into.out_of_scope;
+      return;
+    }
+    obj.errors = core::validate_model_deployment(o).errors;
+    ++into.model_deployments;
+  }
+  if (!obj.errors.empty()) into.violating.push_back(std::move(obj));
+}
+
+// A rule id split for ordering: its letter(s) and its number ("T10" -> {"T", 10}).
+std::pair<std::string_view, unsigned> rule_key(std::string_view r) noexcept {
+  std::size_t digits = r.size();
+  while (digits > 0 && r[digits - 1] >= '0' && r[digits - 1] <= '9') --digits;
+  unsigned n = 0;
+  std::from_chars(r.data() + digits, r.data() + r.size(), n);
+  return {r.substr(0, digits), n};
+}
+
+std::string plural(std::size_t n, std::string_view one) {
+  std::string s = std::to_string(n) + " " + std::string(one);
+  if (n != 1) s += 's';
+  return s;
+}
+
+}  // namespace
+
+bool rule_less(std::string_view a, std::string_view b) noexcept {
+  const auto ka = rule_key(a), kb = rule_key(b);
+  if (ka.first != kb.first) return ka.first < kb.first;
+  if (ka.second != kb.second) return ka.second < kb.second;
+  return a < b;
+}
+
+std::string audited_object::id() const {
+  std::string out = namespace_.empty() ? std::string() : namespace_ + "/";
+  out += name.empty() ? std::string("<no name>") : name;
+  return out;
+}
+
+std::vector<std::string> audited_object::rules() const {
+  std::vector<std::string> out;
+  for (const auto& e : errors) out.push_back(e.rule);
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return rule_less(a, b); });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::map<std::pair<std::string, std::string>, std::size_t> audit_report::objects_by_rule() const {
+  std::map<std::pair<std::string, std::string>, std::size_t> out;
+  for (const auto& o : violating) {
+    for (const auto& r : o.rules()) ++out[{o.kind, r}];
+  }
+  return out;
+}
+
+std::map<std::string, std::size_t> audit_report::violations_by_rule() const {
+  std::map<std::string, std::size_t> out;
+  for (const auto& o : violating) {
+    for (const auto& e : o.errors) ++out[e.rule];
+  }
+  return out;
+}
+
+std::size_t audit_report::violation_count() const noexcept {
+  std::size_t n = 0;
+  for (const auto& o : violating) n += o.errors.size();
+  return n;
+}
+
+void audit_objects(audit_report& into, const core::doc_node& o, const audit_options& opts) {
+  if (!o.is_mapping()) {
+    ++into.ignored;
+    return;
+  }
+  const std::string_view kind = text_of(o.find("kind"));
+  const std::string_view api_version = text_of(o.find("apiVersion"));
+  if (kind.ends_with("List")) {
+    const core::doc_node* items = o.find("items");
+    if (items == nullptr || !items->is_sequence()) return;
+    const std::string_view item_kind = kind.substr(0, kind.size() - 4);
+    for (const auto& item : items->items) {
+      // The API's typed lists (TopologySourceList) leave kind and apiVersion off their items:
+      // they are the list's, and the validation reads them.
+      if (kind != "List" && item.is_mapping() && group_of(api_version) == group &&
+          audited_kind(item_kind) &&
+          (item.find("kind") == nullptr || item.find("apiVersion") == nullptr)) {
+        core::doc_node copy = item;
+        for (const auto& [field, value] :
+             {std::pair{std::string_view("kind"), item_kind},
+              std::pair{std::string_view("apiVersion"), api_version}}) {
+          if (copy.find(field) != nullptr) continue;
+          core::doc_node v;
+          v.k = core::doc_node::kind::scalar;
+          v.text = std::string(value);
+          copy.map.emplace_back(std::string(field), std::move(v));
+        }
+        audit_objects(into, copy, opts);
+        continue;
+      }
+      audit_objects(into, item, opts);
+    }
+    return;
+  }
+  if (group_of(api_version) == group && audited_kind(kind)) {
+    check_one(into, o, kind, opts);
+  } else {
+    ++into.ignored;
+  }
+}
+
+void finish(audit_report& report) {
+  std::stable_sort(report.violating.begin(), report.violating.end(),
+                   [](const audited_object& a, const audited_object& b) {
+                     return std::tie(a.kind, a.namespace_, a.name) <
+                            std::tie(b.kind, b.namespace_, b.name);
+                   });
+}
+
+std::string audit_summary(const audit_report& r) {
+  std::string out = "audit: " + plural(r.checked(), "object") + " checked (" +
+                    plural(r.topology_sources, "TopologySource") + ", " +
+                    plural(r.model_deployments, "ModelDeployment") + "), " +
+                    std::to_string(r.violating.size()) + " violating";
+  if (r.violating.empty()) return out;
+  std::vector<std::pair<std::string, std::size_t>> rules;
+  for (const auto& kv : r.violations_by_rule()) rules.emplace_back(kv.first, kv.second);
+  std::sort(rules.begin(), rules.end(),
+            [](const auto& a, const auto& b) { return rule_less(a.first, b.first); });
+  out += "; " + plural(r.violation_count(), "violation") + " by rule:";
+  for (const auto& [rule, n] : rules)
+    out += " " + (rule.empty() ? std::string("-") : rule) + "=" + std::to_string(n);
+  return out;
+}
+
+std::string render_audit_text(const audit_report& r) {
+  std::string out;
+  for (const auto& o : r.violating) {
+    const std::string head = o.kind + " " + o.id() + ": ";
+    for (const auto& e : o.errors) {
+      out += head;
+      out += e.rule.empty() ? "-" : e.rule;
+      out += ' ';
+      e.append_to(out);
+      out += '\n';
+    }
+  }
+  out += audit_summary(r);
+  out += '\n';
+  return out;
+}
+
+std::string render_audit_json(const audit_report& r) {
+  std::string out = R"({"violations":[)";
+  bool first = true;
+  for (const auto& o : r.violating) {
+    for (const auto& e : o.errors) {
+      out += first ? "\n  " : ",\n  ";
+      first = false;
+      out += R"({"kind":)";
+      core::append_json_string(out, o.kind);
+      out += R"(,"namespace":)";
+      core::append_json_string(out, o.namespace_);
+      out += R"(,"name":)";
+      core::append_json_string(out, o.name);
+      out += R"(,"rule":)";
+      core::append_json_string(out, e.rule);
+      out += R"(,"path":)";
+      core::append_json_string(out, e.path);
+      out += R"(,"type":)";
+      core::append_json_string(out, core::to_string(e.type));
+      out += R"(,"message":")";
+      e.append_json_body_to(out);
+      out += "\"}";
+    }
+  }
+  out += first ? "]" : "\n]";
+  out += R"(,"summary":{"checked":)" + std::to_string(r.checked()) + R"(,"topologySources":)" +
+         std::to_string(r.topology_sources) + R"(,"modelDeployments":)" +
+         std::to_string(r.model_deployments) + R"(,"violating":)" +
+         std::to_string(r.violating.size()) + R"(,"violations":)" +
+         std::to_string(r.violation_count()) + R"(,"ignored":)" + std::to_string(r.ignored) +
+         R"(,"outOfScope":)" + std::to_string(r.out_of_scope) + R"(,"byRule":{)";
+  std::vector<std::pair<std::string, std::size_t>> rules;
+  for (const auto& kv : r.violations_by_rule()) rules.emplace_back(kv.first, kv.second);
+  std::sort(rules.begin(), rules.end(),
+            [](const auto& a, const auto& b) { return rule_less(a.first, b.first); });
+  bool first_rule = true;
+  for (const auto& [rule, n] : rules) {
+    if (!first_rule) out += ',';
+    first_rule = false;
+    core::append_json_string(out, rule);
+    out += ':' + std::to_string(n);
+  }
+  out += "}}}\n";
+  return out;
+}
+
+}  // namespace topogate::diagnose
