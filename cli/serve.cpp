@@ -7,8 +7,10 @@
 
 #include "inventory/kube.hpp"
 #include "cli/commands.hpp"
+#include "server/audit_loop.hpp"
 #include "server/config.hpp"
 #include "server/log.hpp"
+#include "server/metrics_auth.hpp"
 #include "server/serve.hpp"
 
 namespace topogate::cli {
@@ -54,6 +56,12 @@ int run_serve(args a) {
   }
   server::serve_hooks hooks;
   hooks.dependencies = serve_dependencies;
+  hooks.make_audit_source = [](const server::serve_config& c) {
+    return server::make_kube_audit_source(c.registry.store, c.audit, c.admission.validation);
+  };
+  hooks.make_token_reviewer = [](const server::serve_config& c) {
+    return server::make_kube_token_reviewer(c.registry.store);
+  };
   return server::serve(std::move(*cfg), hooks);
 }
 

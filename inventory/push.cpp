@@ -225,6 +225,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   stored.actor = req.actor;
   // The store call holds no lock a reader, a Node change or another inventory needs.
   auto saved = store->save(name, stored, e.store_version, call.deadline);
+  note_store_call(e, !saved.failed_with(core::errc::unavailable));
   for (int retry = 0; saved.failed_with(core::errc::conflict) && !req.if_match && retry < 8;
        ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
@@ -232,8 +233,10 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     if (retry > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
     std::optional<stored_revision> latest;
     const auto loaded = store->load(name, latest, call.deadline);
+    note_store_call(e, !loaded.failed_with(core::errc::unavailable));
     if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) break;
     saved = store->save(name, stored, latest ? latest->version : std::string(), call.deadline);
+    note_store_call(e, !saved.failed_with(core::errc::unavailable));
   }
   std::lock_guard lk(e.write_mu);
   if (saved.failed_with(core::errc::conflict)) {

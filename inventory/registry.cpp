@@ -265,6 +265,7 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
   if (e.store_loaded.load()) return true;
   std::optional<stored_revision> rev;
   const auto st = store->load(e.inv->name(), rev, deadline);
+  note_store_call(e, !st.failed_with(core::errc::unavailable));
   if (st.failed_with(core::errc::damaged)) {
     // The store answered; what it holds is no revision. Nothing to serve from it, and the
     // next push overwrites it (its version, where the store has one, is the one to replace).
@@ -473,6 +474,14 @@ std::shared_ptr<const node_label_check> registry::node_labels(std::string_view n
   const auto* e = impl_->find(name);
   if (e == nullptr || !e->spec.config.source.node_labels) return nullptr;
   return impl_->labels_of(*e);
+}
+
+std::optional<bool> registry::store_available(std::string_view name) const {
+  const auto* e = impl_->find(name);
+  if (e == nullptr || !impl_->store || !impl::uses_store(*e)) return std::nullopt;
+  const int answered = e->store_answered.load();
+  if (answered < 0) return std::nullopt;
+  return answered == 1;
 }
 
 core::result<void> registry::inventory_ready(std::string_view name) const {

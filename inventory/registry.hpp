@@ -169,6 +169,10 @@ class registry {
   // findings never make a replica unready. When not ready, errc::unavailable with the reason
   // (errc::not_found for a name that is no inventory).
   [[nodiscard]] core::result<void> inventory_ready(std::string_view name) const;
+  // Whether the last store call (the first load and its retries, each push's load and save)
+  // of a push-fed inventory got an answer from the store; nullopt before the first call,
+  // without a store, and for inventories fed by a file or by Node labels.
+  [[nodiscard]] std::optional<bool> store_available(std::string_view name) const;
 
  private:
   [[nodiscard]] std::string node_label_status(std::string_view name) const;

@@ -98,6 +98,9 @@ struct registry::impl {
     std::chrono::milliseconds load_backoff{500};
     mutable std::mutex store_mu;
     std::string store_wait_reason;  // why the first load has not succeeded yet (store_mu)
+    // The last load or save of this inventory: 1 the store answered, 0 it did not
+    // (errc::unavailable), -1 no call yet. Read by the metrics from any thread.
+    std::atomic<int> store_answered{-1};
     // A Node list from the API is awaited before the snapshot file is first read (up to
     // nodes_grace), so the first revision is validated against the cluster's Nodes.
     std::atomic<bool> awaiting_nodes{false};
@@ -229,6 +232,10 @@ struct registry::impl {
   bool load_from_store(entry& e, store_deadline deadline);
 
   void mark_loaded(entry& e);
+
+  // Records whether a store call of `e` got an answer: a conflict or a damaged object is an
+  // answer; errc::unavailable (I/O error, unreachable API, past the deadline) is not.
+  static void note_store_call(entry& e, bool answered) { e.store_answered.store(answered ? 1 : 0); }
 
   // The first load, retried with a growing pause until the store answers. Lane only.
   void first_load(entry& e);

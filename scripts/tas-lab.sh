@@ -125,7 +125,14 @@ install_crds() {
   local f
   for f in "$KUEUE_CRD_DIR"/*.yaml; do k apply --server-side -f "$f" >/dev/null; done
   k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
-  k wait --for condition=Established --timeout 60s crd --all >/dev/null
+  # kubectl wait fails outright on a CRD whose status is not written yet ("accessor error"):
+  # retry until every CRD is Established.
+  local i
+  for ((i = 0; i < 60; i++)); do
+    k wait --for condition=Established --timeout 60s crd --all >/dev/null 2>&1 && break
+    sleep 1
+  done
+  ((i < 60)) || die "the CRDs were not Established after 60 s"
   k get namespace kueue-system >/dev/null 2>&1 || k create namespace kueue-system >/dev/null
 }
 

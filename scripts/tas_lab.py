@@ -30,9 +30,13 @@ import hashlib
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import yaml
 
@@ -64,16 +68,106 @@ def kjson(*args):
     return json.loads(k(*args, "-o", "json").stdout)
 
 
+# Reads that are polled go to the API directly: a kubectl process costs a few hundred
+# milliseconds of CPU, and the differential polls several labs at once.
+RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
+    "workloads.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "workloads", True),
+    "localqueues.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "localqueues", True),
+    "clusterqueues.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", False),
+    "resourceflavors.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "resourceflavors", False),
+    "topologies.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "topologies", False),
+    "admissionchecks.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", False),
+    "modeldeployments.worker.gpustack.ai": ("/apis/worker.gpustack.ai/v1", "modeldeployments", True),
+    "topologysources.worker.gpustack.ai": ("/apis/worker.gpustack.ai/v1", "topologysources", False),
+    "pods": ("/api/v1", "pods", True),
+    "nodes": ("/api/v1", "nodes", False),
+}
+_api = {}
+
+
+def api_call(method, path, body=None, content_type="application/json"):
+    """One request to the lab's API with the admin token: the decoded answer, None on 404;
+    kubectl (get --raw) when the control plane's environment is not set (GET only)."""
+    if "ctx" not in _api:
+        url, ca, tok = (os.environ.get(v) for v in ("TOPOGATE_CP_URL", "TOPOGATE_CP_CA", "TOPOGATE_CP_ADMIN_TOKEN_FILE"))
+        _api["ctx"] = (url, ssl.create_default_context(cafile=ca), open(tok).read().strip()) if url and ca and tok else None
+    if _api["ctx"] is None:
+        if method != "GET":
+            die("the control plane's environment (TOPOGATE_CP_URL, ...) is not set")
+        r = k("get", "--raw", path, check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+    url, ctx, tok = _api["ctx"]
+    headers = {"Authorization": f"Bearer {tok}", "Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = content_type
+    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code == 404 and method == "GET":
+                return None
+            msg = e.read()[:300].decode(errors="replace")
+            # 429 (a CRD's storage still initialising, priority and fairness) and 5xx (a
+            # webhook starting) are the API saying "again shortly", as client-go retries them.
+            if (e.code == 429 or e.code >= 500) and time.time() < deadline:
+                time.sleep(float(e.headers.get("Retry-After") or 1))
+                continue
+            die(f"{method} {path}: HTTP {e.code}: {msg}")
+        except (urllib.error.URLError, ConnectionError) as e:
+            if time.time() < deadline:
+                time.sleep(1)
+                continue
+            die(f"{method} {path}: {e}")
+
+
+def api_get(path):
+    return api_call("GET", path)
+
+
+def obj_path(kind, name, ns=None):
+    prefix, plural, namespaced = RESOURCES[kind]
+    return f"{prefix}/namespaces/{ns}/{plural}/{name}" if namespaced else f"{prefix}/{plural}/{name}"
+
+
+def api_obj(kind, name, ns=None):
+    return api_get(obj_path(kind, name, ns))
+
+
+def owned_names(kinds, selector=OWNED):
+    """kubectl's `get KINDS -A -l SELECTOR -o name` through the API: ["kind.group/name", ...]."""
+    out = []
+    for kind in kinds:
+        prefix, plural, _ = RESOURCES[kind]
+        lst = api_get(f"{prefix}/{plural}?labelSelector={urllib.parse.quote(selector)}") or {}
+        plural_name, _, group = kind.partition(".")
+        single = plural_name[:-3] + "y" if plural_name.endswith("ies") else plural_name[:-1]
+        single = f"{single}.{group}" if group else single
+        out += [f"{single}/{i['metadata']['name']}" for i in lst.get("items") or []]
+    return out
+
+
+KIND_OF = {"Topology": "topologies.kueue.x-k8s.io", "ResourceFlavor": "resourceflavors.kueue.x-k8s.io",
+           "ClusterQueue": "clusterqueues.kueue.x-k8s.io", "LocalQueue": "localqueues.kueue.x-k8s.io",
+           "AdmissionCheck": "admissionchecks.kueue.x-k8s.io", "Workload": "workloads.kueue.x-k8s.io",
+           "TopologySource": "topologysources.worker.gpustack.ai",
+           "ModelDeployment": "modeldeployments.worker.gpustack.ai"}
+
+
 def apply_obj(obj):
-    k("apply", "--server-side", "--force-conflicts", "--field-manager", "tas-lab", "-f", "-",
-      input=json.dumps(obj))
+    """Server-side apply (field manager tas-lab, conflicts forced), as `kubectl apply
+    --server-side --force-conflicts` does."""
+    meta = obj["metadata"]
+    path = obj_path(KIND_OF[obj["kind"]], meta["name"], meta.get("namespace"))
+    api_call("PATCH", path + "?fieldManager=tas-lab&force=true", obj, "application/apply-patch+yaml")
 
 
 def status_patch(kind, name, status, ns=None):
-    cmd = ["patch", kind, name, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status})]
-    if ns:
-        cmd += ["-n", ns]
-    k(*cmd)
+    api_call("PATCH", obj_path(kind, name, ns) + "/status", {"status": status}, "application/merge-patch+json")
 
 
 # ---------------------------------------------------------------- scenario
@@ -324,8 +418,8 @@ def apply_topology_source(s, levels, revision):
 def wait_queue_active(timeout=60):
     deadline = time.time() + timeout
     while True:
-        cq = kjson("get", "clusterqueues.kueue.x-k8s.io", QUEUE)
-        conds = {c["type"]: c for c in cq.get("status", {}).get("conditions", [])}
+        cq = api_obj("clusterqueues.kueue.x-k8s.io", QUEUE) or {}
+        conds = {c["type"]: c for c in (cq.get("status") or {}).get("conditions", [])}
         if conds.get("Active", {}).get("status") == "True":
             return cq
         if time.time() > deadline:
@@ -484,7 +578,7 @@ def wait_decision(s, name, timeout, settle):
     deadline = time.time() + timeout
     last, since = None, time.time()
     while True:
-        d = kueue_decision(kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, name))
+        d = kueue_decision(api_obj("workloads.kueue.x-k8s.io", name, NS) or {})
         if d["decision"] != last:
             last, since = d["decision"], time.time()
         # Admission is final here (no preemption in these scenarios); a Pending decision must
@@ -542,7 +636,7 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
     ch = chain()
     rc = 0
     for w, kd, dg in lines:
-        final = kueue_decision(kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, w["name"]))
+        final = kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], NS) or {})
         agree = bool(kd["decision"]) and dg["verdict"] != "error" and \
             (kd["decision"] == "admitted") == (dg["verdict"] == "fits")
         line = {"scenario": s["name"], "workload": f"{NS}/{w['name']}", "kueue": kd, "diagnose": dg,
@@ -568,7 +662,7 @@ def cmd_node_profiles():
 
 
 def queue_state():
-    cq = kjson("get", "clusterqueues.kueue.x-k8s.io", QUEUE)
+    cq = api_obj("clusterqueues.kueue.x-k8s.io", QUEUE)
     return {"uid": cq["metadata"]["uid"], "stopPolicy": cq["spec"].get("stopPolicy", "None"),
             "reservingWorkloads": (cq.get("status") or {}).get("reservingWorkloads", 0),
             "admittedWorkloads": (cq.get("status") or {}).get("admittedWorkloads", 0),
@@ -582,7 +676,7 @@ def patch_queue(spec):
 def reserved_workloads(s):
     out = set()
     for w in s["workloads"]:
-        if kueue_decision(kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, w["name"]))["decision"] == "admitted":
+        if kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], NS) or {})["decision"] == "admitted":
             out.add(w["name"])
     return out
 
@@ -591,7 +685,7 @@ def release_if_evicted(name):
     """What a job integration does when Kueue evicts its Workload: stop the Pods and release
     the reservation (QuotaReserved=False, no admission). These Workloads have no job behind
     them, so the lab does it, as Kueue's jobframework would, and Kueue then requeues them."""
-    wl = kjson("get", "workloads.kueue.x-k8s.io", "-n", NS, name)
+    wl = api_obj("workloads.kueue.x-k8s.io", name, NS) or {"metadata": {}}
     st = wl.get("status") or {}
     conds = {c["type"]: c for c in st.get("conditions") or []}
     ev, qr = conds.get("Evicted"), conds.get("QuotaReserved")
@@ -665,8 +759,8 @@ def cmd_migrate(path, labels_path, impact_path, before_path, timeout=60.0, settl
         if old not in new_names:
             k("delete", "resourceflavors.kueue.x-k8s.io", old, "--wait=false", "--ignore-not-found", check=False)
     end = time.time() + 30
-    while any(k("get", "resourceflavors.kueue.x-k8s.io", o, "--ignore-not-found", "-o", "name", check=False).stdout.strip()
-              for o in q0["flavors"] if o not in new_names) and time.time() < end:
+    while any(api_obj("resourceflavors.kueue.x-k8s.io", o) for o in q0["flavors"] if o not in new_names) and \
+            time.time() < end:
         time.sleep(0.3)
     for old in q0["flavors"]:
         if old not in new_names:
@@ -700,14 +794,14 @@ def cmd_migrate(path, labels_path, impact_path, before_path, timeout=60.0, settl
 
 def cmd_unload(timeout=90.0):
     sel = OWNED
-    left = k("get", ",".join(KINDS), "-A", "-l", sel, "-o", "name", check=False).stdout.split()
+    left = owned_names(KINDS, sel)
     if not left:
         return
     # Workloads first (Kueue's finalizers on queues and flavors wait for them), then the
     # rest; bound Pods have no kubelet to confirm their deletion.
     k("delete", KINDS[0], "-A", "-l", sel, "--wait=false", "--ignore-not-found", check=False)
     end = time.time() + 30
-    while k("get", KINDS[0], "-A", "-l", sel, "-o", "name", check=False).stdout.strip() and time.time() < end:
+    while owned_names(KINDS[:1], sel) and time.time() < end:
         time.sleep(0.2)
     k("delete", "pods", "-A", "-l", sel, "--wait=false", "--ignore-not-found", "--grace-period=0", "--force", check=False)
     k("delete", ",".join(x for x in KINDS[1:] if x not in ("pods", "topologies.kueue.x-k8s.io")), "-A", "-l", sel,
@@ -716,13 +810,13 @@ def cmd_unload(timeout=90.0):
     # terminating Topology when a referencing flavor is deleted, but can still find the
     # flavor in its cache then and keeps the resource-in-use finalizer with no retry.
     end = time.time() + 30
-    while k("get", "resourceflavors.kueue.x-k8s.io", "-l", sel, "-o", "name", check=False).stdout.strip() and time.time() < end:
+    while owned_names(["resourceflavors.kueue.x-k8s.io"], sel) and time.time() < end:
         time.sleep(0.2)
     k("delete", "topologies.kueue.x-k8s.io", "-l", sel, "--wait=false", "--ignore-not-found", check=False)
     deadline = time.time() + timeout
     kicked = 0.0
     while True:
-        left = k("get", ",".join(KINDS), "-A", "-l", sel, "-o", "name", check=False).stdout.split()
+        left = owned_names(KINDS, sel)
         if not left:
             break
         if time.time() > deadline:

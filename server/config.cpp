@@ -92,11 +92,100 @@ credential_files credentials(const YAML::Node& n, const std::string& where, cons
   return c;
 }
 
+// `metrics:` (server/metrics_auth.hpp). A key of another mode is an error, not ignored: a
+// reviewTimeout under tokenfile would suggest a check that does not happen.
+metrics_config metrics_settings(const YAML::Node& n, const std::string& base) {
+  check_keys(n, "metrics",
+             {"auth", "healthPort", "tokenFile", "reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews"});
+  metrics_config m;
+  const std::string auth = n["auth"] ? str(n["auth"], "metrics.auth") : "none";
+  if (auth == "none") m.auth = metrics_auth_mode::none;
+  else if (auth == "tokenfile") m.auth = metrics_auth_mode::tokenfile;
+  else if (auth == "kubernetes") m.auth = metrics_auth_mode::kubernetes;
+  else fail("metrics.auth", "must be none, tokenfile or kubernetes, got \"" + auth + "\"");
+  // Secure metrics are pointless while the plain port answers anyone, and a token sent to it
+  // would cross the network in clear text: with auth, only the HTTPS port serves /metrics
+  // unless healthPort says otherwise.
+  m.health_port = n["healthPort"] ? boolean(n["healthPort"], "metrics.healthPort")
+                                  : m.auth == metrics_auth_mode::none;
+  if (n["tokenFile"]) {
+    if (m.auth != metrics_auth_mode::tokenfile) fail("metrics.tokenFile", "is only used with metrics.auth tokenfile");
+    m.token_file = resolve_path(base, str(n["tokenFile"], "metrics.tokenFile"));
+  }
+  if (m.auth == metrics_auth_mode::tokenfile && m.token_file.empty()) {
+    fail("metrics.tokenFile", "is required with metrics.auth tokenfile");
+  }
+  for (const char* key : {"reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews"}) {
+    if (n[key] && m.auth != metrics_auth_mode::kubernetes) {
+      fail(std::string("metrics.") + key, "is only used with metrics.auth kubernetes");
+    }
+  }
+  if (n["reviewTimeout"]) {
+    m.review_timeout = duration(n["reviewTimeout"], "metrics.reviewTimeout");
+    // Past a scraper's own timeout (Prometheus: 10s by default) a late answer helps nobody.
+    if (m.review_timeout < std::chrono::milliseconds(100) || m.review_timeout > std::chrono::seconds(30)) {
+      fail("metrics.reviewTimeout", "must be between 100ms and 30s");
+    }
+  }
+  if (n["cacheTTL"]) {
+    m.cache_ttl = duration(n["cacheTTL"], "metrics.cacheTTL");
+    if (m.cache_ttl > std::chrono::hours(1)) fail("metrics.cacheTTL", "must be between 0s and 1h");
+  }
+  if (n["cacheSize"]) {
+    m.cache_size = number(n["cacheSize"], "metrics.cacheSize", 1u << 20);
+    if (m.cache_size == 0) fail("metrics.cacheSize", "must be at least 1 (cacheTTL: 0s turns the cache off)");
+  }
+  if (n["maxConcurrentReviews"]) {
+    m.max_concurrent_reviews = number(n["maxConcurrentReviews"], "metrics.maxConcurrentReviews", 64);
+    if (m.max_concurrent_reviews == 0) fail("metrics.maxConcurrentReviews", "must be between 1 and 64");
+  }
+  return m;
+}
+
+// `audit:` (server/audit_loop.hpp). Off unless enabled; the other keys are checked either way,
+// so that a typo shows before the day the audit is switched on.
+audit_config audit_settings(const YAML::Node& n) {
+  check_keys(n, "audit", {"enabled", "interval", "timeout", "namespaces"});
+  audit_config a;
+  if (n["enabled"]) a.enabled = boolean(n["enabled"], "audit.enabled");
+  if (n["interval"]) {
+    a.interval = duration(n["interval"], "audit.interval");
+    // Each run lists every object of two kinds: more often than every second only loads the API.
+    if (a.interval < std::chrono::seconds(1) || a.interval > std::chrono::hours(24)) {
+      fail("audit.interval", "must be between 1s and 24h");
+    }
+  }
+  if (n["timeout"]) {
+    a.timeout = duration(n["timeout"], "audit.timeout");
+    if (a.timeout < std::chrono::seconds(1) || a.timeout > std::chrono::minutes(10)) {
+      fail("audit.timeout", "must be between 1s and 10m");
+    }
+  }
+  if (const auto ns = n["namespaces"]) {
+    if (ns.IsScalar()) {
+      if (ns.Scalar() != "all") fail("audit.namespaces", "must be all or a list of namespaces, got \"" + ns.Scalar() + "\"");
+    } else {
+      a.namespaces = strings(ns, "audit.namespaces");
+      if (a.namespaces.empty()) fail("audit.namespaces", "must list at least one namespace (or be all)");
+      std::set<std::string> seen;
+      for (std::size_t i = 0; i < a.namespaces.size(); ++i) {
+        const std::string where = "audit.namespaces[" + std::to_string(i) + "]";
+        if (!core::check_dns1123_label(a.namespaces[i]).empty()) {
+          fail(where, "\"" + a.namespaces[i] + "\" is not a namespace name (a DNS-1123 label)");
+        }
+        if (!seen.insert(a.namespaces[i]).second) fail(where, "\"" + a.namespaces[i] + "\" is listed twice");
+      }
+    }
+  }
+  return a;
+}
+
 serve_config parse(const YAML::Node& root, const std::string& base) {
   serve_config cfg;
   if (!root.IsMap()) fail("configuration", "must be a YAML mapping");
   check_keys(root, "configuration",
-             {"listen", "tls", "limits", "threads", "admission", "store", "resyncInterval", "inventories", "logging"});
+             {"listen", "tls", "limits", "threads", "admission", "store", "resyncInterval", "inventories", "logging",
+              "metrics", "audit"});
 
   if (auto l = root["listen"]) {
     check_keys(l, "listen", {"address", "port", "healthPort", "healthAddress"});
@@ -168,6 +257,9 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
   cfg.admission.max_body_bytes = cfg.limits.admission_body_bytes;
 
   if (root["threads"]) cfg.threads = static_cast<unsigned>(number(root["threads"], "threads", 1024));
+
+  if (auto mt = root["metrics"]) cfg.metrics = metrics_settings(mt, base);
+  if (auto au = root["audit"]) cfg.audit = audit_settings(au);
 
   if (auto l = root["logging"]) {
     check_keys(l, "logging", {"level", "accessLog"});

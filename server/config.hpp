@@ -35,6 +35,30 @@ struct limits_config {
   std::chrono::milliseconds shutdown_delay{0};
 };
 
+enum class metrics_auth_mode { none, tokenfile, kubernetes };
+
+// `metrics:`: who may scrape /metrics (server/metrics_auth.hpp) and on which listeners.
+struct metrics_config {
+  metrics_auth_mode auth = metrics_auth_mode::none;
+  std::string token_file;  // tokenfile: one token a line
+  // Whether the plain-HTTP health listener serves /metrics (with the same check). Default:
+  // true without auth, false with it.
+  bool health_port = true;
+  std::chrono::milliseconds review_timeout{5'000};  // kubernetes: TokenReview + SubjectAccessReview
+  std::chrono::milliseconds cache_ttl{60'000};      // kubernetes: allowed and refused answers; 0: none
+  std::size_t cache_size = 1024;
+  std::size_t max_concurrent_reviews = 4;
+};
+
+// `audit:`: the periodic audit of the TopologySources and ModelDeployments already in the
+// cluster (server/audit_loop.hpp), off by default.
+struct audit_config {
+  bool enabled = false;
+  std::chrono::milliseconds interval{600'000};  // from the end of one run to the start of the next
+  std::chrono::milliseconds timeout{30'000};    // one run, every API call of it included
+  std::vector<std::string> namespaces;          // ModelDeployments only in these; empty: every namespace
+};
+
 struct inventory_auth {
   std::string name;
   credential_files readers;
@@ -55,6 +79,8 @@ struct serve_config {
   bool access_log = true;
   std::string log_level = "info";
   admission::options admission;
+  metrics_config metrics;
+  audit_config audit;
   std::vector<inventory_auth> auth;
   inventory::registry_config registry;
 };

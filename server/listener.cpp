@@ -13,6 +13,7 @@
 #include "inventory/registry.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
+#include "server/metrics_auth.hpp"
 #include "server/transport_plain.hpp"
 #include "server/transport_tls.hpp"
 
@@ -79,6 +80,7 @@ router_context server::impl::context(listener_kind kind) {
   ctx.registry = &reg;
   ctx.auth = creds.auth();
   ctx.m = &m;
+  ctx.metrics_auth = metrics_auth;
   ctx.health = &health;
   ctx.admission = &cfg.admission;
   ctx.push_body_bytes = cfg.limits.push_body_bytes;
@@ -169,6 +171,7 @@ void server::impl::do_signals() {
       log(log_level::info, "SIGHUP: re-reading inventories and credentials");
       reg.resync();
       creds.poll(true);
+      if (metrics_auth) metrics_auth->poll_token_file(true);
       do_signals();
       return;
     }
@@ -214,6 +217,8 @@ void server::impl::begin_shutdown() {
   if (health_acceptor) health_acceptor->close(ignored);
   poll_timer.cancel();
   accept_retry_timer.cancel();
+  // A scrape waiting for a token review is answered now instead of holding the drain.
+  if (metrics_auth) metrics_auth->shutdown();
   signals.cancel();
   std::vector<std::shared_ptr<drainable>> live;
   {

@@ -30,6 +30,7 @@ class registry;
 namespace topogate::server {
 
 class metrics;
+class metrics_gate;
 
 // A connection as the drain on shutdown sees it.
 struct drainable {
@@ -47,6 +48,7 @@ struct server::impl {
   inventory::registry& reg;
   metrics& m;
   credential_watcher& creds;
+  metrics_gate* metrics_auth = nullptr;  // metrics.auth; null: /metrics open
   boost::asio::io_context ioc;
   boost::asio::strand<boost::asio::io_context::executor_type> control;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;

@@ -3,15 +3,31 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <tuple>
 
 #include "inventory/registry.hpp"
 
 namespace topogate::server {
 
 namespace {
-// Request latency buckets from 100 µs (a cached snapshot) to 10 s (a request timeout).
+// Request latency buckets from 100 µs (a cached snapshot) to 30 s (the longest admission
+// webhook timeout the apiserver allows, so an alert near any timeoutSeconds can see it).
 const prometheus::Histogram::BucketBoundaries duration_buckets = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30};
+
+// Rule ids are label values: only the closed set of SPEC.md's ids (a letter and a number)
+// passes; anything else is counted as "other", so a label can never carry input text.
+std::string rule_label(std::string_view rule) {
+  if (rule.size() < 2 || rule.size() > 3 || rule[0] < 'A' || rule[0] > 'Z') return "other";
+  for (const char c : rule.substr(1)) {
+    if (c < '0' || c > '9') return "other";
+  }
+  return std::string(rule);
+}
+
+// The rules a snapshot can break (S1..S10): their rejection counters start at 0, so that the
+// first refusal after a scrape is an increase Prometheus sees.
+constexpr int snapshot_rules = 10;
 }  // namespace
 
 metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
@@ -97,6 +113,33 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("topogate_inventory_profiles")
                   .Help("Distinct profiles among the managed Nodes of the served revision.")
                   .Register(r);
+  rejections_ = &prometheus::BuildCounter()
+                    .Name("topogate_inventory_rejections_total")
+                    .Help("Revisions an inventory refused for breaking a rule, by the rule of the first error "
+                          "(S1..S10).")
+                    .Register(r);
+  admission_denials_ = &prometheus::BuildCounter()
+                           .Name("topogate_admission_denials_total")
+                           .Help("Denied AdmissionReviews, by kind and rule (each distinct rule of a denial once).")
+                           .Register(r);
+  staleness_ = &prometheus::BuildGauge()
+                   .Name("topogate_inventory_staleness_seconds")
+                   .Help("Seconds since the served revision was accepted or last confirmed by its source: the "
+                         "age maxAge limits.")
+                   .Register(r);
+  max_age_ = &prometheus::BuildGauge()
+                 .Name("topogate_inventory_max_age_seconds")
+                 .Help("maxAge of each inventory in seconds (0: no limit).")
+                 .Register(r);
+  nodes_ = &prometheus::BuildGauge()
+               .Name("topogate_inventory_nodes")
+               .Help("Nodes in the served revision, per inventory (after any pruning).")
+               .Register(r);
+  store_available_ = &prometheus::BuildGauge()
+                         .Name("topogate_store_available")
+                         .Help("1 when the last store call of a push-fed inventory got an answer, 0 when the store "
+                               "was unavailable.")
+                         .Register(r);
   nodelabel_errors_ = &prometheus::BuildGauge()
                            .Name("topogate_nodelabel_hierarchy_errors")
                            .Help("Errors (S7-S9) of the last hierarchy check of a nodeLabels inventory's Node labels.")
@@ -106,6 +149,29 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("When a nodeLabels inventory's Node labels were last checked (a Node list change), "
                                   "as a Unix time.")
                             .Register(r);
+  audit_violations_ = &prometheus::BuildGauge()
+                           .Name("topogate_audit_violations")
+                           .Help("Objects in the cluster that violate each rule at the last successful audit, by "
+                                 "kind (TopologySource, ModelDeployment) and rule; 0 once none does.")
+                           .Register(r);
+  audit_last_success_ = &prometheus::BuildGauge()
+                             .Name("topogate_audit_last_success_timestamp_seconds")
+                             .Help("When the periodic audit last completed, as a Unix time (0: not yet).")
+                             .Register(r);
+  audit_runs_ = &prometheus::BuildCounter()
+                     .Name("topogate_audit_runs_total")
+                     .Help("Periodic audit runs, by result (success, failure: the API did not answer in time, "
+                           "refused or answered what is not a list).")
+                     .Register(r);
+  // The admission series exist from the start at 0, so that the first errored review is an
+  // increase an alert sees (a series born at 1 has no increase).
+  for (const char* kind : {"TopologySource", "ModelDeployment", "other"}) {
+    auto& by_verdict = by_decision_[kind];
+    for (const char* verdict : {"allowed", "denied", "errored"}) {
+      if (std::string_view(kind) == "other" && std::string_view(verdict) == "denied") continue;
+      by_verdict.emplace(verdict, &admission_->Add({{"kind", kind}, {"verdict", verdict}}));
+    }
+  }
   prometheus::BuildGauge()
       .Name("topogate_build_info")
       .Help("Build information (value 1).")
@@ -160,6 +226,17 @@ void metrics::admission_decision(std::string_view kind, std::string_view verdict
   counter->Increment();
 }
 
+void metrics::admission_denial(std::string_view kind, const core::error_list& errors) {
+  std::set<std::string> rules;
+  for (const auto& e : errors) rules.insert(rule_label(e.rule));
+  for (const auto& rule : rules) admission_denials_->Add({{"kind", std::string(kind)}, {"rule", rule}}).Increment();
+}
+
+void metrics::rejection(std::string_view inventory, const inventory::attempt& a) {
+  if (a.accepted || a.errors.empty()) return;
+  rejections_->Add({{"inventory", std::string(inventory)}, {"rule", rule_label(a.errors.front().rule)}}).Increment();
+}
+
 void metrics::reconcile_attempt(std::string_view inventory, bool accepted) {
   reconcile_->Add({{"inventory", std::string(inventory)}, {"result", accepted ? "accepted" : "rejected"}})
       .Increment();
@@ -203,6 +280,21 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     const std::string& name = inv->name();
     const auto rev = inv->current();
     inventory_ready_->Add({{"inventory", name}}).Set(reg.inventory_ready(name) ? 1 : 0);
+    if (const auto available = reg.store_available(name)) {
+      store_available_->Add({{"inventory", name}}).Set(*available ? 1 : 0);
+    }
+    if (!reg.reads_node_labels(name)) {
+      max_age_->Add({{"inventory", name}}).Set(static_cast<double>(inv->config().max_age.count()));
+      if (rejections_initialised_.insert(name).second) {
+        for (int i = 1; i <= snapshot_rules; ++i) {
+          rejections_->Add({{"inventory", name}, {"rule", "S" + std::to_string(i)}});
+        }
+        // Only file and push revisions are ever refused by maxProfileChanges.
+        if (inv->config().max_profile_changes > 0) {
+          for (const char* trigger : {"file", "push"}) impact_refusals_->Add({{"inventory", name}, {"trigger", trigger}});
+        }
+      }
+    }
     if (const auto labels = reg.node_labels(name)) {
       nodelabel_errors_->Add({{"inventory", name}}).Set(static_cast<double>(labels->report.errors.size()));
       nodelabel_checked_->Add({{"inventory", name}})
@@ -215,6 +307,9 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     }
     if (!rev) {
       snapshot_bytes_->Add({{"inventory", name}}).Set(0);
+      nodes_->Add({{"inventory", name}}).Set(0);
+      // Nothing served, nothing stale: topogate_inventory_ready says it.
+      if (const prometheus::Labels l{{"inventory", name}}; staleness_->Has(l)) staleness_->Remove(&staleness_->Add(l));
       continue;
     }
     profiles_->Add({{"inventory", name}}).Set(rev->profiles ? static_cast<double>(rev->profiles->profiles.size()) : 0);
@@ -222,9 +317,52 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     g.Set(1);
     info_by_inventory_.emplace(name, &g);
     snapshot_bytes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->json_body.size()));
+    nodes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->node_count));
     revision_age_->Add({{"inventory", name}})
         .Set(std::chrono::duration<double>(now - rev->accepted_at).count());
+    staleness_->Add({{"inventory", name}}).Set(std::chrono::duration<double>(now - inv->confirmed_at()).count());
   }
+}
+
+void metrics::audit_enabled() {
+  audit_runs_->Add({{"result", "success"}});
+  audit_runs_->Add({{"result", "failure"}});
+  audit_last_success_->Add({}).Set(0);
+  std::lock_guard lock(audit_mu_);
+  for (const auto& [kind, prefix, count] : {std::tuple{"TopologySource", 'T', 14}, std::tuple{"ModelDeployment", 'M', 2}}) {
+    for (int i = 1; i <= count; ++i) {
+      const std::string rule = prefix + std::to_string(i);
+      audit_series_.emplace(std::pair{std::string(kind), rule},
+                            &audit_violations_->Add({{"kind", kind}, {"rule", rule}}));
+    }
+  }
+}
+
+void metrics::audit_failed() { audit_runs_->Add({{"result", "failure"}}).Increment(); }
+
+void metrics::audit_succeeded(const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
+                              double unix_seconds) {
+  // Label values: the two kinds the audit reads, and rule ids as rule_label admits them.
+  std::map<std::pair<std::string, std::string>, double> next;
+  for (const auto& [key, n] : objects_by_rule) {
+    const std::string kind = key.first == "TopologySource" || key.first == "ModelDeployment" ? key.first : "other";
+    next[{kind, rule_label(key.second)}] += static_cast<double>(n);
+  }
+  {
+    std::lock_guard lock(audit_mu_);
+    for (const auto& [key, g] : audit_series_) {
+      if (!next.contains(key)) g->Set(0);
+    }
+    for (const auto& [key, n] : next) {
+      auto it = audit_series_.find(key);
+      if (it == audit_series_.end()) {
+        it = audit_series_.emplace(key, &audit_violations_->Add({{"kind", key.first}, {"rule", key.second}})).first;
+      }
+      it->second->Set(n);
+    }
+  }
+  audit_last_success_->Add({}).Set(unix_seconds);
+  audit_runs_->Add({{"result", "success"}}).Increment();
 }
 
 std::string metrics::serialize() {

@@ -13,8 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "core/field_error.hpp"
 
 namespace topogate::inventory {
 class registry;
@@ -35,11 +39,26 @@ class metrics {
   void handshake_failure(std::string_view reason);
   void auth_failure(std::string_view inventory, std::string_view reason);
   void admission_decision(std::string_view kind, std::string_view verdict);
+  // A denied review: once per distinct rule among its field errors.
+  void admission_denial(std::string_view kind, const core::error_list& errors);
   void reconcile_attempt(std::string_view inventory, bool accepted);
   // Profile changes a published revision made, and revisions maxProfileChanges refused.
   void profile_impact(std::string_view inventory, const inventory::attempt& a);
+  // A revision refused for breaking a rule, by the rule of its first error.
+  void rejection(std::string_view inventory, const inventory::attempt& a);
   void credential_reload(std::string_view kind, bool ok);
   void certificate_expiry(std::string_view certificate, double unix_seconds);
+
+  // The periodic audit (server/audit_loop.hpp). audit_enabled() creates its series: the runs
+  // counters and the last-success time at 0, and a violations gauge at 0 for every rule of
+  // both kinds (T1-T14, M1-M2).
+  void audit_enabled();
+  void audit_failed();
+  // A successful run: how many objects of each kind violate each rule ({kind, rule} ->
+  // objects). Every series the run does not name is set to 0, each gauge once, so that no
+  // scrape sees a value that was never the audit's result.
+  void audit_succeeded(const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
+                       double unix_seconds);
 
   // Per-inventory gauges are computed at scrape time from the registry.
   void refresh_inventories(const inventory::registry& reg);
@@ -70,6 +89,18 @@ class metrics {
   prometheus::Family<prometheus::Counter>* flavor_changes_;
   prometheus::Family<prometheus::Counter>* impact_refusals_;
   prometheus::Family<prometheus::Gauge>* profiles_;
+  prometheus::Family<prometheus::Counter>* rejections_;
+  prometheus::Family<prometheus::Counter>* admission_denials_;
+  prometheus::Family<prometheus::Gauge>* staleness_;
+  prometheus::Family<prometheus::Gauge>* max_age_;
+  prometheus::Family<prometheus::Gauge>* store_available_;
+  prometheus::Family<prometheus::Gauge>* nodes_;
+  prometheus::Family<prometheus::Gauge>* audit_violations_;
+  prometheus::Family<prometheus::Gauge>* audit_last_success_;
+  prometheus::Family<prometheus::Counter>* audit_runs_;
+  std::mutex audit_mu_;
+  std::map<std::pair<std::string, std::string>, prometheus::Gauge*> audit_series_;  // audit_mu_
+  std::set<std::string, std::less<>> rejections_initialised_;  // info_mu_
   std::mutex info_mu_;
   std::map<std::string, prometheus::Gauge*, std::less<>> info_by_inventory_;
 

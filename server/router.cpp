@@ -1,5 +1,7 @@
 #include "server/router.hpp"
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include "inventory/registry.hpp"
 #include "server/inventory_http.hpp"
 #include "server/metrics.hpp"
+#include "server/metrics_auth.hpp"
 
 namespace topogate::server {
 
@@ -79,6 +82,31 @@ response unauthorized() {
 }
 
 response forbidden() { return json_error(http::status::forbidden, "credentials not accepted"); }
+
+response metrics_text(inventory::registry* reg, metrics& m) {
+  if (reg) m.refresh_inventories(*reg);
+  return make(http::status::ok, metrics_type, m.serialize());
+}
+
+// A scrape metrics.auth refused: 401 (no token, or one nobody vouches for) with the challenge,
+// 403 (a known user without the right), 503 (the review could not be made).
+response scrape_refused(const scrape_decision& d) {
+  switch (d.verdict) {
+    case scrape_verdict::unauthenticated: {
+      response res = json_error(http::status::unauthorized, d.reason);
+      res.set(http::field::www_authenticate, "Bearer realm=\"topogate\"");
+      return res;
+    }
+    case scrape_verdict::forbidden:
+      return json_error(http::status::forbidden, d.reason);
+    case scrape_verdict::allowed:
+    case scrape_verdict::unavailable:
+      break;
+  }
+  response res = json_error(http::status::service_unavailable, d.reason);
+  res.set(http::field::retry_after, "5");
+  return res;
+}
 
 response from_document(std::optional<std::string> doc, std::string_view name) {
   if (!doc) return inventory_not_found(name);
@@ -399,9 +427,41 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       res = method_not_allowed("GET, HEAD");
     } else if (!ctx.m) {
       res = json_error(http::status::not_found, "metrics disabled");
+    } else if (ctx.metrics_auth == nullptr) {
+      res = metrics_text(ctx.registry, *ctx.m);
+    } else if (ctx.listener != listener_kind::tls && !ctx.metrics_auth->serves_health_port()) {
+      res = json_error(http::status::not_found,
+                       "not found: /metrics is served on the HTTPS port only (metrics.healthPort: false)");
     } else {
-      if (ctx.registry) ctx.m->refresh_inventories(*ctx.registry);
-      res = make(http::status::ok, metrics_type, ctx.m->serialize());
+      const std::string_view authorization = header(req, http::field::authorization);
+      metrics_authorizer* gate = ctx.metrics_auth;
+      if (auto d = gate->check_now(authorization)) {
+        info.identity = d->user;
+        info.detail = std::string(to_string(d->verdict));
+        res = d->verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
+                                                    : scrape_refused(*d);
+      } else if (later != nullptr) {
+        // The token goes to the Kubernetes API on the gate's own threads; this thread goes on
+        // serving, and the answer comes by metrics.reviewTimeout at the latest.
+        info.detail = "review";
+        *later = [gate, reg = ctx.registry, mm = ctx.m, m,
+                  auth = std::string(authorization)](deliver_fn deliver) mutable {
+          gate->check_async(auth, [deliver = std::move(deliver), reg, mm, m](scrape_decision reviewed) {
+            response out =
+                reviewed.verdict == scrape_verdict::allowed ? metrics_text(reg, *mm) : scrape_refused(reviewed);
+            finish(out, m);
+            deliver(std::move(out));
+          });
+          OPENSSL_cleanse(auth.data(), auth.size());
+        };
+        return {};
+      } else {
+        const scrape_decision waited = gate->check(authorization);
+        info.identity = waited.user;
+        info.detail = std::string(to_string(waited.verdict));
+        res = waited.verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
+                                                         : scrape_refused(waited);
+      }
     }
   } else if (ctx.listener != listener_kind::tls) {
     // The plain-HTTP listener exists for probes and scrapes only.
@@ -434,7 +494,10 @@ response handle(const request& req, const peer_certificate& peer, const router_c
         thread_local core::json_decoder decoder;
         auto out = admission::review(which, req.body(), meta, ctx.admission ? *ctx.admission : defaults,
                                      decoder);
-        if (ctx.m) ctx.m->admission_decision(out.kind, admission::to_string(out.result));
+        if (ctx.m) {
+          ctx.m->admission_decision(out.kind, admission::to_string(out.result));
+          if (out.result == admission::verdict::denied) ctx.m->admission_denial(out.kind, out.errors);
+        }
         info.detail = std::string(admission::to_string(out.result));
         res = out.result == admission::verdict::errored ? admission_failure(out)
                                                          : make(http::status::ok, json_type, std::move(out.body));

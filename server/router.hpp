@@ -26,6 +26,7 @@ class registry;
 namespace topogate::server {
 
 class metrics;
+class metrics_authorizer;
 
 namespace http = boost::beast::http;
 using request = http::request<http::string_body>;
@@ -43,6 +44,7 @@ struct router_context {
   inventory::registry* registry = nullptr;
   std::shared_ptr<const auth_state> auth;
   metrics* m = nullptr;  // optional
+  metrics_authorizer* metrics_auth = nullptr;  // optional: who may scrape /metrics (metrics.auth)
   const health_state* health = nullptr;
   const admission::options* admission = nullptr;  // null: the defaults
   std::size_t push_body_bytes = 1u << 20;

@@ -7,8 +7,10 @@
 
 #include "core/field_error.hpp"
 #include "inventory/registry.hpp"
+#include "server/audit_loop.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
+#include "server/metrics_auth.hpp"
 #include "server/server.hpp"
 #include "server/tls.hpp"
 
@@ -62,10 +64,43 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     log(log_level::error, "cannot load credentials", {{"error", loaded.error().message}});
     return 2;
   }
+  // metrics.auth: a configuration that cannot work stops the start, as credentials do.
+  std::unique_ptr<token_reviewer> reviewer;
+  if (cfg.metrics.auth == metrics_auth_mode::kubernetes) {
+    core::result<std::unique_ptr<token_reviewer>> made =
+        core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
+    if (hooks.make_token_reviewer) made = hooks.make_token_reviewer(cfg);
+    if (!made) {
+      log(log_level::error, "metrics.auth kubernetes: cannot reach the Kubernetes API",
+          {{"error", made.error().message}});
+      return 2;
+    }
+    reviewer = std::move(*made);
+  }
+  metrics_gate gate(cfg.metrics, std::move(reviewer), &m);
+  if (const auto started = gate.start(); !started) {
+    log(log_level::error, "cannot load the metrics token file", {{"error", started.error().message}});
+    return 2;
+  }
+  // audit.enabled: the API must at least be located (in a Pod, or store.apiServer), as for
+  // metrics.auth; whether it answers is each run's business.
+  std::unique_ptr<audit_loop> audit;
+  if (cfg.audit.enabled) {
+    core::result<std::unique_ptr<audit_source>> source =
+        core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
+    if (hooks.make_audit_source) source = hooks.make_audit_source(cfg);
+    if (!source) {
+      log(log_level::error, "audit.enabled: no Kubernetes API to list from (store.apiServer, or run in a Pod)",
+          {{"error", source.error().message}});
+      return 2;
+    }
+    audit = std::make_unique<audit_loop>(cfg.audit, std::move(*source), m);
+  }
   inventory::registry_observer obs;
   obs.on_attempt = [&m](const std::string& inv, const inventory::attempt& a) {
     // The registry logs each decision itself; this only counts them.
     m.reconcile_attempt(inv, a.accepted);
+    m.rejection(inv, a);
     m.profile_impact(inv, a);
   };
   obs.on_log = [](std::string_view level, std::string_view inv, std::string_view message) {
@@ -81,16 +116,23 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     log(log_level::error, "cannot start the inventories", {{"error", e.what()}});
     return 1;
   }
-  server srv(cfg, *reg, m, creds);
+  server srv(cfg, *reg, m, creds, &gate);
   if (auto listening = srv.listen(); !listening) {
     log(log_level::error, "cannot listen", {{"error", listening.error().message}});
     reg->stop();
     return 1;
   }
+  // Its own thread: the first run starts now and never holds up serving.
+  if (audit) audit->start();
   const unsigned short port = srv.port();
   srv.run([&] {
     if (hooks.on_listening) hooks.on_listening(port);
   });
+  // A run in progress is aborted: the API call is cancelled, the thread ends.
+  if (audit) audit->stop();
+  // Before the server (and its io_context) goes: a review still running answers its
+  // connection now.
+  gate.stop();
   if (!reg->stop(cfg.limits.shutdown_timeout)) {
     // A store call the kernel does not return from (a frozen disk): its lane still uses the
     // registry, so the process ends here instead of destroying it.

@@ -2,6 +2,7 @@
 // Runs a configured server to completion; shared by `serve` and `demo`.
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,12 +13,21 @@
 
 namespace topogate::server {
 
+class audit_source;
+class token_reviewer;
+
 struct serve_hooks {
   // Called once the listeners accept connections, with the bound TLS port.
   std::function<void(unsigned short port)> on_listening;
   // Builds the registry's stores and Node watch (the Kubernetes ones live in topogate_kube,
   // which `topogate` links and the fuzz build does not). Unset: make_file_dependencies.
   std::function<inventory::registry_deps(const serve_config&)> dependencies;
+  // Builds the periodic audit's source when audit.enabled (audit_loop.hpp's
+  // make_kube_audit_source, on topogate_kube's client). Unset: audit.enabled stops the start.
+  std::function<core::result<std::unique_ptr<audit_source>>(const serve_config&)> make_audit_source;
+  // Builds the token reviewer of metrics.auth: kubernetes (metrics_auth.hpp's
+  // make_kube_token_reviewer, on topogate_kube's client). Unset: that mode stops the start.
+  std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)> make_token_reviewer;
 };
 
 // Exit status: 0 after a clean shutdown, 1 when the server could not start, 2 for

@@ -12,8 +12,11 @@ namespace topogate::server {
 
 namespace net = boost::asio;
 
-server::server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds)
-    : impl_(std::make_unique<impl>(std::move(cfg), reg, m, creds)) {}
+server::server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds,
+               metrics_gate* metrics_auth)
+    : impl_(std::make_unique<impl>(std::move(cfg), reg, m, creds)) {
+  impl_->metrics_auth = metrics_auth;
+}
 
 server::~server() = default;
 

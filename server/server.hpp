@@ -25,10 +25,13 @@ class registry;
 namespace topogate::server {
 
 class metrics;
+class metrics_gate;
 
 class server {
  public:
-  server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds);
+  // `metrics_auth` (optional, outliving the server) decides who may scrape /metrics.
+  server(serve_config cfg, inventory::registry& reg, metrics& m, credential_watcher& creds,
+         metrics_gate* metrics_auth = nullptr);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

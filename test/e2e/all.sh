@@ -2,7 +2,8 @@
 # Every Kubernetes-facing and conformance test, in order, with durations:
 # the tool build (cached), certs/ scripts, the consumer client's Go tests, the
 # chart against the real apiserver, the webhook end to end, the conformance
-# corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs, and the
+# corpus over HTTPS, `topogate diagnose` online against the Kueue CRDs, kubeconfigs
+# as clusters issue them (client certificates, exec plugins, kubectl topogate), and the
 # chart installed from the image on a real node, and the TAS lab (the runbook's
 # EKS validation against the real Kueue). Runs all of them and fails if any failed.
 # Env: TOPOGATE_BINARY (default build/{dev,debug,release}/cli/topogate).
@@ -47,10 +48,19 @@ kube_unit() {
 step kube-unit kube_unit
 step conformance "$here/conformance.sh"
 step diagnose "$here/diagnose.sh"
+# Kubeconfigs as clusters issue them (client certificates, exec plugins) and kubectl topogate.
+step kubeconfig "$here/kubeconfig.sh"
 # The chart on a real node (kubelet, containerd), with the image scripts/image.sh built.
 step node python3 "$here/node_test.py"
 # The TAS lab: the runbook's EKS validation against the real Kueue, diagnose agreeing.
 step tas-lab "$here/tas-lab-test.sh"
+# The differential against Kueue: 200 seeded random cases on three labs at once; every
+# disagreement must fall in a class docs/operations.md lists (TAS_DIFF_CASES overrides).
+step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
+# `topogate audit` and the server's periodic audit: objects created with no webhook registered.
+step audit "$here/audit.sh"
+# metrics.auth kubernetes: scrapes with an allowed and a refused ServiceAccount token.
+step metrics-auth "$here/metrics-auth.sh"
 echo "=== summary"
 printf '%s\n' "${results[@]}"
 exit $failed

@@ -7,7 +7,9 @@ values case (hardening, probes, webhook settings) and what depends on the case
 (RBAC only when used, TLS mode, credential mounts). Prints one line per
 failed check and exits 1 if any failed.
 """
+import json
 import sys
+from pathlib import Path
 
 import yaml
 
@@ -112,6 +114,44 @@ certmgr = case != "secret-mtls-nonodes"
 check(("cert-manager.io/inject-ca-from" in (vwc.get("metadata", {}).get("annotations") or {})) == certmgr,
       "CA injection annotation iff cert-manager")
 check(bool(by_kind.get("Certificate")) == certmgr, "Certificate iff cert-manager")
+
+# Alerts and the dashboard (docs/alerts.md): rendered only when enabled. The PrometheusRule's
+# rules are what test/observability/render_rules.py (the promtool tests' renderer) makes of
+# files/alerts.yaml for the same values, so the promtool tests test what the chart ships.
+case_values = {}
+case_file = Path(__file__).resolve().parent / "chart-values" / values_file
+if case_file.exists():
+    case_values = yaml.safe_load(case_file.read_text()) or {}
+
+
+def leaves(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            yield from leaves(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+rule_on = (case_values.get("prometheusRule") or {}).get("enabled", False)
+rules = by_kind.get("PrometheusRule", [])
+check(len(rules) == (1 if rule_on else 0), f"{len(rules)} PrometheusRules, prometheusRule.enabled={rule_on}")
+if rule_on and rules:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "observability"))
+    import render_rules  # noqa: E402
+
+    overrides = dict(leaves({k: case_values[k] for k in ("prometheusRule", "webhook") if k in case_values}))
+    expected = yaml.safe_load(render_rules.render(overrides, namespace=dep["metadata"]["namespace"],
+                                                  fullname=dep["metadata"]["name"]))
+    check(rules[0].get("spec") == expected, "the PrometheusRule's spec is not render_rules.py's rendering")
+    check(rules[0]["metadata"]["labels"].get("release") == (case_values["prometheusRule"].get("labels") or {}).get("release"),
+          "prometheusRule.labels not on the PrometheusRule")
+dash_on = (case_values.get("grafanaDashboard") or {}).get("enabled", False)
+dashboards = [c for c in by_kind.get("ConfigMap", []) if c["metadata"]["name"].endswith("-dashboard")]
+check(len(dashboards) == (1 if dash_on else 0), f"{len(dashboards)} dashboard ConfigMaps, grafanaDashboard.enabled={dash_on}")
+if dash_on and dashboards:
+    model = json.loads((Path(__file__).resolve().parents[2] / "helm/topogate/files/dashboard.json").read_text())
+    check(json.loads(dashboards[0]["data"]["topogate.json"]) == model, "the dashboard ConfigMap does not hold files/dashboard.json")
+    check(dashboards[0]["metadata"]["labels"].get("grafana_dashboard") == "1", "no grafana_dashboard: \"1\" label")
 
 for f in failures:
     print(f"chart-check {case}: FAIL {f}")

@@ -60,7 +60,7 @@ def test_counters_follow_traffic(server, pki):
     assert sample(text, "topogate_http_requests_total", route="/snapshots/{name}", code="403") >= 1
     assert sample(text, "topogate_auth_failures_total", inventory="demo", reason="wrong_token") >= 1
     assert sample(text, "topogate_tls_handshake_failures_total", reason="protocol_version") >= 1
-    assert sample(text, "topogate_admission_decisions_total", verdict="errored") >= 1
+    assert sample(text, "topogate_admission_decisions_total", kind="other", verdict="errored") >= 1
     assert sample(text, "topogate_http_request_duration_seconds_count", route="/snapshots/{name}") >= 2
     assert sample(text, "topogate_inventory_snapshot_bytes", inventory="demo") > 0
     assert sample(text, "topogate_inventory_revision_info", inventory="demo", revision="inventory-42") == 1

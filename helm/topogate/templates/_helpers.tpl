@@ -53,7 +53,7 @@ app.kubernetes.io/part-of: topogate
 
 {{/* "true" when topogate talks to the Kubernetes API at all. */}}
 {{- define "topogate.usesAPI" -}}
-{{- if or (eq .Values.store.type "kubernetes") (include "topogate.nodeWatch" .) -}}true{{- end -}}
+{{- if or (eq .Values.store.type "kubernetes") (include "topogate.nodeWatch" .) (eq .Values.metrics.auth "kubernetes") .Values.audit.enabled -}}true{{- end -}}
 {{- end -}}
 
 {{/* The DNS names the apiserver and in-cluster clients use for the Service. */}}
@@ -155,5 +155,19 @@ spec:
 {{- $invs = append $invs $inv -}}
 {{- end -}}
 {{- $_ := set $cfg "inventories" $invs -}}
+{{- if .Values.audit.enabled -}}
+{{- $_ := set $cfg "audit" (dict "enabled" true "interval" .Values.audit.interval) -}}
+{{- end -}}
+{{- with .Values.metrics -}}
+{{- $m := dict -}}
+{{- if ne .auth "none" -}}{{- $_ := set $m "auth" .auth -}}{{- end -}}
+{{- if eq .auth "tokenfile" -}}{{- $_ := set $m "tokenFile" (printf "/var/run/topogate/metrics/%s" .tokenSecret.key) -}}{{- end -}}
+{{- if eq .auth "kubernetes" -}}
+{{- $_ := set $m "reviewTimeout" .reviewTimeout -}}
+{{- $_ := set $m "cacheTTL" .cacheTTL -}}
+{{- end -}}
+{{- if kindIs "bool" .healthPort -}}{{- $_ := set $m "healthPort" .healthPort -}}{{- end -}}
+{{- if $m -}}{{- $_ := set $cfg "metrics" $m -}}{{- end -}}
+{{- end -}}
 {{- toYaml (mergeOverwrite $cfg .Values.extraConfig) -}}
 {{- end -}}
