@@ -110,8 +110,6 @@ def classify(l):
     msg = k.get("message") or ""
     if d["verdict"] == "error" or k["decision"] is None:
         return "no decision / diagnose error"
-    if k["decision"] == "admitted" and d["verdict"] == "no-domain" and ps.get("preferred"):
-        return "preferred level: Kueue may span domains"
     if k["decision"] == "pending" and d["verdict"] == "fits" and "insufficient quota" in msg:
         return "quota: ClusterQueue nominalQuota"
     return None
