@@ -85,7 +85,7 @@ RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
 _api = {}
 
 
-def api_call(method, path, body=None, content_type="application/json"):
+def api_call(method, path, body=None, content_type="application/json", missing_ok=False):
     """One request to the lab's API with the admin token: the decoded answer, None on 404;
     kubectl (get --raw) when the control plane's environment is not set (GET only)."""
     if "ctx" not in _api:
@@ -109,7 +109,7 @@ def api_call(method, path, body=None, content_type="application/json"):
             with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
                 return json.load(r)
         except urllib.error.HTTPError as e:
-            if e.code == 404 and method == "GET":
+            if e.code == 404 and (missing_ok or method in ("GET", "DELETE")):
                 return None
             msg = e.read()[:300].decode(errors="replace")
             # 429 (a CRD's storage still initialising, priority and fairness) and 5xx (a
@@ -136,6 +136,25 @@ def obj_path(kind, name, ns=None):
 
 def api_obj(kind, name, ns=None):
     return api_get(obj_path(kind, name, ns))
+
+
+def collection_path(kind, ns=NS):
+    prefix, plural, namespaced = RESOURCES[kind]
+    return f"{prefix}/namespaces/{ns}/{plural}" if namespaced else f"{prefix}/{plural}"
+
+
+def create(kind, obj):
+    api_call("POST", collection_path(kind, obj["metadata"].get("namespace", NS)), obj)
+
+
+def delete_owned(kinds, selector=OWNED, grace0=False):
+    """kubectl delete KINDS -l SELECTOR --wait=false (the lab's namespaced objects are all in
+    NS); grace0: --grace-period=0 --force."""
+    opts = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+    if grace0:
+        opts["gracePeriodSeconds"] = 0
+    for kind in kinds:
+        api_call("DELETE", f"{collection_path(kind)}?labelSelector={urllib.parse.quote(selector)}", opts)
 
 
 def owned_names(kinds, selector=OWNED):
@@ -319,15 +338,15 @@ def cmd_nodes(path):
                                   "tolerations": [{"operator": "Exists"}],
                                   "containers": [{"name": "usage", "image": "registry.k8s.io/pause:3.10",
                                                   "resources": {"requests": {r: str(v) for r, v in u.items()}}}]}})
-    lst = lambda items: json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    k("create", "-f", "-", "-o", "name", input=lst(nodes))
-    k("apply", "--server-side", "--force-conflicts", "--field-manager", "tas-lab", "--subresource=status",
-      "-f", "-", input=lst(statuses))
-    # TaintNodesByCondition taints a new Node not-ready; no node lifecycle controller runs
-    # here to lift it once the Node reports Ready.
-    k("taint", "nodes", "-l", f"{OWNED}={s['name']}", "node.kubernetes.io/not-ready:NoSchedule-", check=False)
-    if pods:
-        k("create", "-f", "-", "-o", "name", input=lst(pods))
+    for node, st in zip(nodes, statuses):
+        create("nodes", node)
+        status_patch("nodes", node["metadata"]["name"], st["status"])
+        # TaintNodesByCondition taints a new Node not-ready; no node lifecycle controller runs
+        # here to lift it once the Node reports Ready: back to the scenario's own taints.
+        api_call("PATCH", obj_path("nodes", node["metadata"]["name"]),
+                 {"spec": {"taints": node["spec"]["taints"] or []}}, "application/merge-patch+json")
+    for pod in pods:
+        create("pods", pod)
     print(len(nodes))
 
 
@@ -629,7 +648,7 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
     ch = None
     lines = []
     for w in s["workloads"]:
-        k("create", "-f", "-", "-o", "name", input=json.dumps(workload_obj(s, w)))
+        create("workloads.kueue.x-k8s.io", workload_obj(s, w))
         kd = wait_decision(s, w["name"], timeout, settle)
         dg, _ = diagnose(w["name"])
         lines.append((w, kd, dg))
@@ -670,7 +689,7 @@ def queue_state():
 
 
 def patch_queue(spec):
-    k("patch", "clusterqueues.kueue.x-k8s.io", QUEUE, "--type=merge", "-p", json.dumps({"spec": spec}))
+    api_call("PATCH", obj_path("clusterqueues.kueue.x-k8s.io", QUEUE), {"spec": spec}, "application/merge-patch+json")
 
 
 def reserved_workloads(s):
@@ -698,8 +717,7 @@ def release_if_evicted(name):
                 "lastTransitionTime": now, "observedGeneration": gen})
     new.append({"type": "Admitted", "status": "False", "reason": "NoReservation",
                 "message": "The workload has no reservation", "lastTransitionTime": now, "observedGeneration": gen})
-    k("patch", "workloads.kueue.x-k8s.io", name, "-n", NS, "--subresource=status", "--type=merge",
-      "-p", json.dumps({"status": {"conditions": new, "admission": None}}), check=False)
+    status_patch("workloads.kueue.x-k8s.io", name, {"conditions": new, "admission": None}, NS)
     return True
 
 
@@ -750,21 +768,21 @@ def cmd_migrate(path, labels_path, impact_path, before_path, timeout=60.0, settl
         time.sleep(0.3)
     drained = queue_state()
     evicted = sorted(held0 - reserved_workloads(s))
-    k("patch", "clusterqueues.kueue.x-k8s.io", QUEUE, "--type=json", "-p",
-      json.dumps([{"op": "replace", "path": "/spec/resourceGroups/0/flavors", "value": flavors}]))
+    api_call("PATCH", obj_path("clusterqueues.kueue.x-k8s.io", QUEUE),
+             [{"op": "replace", "path": "/spec/resourceGroups/0/flavors", "value": flavors}], "application/json-patch+json")
     patch_queue({"stopPolicy": q0["stopPolicy"]})
     # Old flavors and their Topology go once nothing references them.
     new_names = {f["name"] for f in flavors}
     for old in q0["flavors"]:
         if old not in new_names:
-            k("delete", "resourceflavors.kueue.x-k8s.io", old, "--wait=false", "--ignore-not-found", check=False)
+            api_call("DELETE", obj_path("resourceflavors.kueue.x-k8s.io", old))
     end = time.time() + 30
     while any(api_obj("resourceflavors.kueue.x-k8s.io", o) for o in q0["flavors"] if o not in new_names) and \
             time.time() < end:
         time.sleep(0.3)
     for old in q0["flavors"]:
         if old not in new_names:
-            k("delete", "topologies.kueue.x-k8s.io", old, "--wait=false", "--ignore-not-found", check=False)
+            api_call("DELETE", obj_path("topologies.kueue.x-k8s.io", old))
     q1 = queue_state()
     line["queue"] = {"before": q0, "drained": {"reservingWorkloads": drained["reservingWorkloads"]},
                      "after": q1, "sameQueue": q0["uid"] == q1["uid"]}
@@ -799,20 +817,19 @@ def cmd_unload(timeout=90.0):
         return
     # Workloads first (Kueue's finalizers on queues and flavors wait for them), then the
     # rest; bound Pods have no kubelet to confirm their deletion.
-    k("delete", KINDS[0], "-A", "-l", sel, "--wait=false", "--ignore-not-found", check=False)
+    delete_owned(KINDS[:1], sel)
     end = time.time() + 30
     while owned_names(KINDS[:1], sel) and time.time() < end:
         time.sleep(0.2)
-    k("delete", "pods", "-A", "-l", sel, "--wait=false", "--ignore-not-found", "--grace-period=0", "--force", check=False)
-    k("delete", ",".join(x for x in KINDS[1:] if x not in ("pods", "topologies.kueue.x-k8s.io")), "-A", "-l", sel,
-      "--wait=false", "--ignore-not-found", check=False)
+    delete_owned(["pods"], sel, grace0=True)
+    delete_owned([x for x in KINDS[1:] if x not in ("pods", "topologies.kueue.x-k8s.io")], sel)
     # Topologies last, once their ResourceFlavors are gone: Kueue v0.17.0 re-checks a
     # terminating Topology when a referencing flavor is deleted, but can still find the
     # flavor in its cache then and keeps the resource-in-use finalizer with no retry.
     end = time.time() + 30
     while owned_names(["resourceflavors.kueue.x-k8s.io"], sel) and time.time() < end:
         time.sleep(0.2)
-    k("delete", "topologies.kueue.x-k8s.io", "-l", sel, "--wait=false", "--ignore-not-found", check=False)
+    delete_owned(["topologies.kueue.x-k8s.io"], sel)
     deadline = time.time() + timeout
     kicked = 0.0
     while True:
@@ -826,7 +843,9 @@ def cmd_unload(timeout=90.0):
             # A no-op change makes Kueue reconcile the Topology again (see above).
             kicked = time.time()
             for n in stuck:
-                k("annotate", n, f"tas-lab.topogate.invalid/retry={int(kicked)}", "--overwrite", check=False)
+                api_call("PATCH", obj_path("topologies.kueue.x-k8s.io", n.split("/", 1)[1]),
+                         {"metadata": {"annotations": {"tas-lab.topogate.invalid/retry": str(int(kicked))}}},
+                         "application/merge-patch+json", missing_ok=True)
         time.sleep(0.2)
 
 
