@@ -106,9 +106,11 @@ void metrics_gate::shutdown() {
   }
   work_cv_.notify_all();
   house_cv_.notify_all();
-  if (reviewer_) reviewer_->cancel();
+  // The waiting scrapes are answered first: cancelling the reviewer makes a review in progress
+  // return at once, and its own answer ("cancelled") must not get there before this one.
   for (auto& j : unanswered)
     finish(j, {scrape_verdict::unavailable, {}, "the server is shutting down"}, false);
+  if (reviewer_) reviewer_->cancel();
 }
 
 bool metrics_gate::poll_token_file(bool force) {
