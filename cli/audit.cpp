@@ -3,7 +3,6 @@
 // Kubernetes API. Exit 0 clean, 1 violations found, 2 usage, I/O or API error.
 #include "diagnose/audit.hpp"
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -161,28 +160,10 @@ std::optional<int> parse_args(args a, options& o) {
   return std::nullopt;
 }
 
-bool ends_with_any(const std::string& name) {
-  return name.ends_with(".json") || name.ends_with(".yaml") || name.ends_with(".yml");
-}
-
 core::result<void> read_offline(const options& o, diagnose::audit_report& report) {
-  std::vector<std::string> files;
-  if (!o.from_dir.empty()) {
-    DIR* d = ::opendir(o.from_dir.c_str());
-    if (!d) return core::fail(core::errc::io, "cannot open directory " + o.from_dir);
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d)) {
-      const std::string n = e->d_name;
-      if (!n.starts_with(".") && ends_with_any(n)) names.push_back(n);
-    }
-    ::closedir(d);
-    std::sort(names.begin(), names.end());
-    for (const auto& n : names) files.push_back(o.from_dir + "/" + n);
-    if (files.empty())
-      return core::fail(core::errc::not_found, "no .json or .yaml files in " + o.from_dir);
-  }
-  files.insert(files.end(), o.files.begin(), o.files.end());
-  for (const auto& f : files) {
+  auto files = object_files(o.from_dir, o.files);
+  if (!files) return std::move(files).error();
+  for (const auto& f : *files) {
     auto text = server::read_file(f == "-" ? "/dev/stdin" : f, max_file_bytes);
     if (!text) return std::move(text).error();
     // An undecodable file is an input error; a field error inside an object is a violation.

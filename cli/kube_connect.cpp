@@ -1,5 +1,7 @@
 #include "cli/kube_connect.hpp"
 
+#include <dirent.h>
+
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -410,6 +412,27 @@ core::result<void> connect(const kube_flags& f, kube_connection& out,
   }
   out.client.emplace(std::move(*ep));
   return {};
+}
+
+core::result<std::vector<std::string>> object_files(const std::string& dir,
+                                                    const std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  if (!dir.empty()) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return core::fail(core::errc::io, "cannot open directory " + dir);
+    std::vector<std::string> names;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (!n.starts_with(".") && (n.ends_with(".json") || n.ends_with(".yaml") || n.ends_with(".yml")))
+        names.push_back(n);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) out.push_back(dir + "/" + n);
+    if (out.empty()) return core::fail(core::errc::not_found, "no .json or .yaml files in " + dir);
+  }
+  out.insert(out.end(), files.begin(), files.end());
+  return out;
 }
 
 core::decode_limits list_limits() {

@@ -81,6 +81,12 @@ core::result<void> connect(const kube_flags& f, kube_connection& out);
 // The same with explicit options for the exec plugin (tests).
 core::result<void> connect(const kube_flags& f, kube_connection& out, const exec_run_options& exec);
 
+// The input files of an offline command, as `kubectl get -o json` wrote them: every
+// *.json, *.yaml and *.yml file of `dir` not starting with "." (sorted; none is an error),
+// then `files` ("-" is stdin).
+core::result<std::vector<std::string>> object_files(const std::string& dir,
+                                                    const std::vector<std::string>& files);
+
 // The limits for `kubectl get -o json` output and API lists: hundreds of MiB, deep nesting.
 core::decode_limits list_limits();
 
