@@ -269,7 +269,11 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
   if (st.failed_with(core::errc::damaged)) {
     // The store answered; what it holds is no revision. Nothing to serve from it, and the
     // next push overwrites it (its version, where the store has one, is the one to replace).
+    // Loaded before the note is recorded: whoever sees the note (status, a test) must not
+    // still be told that the store has not answered (readiness).
     const auto& message = st.error().message;
+    e.store_version = rev ? rev->version : std::string();
+    mark_loaded(e);
     log("error", e.inv->name(),
         "store " + store->describe() + " holds no readable revision (" + message +
             "); the next push replaces it");
@@ -277,8 +281,6 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
       std::lock_guard lk(e.write_mu);
       e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + message);
     }
-    e.store_version = rev ? rev->version : std::string();
-    mark_loaded(e);
     return true;
   }
   if (!st.ok()) {
