@@ -21,9 +21,14 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstdlib>
+#include <thread>
 #include <limits>
 #include <fstream>
 #include <memory>
@@ -61,6 +66,84 @@ struct call_state {
 };
 
 }  // namespace
+
+namespace {
+
+// getaddrinfo for TCP, as numeric addresses in the resolver's order.
+core::result<std::vector<std::string>> system_lookup(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0) return core::fail(core::errc::unavailable, "resolve " + host + ": " + ::gai_strerror(rc));
+  std::vector<std::string> out;
+  for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    std::array<char, NI_MAXHOST> buf{};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf.data(), buf.size(), nullptr, 0, NI_NUMERICHOST) == 0 &&
+        std::find(out.begin(), out.end(), buf.data()) == out.end()) {
+      out.emplace_back(buf.data());
+    }
+  }
+  ::freeaddrinfo(res);
+  if (out.empty()) return core::fail(core::errc::unavailable, "resolve " + host + ": no address");
+  return out;
+}
+
+// Lookups abandoned at their deadline keep a thread until the resolver gives up: a bound on
+// them keeps a dead name server from piling threads up, one per retry.
+constexpr int max_pending_lookups = 8;
+std::atomic<int> pending_lookups{0};
+
+}  // namespace
+
+core::result<std::vector<std::string>> resolve_within(const std::string& host,
+                                                      std::chrono::steady_clock::time_point deadline,
+                                                      const std::atomic<bool>& cancelled,
+                                                      const lookup_fn& lookup) {
+  boost::system::error_code ec;
+  const auto ip = asio::ip::make_address(host, ec);
+  if (!ec) return std::vector<std::string>{ip.to_string()};
+  struct shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    core::result<std::vector<std::string>> answer = core::fail(core::errc::unavailable, "");
+  };
+  if (pending_lookups.fetch_add(1) >= max_pending_lookups) {
+    pending_lookups.fetch_sub(1);
+    return core::fail(core::errc::unavailable,
+                      "resolve " + host + ": " + std::to_string(max_pending_lookups) +
+                          " lookups are still waiting for the name server");
+  }
+  auto state = std::make_shared<shared>();
+  try {
+    std::thread([state, host, lookup] {
+      auto answer = lookup ? lookup(host) : system_lookup(host);
+      {
+        std::lock_guard lk(state->mu);
+        state->answer = std::move(answer);
+        state->done = true;
+      }
+      state->cv.notify_all();
+      pending_lookups.fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error& e) {
+    pending_lookups.fetch_sub(1);
+    return core::fail(core::errc::unavailable, "resolve " + host + ": " + e.what());
+  }
+  std::unique_lock lk(state->mu);
+  // In slices, so that cancel() (which cannot reach this wait) is seen within 50 ms.
+  while (!state->done && !cancelled.load()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    state->cv.wait_until(lk, std::min(deadline, now + std::chrono::milliseconds(50)));
+  }
+  if (state->done) return std::move(state->answer);
+  if (cancelled.load()) return core::fail(core::errc::unavailable, "cancelled");
+  return core::fail(core::errc::unavailable, "resolve " + host + ": no answer from the name server in time");
+}
 
 std::string url_encode(std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
@@ -257,16 +340,25 @@ core::result<void> prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tc
   return {};
 }
 
-asio::awaitable<core::result<void>> connect(const kube_endpoint& ep,
+// `addresses`: resolve_within's answer for ep.host.
+asio::awaitable<core::result<void>> connect(const kube_endpoint& ep, const std::vector<std::string>& addresses,
                                             ssl::stream<beast::tcp_stream>& stream,
                                             std::chrono::steady_clock::time_point deadline) {
-  auto ex = co_await asio::this_coro::executor;
-  tcp::resolver resolver(ex);
-  auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, as_tuple);
-  if (rec)
-    co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": " + rec.message());
+  std::vector<tcp::endpoint> endpoints;
+  boost::system::error_code pec;
+  unsigned long port = 0;
+  if (!ep.port.empty() && ep.port.size() <= 5 &&
+      std::all_of(ep.port.begin(), ep.port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    port = std::stoul(ep.port);
+  }
+  if (port == 0 || port > 65535) co_return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
+  for (const auto& a : addresses) {
+    const auto ip = asio::ip::make_address(a, pec);
+    if (!pec) endpoints.emplace_back(ip, static_cast<unsigned short>(port));
+  }
+  if (endpoints.empty()) co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": no address");
   beast::get_lowest_layer(stream).expires_at(deadline);
-  auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(results, as_tuple);
+  auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(endpoints, as_tuple);
   if (cec)
     co_return core::fail(core::errc::unavailable,
                          "connect " + ep.host + ":" + ep.port + ": " + cec.message());
@@ -337,10 +429,15 @@ kube_client::response kube_client::request_once(std::string_view method, const s
   // One deadline for the whole call (connect, handshake, request, response): a caller with a
   // budget (store.timeout) gets its answer, or a timeout, within it.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto addresses = resolve_within(ep_.host, deadline, cancelled_);
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        if (auto c = co_await connect(ep_, stream, deadline); !c) {
+        if (!addresses) {
+          out.error = addresses.error().message;
+          co_return;
+        }
+        if (auto c = co_await connect(ep_, *addresses, stream, deadline); !c) {
           out.error = std::move(c).error().message;
           co_return;
         }
@@ -426,12 +523,16 @@ kube_client::response kube_client::stream_once(const std::string& target,
     }
     active_ = &ioc;
   }
+  const auto connect_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto addresses = resolve_within(ep_.host, connect_deadline, cancelled_);
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        if (auto c = co_await connect(ep_, stream,
-                                      std::chrono::steady_clock::now() + std::chrono::seconds(10));
-            !c) {
+        if (!addresses) {
+          out.error = addresses.error().message;
+          co_return;
+        }
+        if (auto c = co_await connect(ep_, *addresses, stream, connect_deadline); !c) {
           out.error = std::move(c).error().message;
           co_return;
         }

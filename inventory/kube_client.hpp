@@ -15,6 +15,9 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
+#include "core/result.hpp"
 #include "inventory/kube.hpp"
 
 namespace topogate::inventory::detail {
@@ -54,6 +57,19 @@ class kube_client {
   void* active_ = nullptr;  // the io_context of the call in progress (guarded by mu_)
   std::atomic<bool> cancelled_{false};
 };
+
+// The addresses of `host` (numeric, IPv4 or IPv6), by `deadline`. An IP address is taken as
+// is; a name is resolved by
+// `lookup` (default: getaddrinfo) on a thread of its own, which the caller waits for until
+// the deadline or until `cancelled` turns true, so a name server that never answers fails
+// the call in time (errc::unavailable) instead of holding it for the resolver's own retries.
+// At most a few lookups may be pending at once (errc::unavailable past that). The lookup
+// runs on when abandoned; it owns copies of what it reads.
+using lookup_fn = std::function<core::result<std::vector<std::string>>(const std::string& host)>;
+core::result<std::vector<std::string>> resolve_within(const std::string& host,
+                                                      std::chrono::steady_clock::time_point deadline,
+                                                      const std::atomic<bool>& cancelled,
+                                                      const lookup_fn& lookup = {});
 
 // "%"-encodes a query parameter value.
 std::string url_encode(std::string_view s);
