@@ -60,7 +60,7 @@ int run_serve(args a) {
     return server::make_kube_audit_source(c.registry.store, c.audit, c.admission.validation);
   };
   hooks.make_token_reviewer = [](const server::serve_config& c) {
-    return server::make_kube_token_reviewer(c.registry.store);
+    return server::make_kube_token_reviewer(c.registry.store, c.metrics.audiences);
   };
   return server::serve(std::move(*cfg), hooks);
 }

@@ -96,7 +96,8 @@ credential_files credentials(const YAML::Node& n, const std::string& where, cons
 // reviewTimeout under tokenfile would suggest a check that does not happen.
 metrics_config metrics_settings(const YAML::Node& n, const std::string& base) {
   check_keys(n, "metrics",
-             {"auth", "healthPort", "tokenFile", "reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews"});
+             {"auth", "healthPort", "tokenFile", "reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews",
+              "audiences"});
   metrics_config m;
   const std::string auth = n["auth"] ? str(n["auth"], "metrics.auth") : "none";
   if (auth == "none") m.auth = metrics_auth_mode::none;
@@ -115,7 +116,7 @@ metrics_config metrics_settings(const YAML::Node& n, const std::string& base) {
   if (m.auth == metrics_auth_mode::tokenfile && m.token_file.empty()) {
     fail("metrics.tokenFile", "is required with metrics.auth tokenfile");
   }
-  for (const char* key : {"reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews"}) {
+  for (const char* key : {"reviewTimeout", "cacheTTL", "cacheSize", "maxConcurrentReviews", "audiences"}) {
     if (n[key] && m.auth != metrics_auth_mode::kubernetes) {
       fail(std::string("metrics.") + key, "is only used with metrics.auth kubernetes");
     }
@@ -138,6 +139,22 @@ metrics_config metrics_settings(const YAML::Node& n, const std::string& base) {
   if (n["maxConcurrentReviews"]) {
     m.max_concurrent_reviews = number(n["maxConcurrentReviews"], "metrics.maxConcurrentReviews", 64);
     if (m.max_concurrent_reviews == 0) fail("metrics.maxConcurrentReviews", "must be between 1 and 64");
+  }
+  if (n["audiences"]) {
+    m.audiences = strings(n["audiences"], "metrics.audiences");
+    if (m.audiences.empty() || m.audiences.size() > 16) {
+      fail("metrics.audiences", "must list 1 to 16 audiences (leave it out for the API server's own)");
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < m.audiences.size(); ++i) {
+      const std::string where = "metrics.audiences[" + std::to_string(i) + "]";
+      const std::string& a = m.audiences[i];
+      if (a.empty() || a.size() > 256) fail(where, "must be 1 to 256 characters");
+      for (const char c : a) {
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) fail(where, "must not contain spaces or control characters");
+      }
+      if (!seen.insert(a).second) fail(where, "\"" + a + "\" is listed twice");
+    }
   }
   return m;
 }

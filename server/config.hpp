@@ -48,6 +48,9 @@ struct metrics_config {
   std::chrono::milliseconds cache_ttl{60'000};      // kubernetes: allowed and refused answers; 0: none
   std::size_t cache_size = 1024;
   std::size_t max_concurrent_reviews = 4;
+  // kubernetes: the TokenReview's spec.audiences; a token must be issued for one of them (and
+  // the API must say which one it matched). Empty: the API server's own audiences.
+  std::vector<std::string> audiences;
 };
 
 // `audit:`: the periodic audit of the TopologySources and ModelDeployments already in the

@@ -13,8 +13,164 @@
 #include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "server/metrics_auth.hpp"
+#include "server/metrics_auth_kube.hpp"
 
 namespace topogate::server {
+
+namespace detail {
+
+namespace {
+
+// A string the API returned, or "" when absent or not a string.
+std::string text(simdjson::dom::element e, std::string_view key) {
+  std::string_view v;
+  if (e[key].get_string().get(v)) return {};
+  return std::string(v);
+}
+
+token_review_answer no_answer(std::string reason) {
+  return {scrape_verdict::unavailable, {}, std::move(reason)};
+}
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) {
+    if (!out.empty()) out += ", ";
+    out += '"' + i + '"';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string token_review_body(std::string_view token, const std::vector<std::string>& audiences) {
+  std::string body = R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":)";
+  core::append_json_string(body, token);
+  if (!audiences.empty()) {
+    body += R"(,"audiences":[)";
+    for (std::size_t i = 0; i < audiences.size(); ++i) {
+      if (i) body += ',';
+      core::append_json_string(body, audiences[i]);
+    }
+    body += ']';
+  }
+  body += "}}";
+  return body;
+}
+
+token_review_answer read_token_review(const std::string& body, const std::vector<std::string>& audiences) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(body).get(doc)) return no_answer("the TokenReview answer is not JSON");
+  simdjson::dom::element status;
+  if (doc["status"].get(status)) return no_answer("the TokenReview answer has no status");
+  bool authenticated = false;
+  if (status["authenticated"].get_bool().get(authenticated) || !authenticated) {
+    const std::string why = text(status, "error");
+    return {scrape_verdict::unauthenticated,
+            {},
+            why.empty() ? "the Kubernetes API did not authenticate the token" : "token not authenticated: " + why};
+  }
+  token_review_answer out;
+  reviewed_user& user = out.user;
+  simdjson::dom::element u;
+  if (status["user"].get(u)) return no_answer("the TokenReview answer names no user");
+  user.name = text(u, "username");
+  user.uid = text(u, "uid");
+  if (user.name.empty()) return no_answer("the TokenReview answer names no user");
+  if (!audiences.empty()) {
+    // status.audiences: those of spec.audiences the token is valid for. None of ours there
+    // (or no list at all): the authenticator did not check the audience.
+    bool matched = false;
+    simdjson::dom::array got;
+    if (!status["audiences"].get_array().get(got)) {
+      for (auto a : got) {
+        std::string_view s;
+        if (a.get_string().get(s)) continue;
+        for (const auto& want : audiences) matched = matched || s == want;
+      }
+    }
+    if (!matched) {
+      return {scrape_verdict::unauthenticated,
+              {},
+              "the Kubernetes API authenticated \"" + user.name + "\" but confirmed none of the audiences " +
+                  quoted_list(audiences) + " (metrics.audiences)"};
+    }
+  }
+  simdjson::dom::array groups;
+  if (!u["groups"].get_array().get(groups)) {
+    for (auto g : groups) {
+      std::string_view s;
+      if (!g.get_string().get(s)) user.groups.emplace_back(s);
+    }
+  }
+  simdjson::dom::object extra;
+  if (!u["extra"].get_object().get(extra)) {
+    std::string json = "{";
+    bool first = true;
+    for (auto field : extra) {
+      simdjson::dom::array values;
+      if (field.value.get_array().get(values)) continue;
+      if (!first) json += ',';
+      first = false;
+      core::append_json_string(json, field.key);
+      json += ":[";
+      bool first_value = true;
+      for (auto v : values) {
+        std::string_view s;
+        if (v.get_string().get(s)) continue;
+        if (!first_value) json += ',';
+        first_value = false;
+        core::append_json_string(json, s);
+      }
+      json += ']';
+    }
+    json += '}';
+    user.extra_json = std::move(json);
+  }
+  out.verdict = scrape_verdict::allowed;
+  return out;
+}
+
+std::string subject_access_review_body(const reviewed_user& user) {
+  std::string body =
+      R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{)"
+      R"("nonResourceAttributes":{"path":"/metrics","verb":"get"},"user":)";
+  core::append_json_string(body, user.name);
+  if (!user.uid.empty()) {
+    body += ",\"uid\":";
+    core::append_json_string(body, user.uid);
+  }
+  body += ",\"groups\":[";
+  for (std::size_t i = 0; i < user.groups.size(); ++i) {
+    if (i) body += ',';
+    core::append_json_string(body, user.groups[i]);
+  }
+  body += "],\"extra\":" + user.extra_json + "}}";
+  return body;
+}
+
+scrape_decision read_subject_access_review(const std::string& body, const reviewed_user& user) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(body).get(doc))
+    return {scrape_verdict::unavailable, {}, "the SubjectAccessReview answer is not JSON"};
+  simdjson::dom::element status;
+  if (doc["status"].get(status))
+    return {scrape_verdict::unavailable, {}, "the SubjectAccessReview answer has no status"};
+  bool allowed = false;
+  if (status["allowed"].get_bool().get(allowed)) allowed = false;  // absent: not allowed
+  if (allowed) return {scrape_verdict::allowed, user.name, {}};
+  std::string reason = text(status, "reason");
+  if (const std::string err = text(status, "evaluationError"); !err.empty()) {
+    reason += reason.empty() ? err : "; " + err;
+  }
+  return {scrape_verdict::forbidden, user.name,
+          "user \"" + user.name + "\" may not get /metrics" + (reason.empty() ? "" : " (" + reason + ")") +
+              ": bind a ClusterRole granting get on the non-resource URL /metrics"};
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -24,20 +180,6 @@ using clock = std::chrono::steady_clock;
 constexpr std::string_view tokenreviews = "/apis/authentication.k8s.io/v1/tokenreviews";
 constexpr std::string_view subjectaccessreviews =
     "/apis/authorization.k8s.io/v1/subjectaccessreviews";
-
-// A string the API returned, or "" when absent or not a string.
-std::string text(simdjson::dom::element e, std::string_view key) {
-  std::string_view v;
-  if (e[key].get_string().get(v)) return {};
-  return std::string(v);
-}
-
-// The user a TokenReview authenticated, as the SubjectAccessReview's spec wants it.
-struct user_info {
-  std::string name, uid;
-  std::vector<std::string> groups;
-  std::string extra_json = "{}";  // map[string][]string, re-encoded
-};
 
 // The API's answer to a call that did not succeed, for the scrape's 503 and the log: the
 // status and what to fix, never the body (a TokenReview echoes the token in its spec).
@@ -55,7 +197,8 @@ std::string api_failure(std::string_view what, const kube::kube_client::response
 
 class kube_token_reviewer final : public token_reviewer {
  public:
-  explicit kube_token_reviewer(kube::kube_endpoint ep) : ep_(std::move(ep)) {}
+  kube_token_reviewer(kube::kube_endpoint ep, std::vector<std::string> audiences)
+      : ep_(std::move(ep)), audiences_(std::move(audiences)) {}
 
   scrape_decision review(std::string_view token, clock::time_point deadline) override {
     // One client per review, so cancel() can stop exactly the calls in progress.
@@ -90,10 +233,7 @@ class kube_token_reviewer final : public token_reviewer {
                       clock::time_point deadline) {
     auto budget = left(deadline);
     if (budget.count() <= 0) return unavailable("no time left for the token review");
-    std::string body =
-        R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":)";
-    core::append_json_string(body, token);
-    body += "}}";
+    std::string body = detail::token_review_body(token, audiences_);
     auto r = client.request("POST", std::string(tokenreviews), body, budget);
     OPENSSL_cleanse(body.data(), body.size());
     // The answer echoes the token (spec.token): it is read here and wiped, never kept or logged.
@@ -103,103 +243,25 @@ class kube_token_reviewer final : public token_reviewer {
     } wipe_answer{r.body};
     if (r.status != 200 && r.status != 201)
       return unavailable(api_failure("TokenReview", r, "tokenreviews"));
-
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (parser.parse(r.body).get(doc)) return unavailable("the TokenReview answer is not JSON");
-    simdjson::dom::element status;
-    if (doc["status"].get(status)) return unavailable("the TokenReview answer has no status");
-    bool authenticated = false;
-    if (status["authenticated"].get_bool().get(authenticated) || !authenticated) {
-      const std::string why = text(status, "error");
-      return {scrape_verdict::unauthenticated,
-              {},
-              why.empty() ? "the Kubernetes API did not authenticate the token"
-                          : "token not authenticated: " + why};
-    }
-    user_info user;
-    simdjson::dom::element u;
-    if (status["user"].get(u)) return unavailable("the TokenReview answer names no user");
-    user.name = text(u, "username");
-    user.uid = text(u, "uid");
-    if (user.name.empty()) return unavailable("the TokenReview answer names no user");
-    simdjson::dom::array groups;
-    if (!u["groups"].get_array().get(groups)) {
-      for (auto g : groups) {
-        std::string_view s;
-        if (!g.get_string().get(s)) user.groups.emplace_back(s);
-      }
-    }
-    simdjson::dom::object extra;
-    if (!u["extra"].get_object().get(extra)) {
-      std::string out = "{";
-      bool first = true;
-      for (auto field : extra) {
-        simdjson::dom::array values;
-        if (field.value.get_array().get(values)) continue;
-        if (!first) out += ',';
-        first = false;
-        core::append_json_string(out, field.key);
-        out += ":[";
-        bool first_value = true;
-        for (auto v : values) {
-          std::string_view s;
-          if (v.get_string().get(s)) continue;
-          if (!first_value) out += ',';
-          first_value = false;
-          core::append_json_string(out, s);
-        }
-        out += ']';
-      }
-      out += '}';
-      user.extra_json = std::move(out);
-    }
-    return authorize(client, user, deadline);
+    auto answer = detail::read_token_review(r.body, audiences_);
+    if (answer.verdict != scrape_verdict::allowed) return {answer.verdict, {}, std::move(answer.reason)};
+    return authorize(client, answer.user, deadline);
   }
 
-  static scrape_decision authorize(kube::kube_client& client, const user_info& user,
+  static scrape_decision authorize(kube::kube_client& client, const detail::reviewed_user& user,
                                    clock::time_point deadline) {
     const auto budget = left(deadline);
     if (budget.count() <= 0) return unavailable("no time left for the SubjectAccessReview");
-    std::string body =
-        R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{)"
-        R"("nonResourceAttributes":{"path":"/metrics","verb":"get"},"user":)";
-    core::append_json_string(body, user.name);
-    if (!user.uid.empty()) {
-      body += ",\"uid\":";
-      core::append_json_string(body, user.uid);
-    }
-    body += ",\"groups\":[";
-    for (std::size_t i = 0; i < user.groups.size(); ++i) {
-      if (i) body += ',';
-      core::append_json_string(body, user.groups[i]);
-    }
-    body += "],\"extra\":" + user.extra_json + "}}";
-    const auto r = client.request("POST", std::string(subjectaccessreviews), body, budget);
+    const auto r = client.request("POST", std::string(subjectaccessreviews),
+                                  detail::subject_access_review_body(user), budget);
     if (r.status != 200 && r.status != 201) {
       return unavailable(api_failure("SubjectAccessReview", r, "subjectaccessreviews"));
     }
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (parser.parse(r.body).get(doc))
-      return unavailable("the SubjectAccessReview answer is not JSON");
-    simdjson::dom::element status;
-    if (doc["status"].get(status))
-      return unavailable("the SubjectAccessReview answer has no status");
-    bool allowed = false;
-    if (status["allowed"].get_bool().get(allowed)) allowed = false;  // absent: not allowed
-    if (allowed) return {scrape_verdict::allowed, user.name, {}};
-    std::string reason = text(status, "reason");
-    if (const std::string err = text(status, "evaluationError"); !err.empty()) {
-      reason += reason.empty() ? err : "; " + err;
-    }
-    return {scrape_verdict::forbidden, user.name,
-            "user \"" + user.name + "\" may not get /metrics" +
-                (reason.empty() ? "" : " (" + reason + ")") +
-                ": bind a ClusterRole granting get on the non-resource URL /metrics"};
+    return detail::read_subject_access_review(r.body, user);
   }
 
   kube::kube_endpoint ep_;
+  const std::vector<std::string> audiences_;
   std::mutex mu_;
   bool cancelled_ = false;               // mu_
   std::set<kube::kube_client*> active_;  // mu_
@@ -208,10 +270,11 @@ class kube_token_reviewer final : public token_reviewer {
 }  // namespace
 
 core::result<std::unique_ptr<token_reviewer>> make_kube_token_reviewer(
-    const inventory::store_config& api) {
+    const inventory::store_config& api, std::vector<std::string> audiences) {
   auto ep = kube::resolve_endpoint(api);
   if (!ep) return std::move(ep).error();
-  return std::unique_ptr<token_reviewer>(std::make_unique<kube_token_reviewer>(std::move(*ep)));
+  return std::unique_ptr<token_reviewer>(
+      std::make_unique<kube_token_reviewer>(std::move(*ep), std::move(audiences)));
 }
 
 }  // namespace topogate::server

@@ -122,6 +122,33 @@ TEST_F(MetricsConfigTest, LimitsBothSides) {
             "metrics.maxConcurrentReviews: must be at most 64");
 }
 
+TEST_F(MetricsConfigTest, Audiences) {
+  EXPECT_TRUE(parse("metrics: {auth: kubernetes}\n")->metrics.audiences.empty());
+  auto one = parse("metrics: {auth: kubernetes, audiences: [topogate-metrics]}\n");
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->metrics.audiences, std::vector<std::string>{"topogate-metrics"});
+  std::string sixteen = "metrics: {auth: kubernetes, audiences: [";
+  for (int i = 0; i < 16; ++i) sixteen += (i ? ",a" : "a") + std::to_string(i);
+  EXPECT_EQ(refused(sixteen + "]}\n"), "");
+  EXPECT_EQ(refused(sixteen + ",a16]}\n"),
+            "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: []}\n"),
+            "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [" + std::string(256, 'x') + "]}\n"), "");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [" + std::string(257, 'x') + "]}\n"),
+            "metrics.audiences[0]: must be 1 to 256 characters");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [a, '']}\n"),
+            "metrics.audiences[1]: must be 1 to 256 characters");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: ['a b']}\n"),
+            "metrics.audiences[0]: must not contain spaces or control characters");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [a, b, a]}\n"),
+            "metrics.audiences[2]: \"a\" is listed twice");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: a}\n"),
+            "metrics.audiences: must be a list of strings");
+  EXPECT_EQ(refused("metrics: {auth: tokenfile, tokenFile: t, audiences: [a]}\n"),
+            "metrics.audiences: is only used with metrics.auth kubernetes");
+}
+
 // ---------------------------------------------------------------- tokenfile
 
 class TokenFileGate : public ::testing::Test {
