@@ -22,42 +22,19 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-topogate=${TOPOGATE_BINARY:-}
-if [[ -z $topogate ]]; then
-  for p in dev debug release; do
-    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
-  done
-fi
-[[ -n $topogate && -x $topogate ]] || { echo "audit.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }
-
-eval "$("$here/build-kube-bins.sh" --print-env)"
-helm="$HELM_BIN_DIR/helm"
-work=$(mktemp -d "${TMPDIR:-/tmp}/topogate-audit.XXXXXX")
-export TOPOGATE_CP_DIR="$work/cp"
+. "$here/lib.sh"
+e2e_init audit
 server_pid=
-cleanup() {
+stop_server() {
   if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
   fi
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then
-    echo "kept: $work (stop with TOPOGATE_CP_DIR=$TOPOGATE_CP_DIR $here/control-plane.sh stop)"
-  else
-    "$here/control-plane.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-  fi
 }
-trap cleanup EXIT
-
-fails=0 checks=0
-pass() { checks=$((checks + 1)); echo "ok   $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
-section() { echo "== $*"; }
+e2e_on_exit stop_server
 
 section setup
-"$here/control-plane.sh" start
-eval "$("$here/control-plane.sh" env)"
-k() { "$KUBECTL" "$@"; }
+e2e_cp_start
 k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
 k wait --for condition=Established --timeout 60s crd/topologysources.worker.gpustack.ai \
   crd/modeldeployments.worker.gpustack.ai >/dev/null

@@ -84,17 +84,45 @@ for inv in invs:
     if "snapshot" in inv:
         check(any(inv["snapshot"].startswith(m + "/") for m in mounts), f"snapshot {inv['snapshot']} not mounted")
 
-# RBAC only for what is used.
+# RBAC only for what is used: each cluster-wide role exists exactly when the rendered
+# configuration uses it, and grants nothing more.
 node_watch = any(i.get("nodesFromAPI") for i in invs)
-cluster_roles = by_kind.get("ClusterRole", [])
-check(bool(cluster_roles) == node_watch, f"ClusterRole present={bool(cluster_roles)} nodeWatch={node_watch}")
-for cr in cluster_roles:
-    for r in cr["rules"]:
-        check(r["resources"] == ["nodes"] and set(r["verbs"]) == {"get", "list", "watch"},
-              f"ClusterRole grants more than reading Nodes: {r}")
+metrics_kube = cfg.get("metrics", {}).get("auth") == "kubernetes"
+audit = bool(cfg.get("audit", {}).get("enabled"))
+
+
+def rule_set(rules):
+    return sorted((tuple(r.get("apiGroups", [])), tuple(r.get("resources", [])), tuple(r.get("nonResourceURLs", [])),
+                   tuple(sorted(r["verbs"]))) for r in rules)
+
+
+expected_roles = {  # name suffix -> (rendered when, its rules)
+    "-nodes": (node_watch, [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]),
+    "-metrics-auth": (metrics_kube, [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]),
+    "-metrics-reader": (metrics_kube, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]),
+    "-audit": (audit, [{"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources", "modeldeployments"],
+                        "verbs": ["list"]}]),
+}
+cluster_roles = {cr["metadata"]["name"]: cr for cr in by_kind.get("ClusterRole", [])}
+matched = set()
+for suffix, (wanted, rules) in expected_roles.items():
+    names = [n for n in cluster_roles if n.endswith(suffix)]
+    matched.update(names)
+    check(len(names) == (1 if wanted else 0), f"ClusterRole *{suffix}: {len(names)} rendered, wanted {int(wanted)}")
+    for n in names:
+        check(rule_set(cluster_roles[n]["rules"]) == rule_set(rules),
+              f"ClusterRole {n} grants {cluster_roles[n]['rules']}, not {rules}")
+check(set(cluster_roles) == matched, f"unexpected ClusterRoles {sorted(set(cluster_roles) - matched)}")
+bound = {b["roleRef"]["name"] for b in by_kind.get("ClusterRoleBinding", [])}
+for n in cluster_roles:
+    if not n.endswith("-metrics-reader"):  # bound to the scrapers the user names, if any
+        check(n in bound, f"ClusterRole {n} has no ClusterRoleBinding")
 kube_store = cfg.get("store", {}).get("type") == "kubernetes"
 check(bool(by_kind.get("Role")) == kube_store, "store Role iff store.type=kubernetes")
-check(pod.get("automountServiceAccountToken") == (kube_store or node_watch), "token mounted when unused or missing")
+uses_api = kube_store or node_watch or metrics_kube or audit
+check(pod.get("automountServiceAccountToken") == uses_api, "token mounted when unused or missing")
 
 # Webhook.
 vwc = one("ValidatingWebhookConfiguration")

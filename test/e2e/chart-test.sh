@@ -155,6 +155,14 @@ for inv in cfg.get("inventories") or []:  # none: a webhook-only install
         if "clientCAFile" in r:
             r["clientCAFile"] = local(r["clientCAFile"])
             put(r["clientCAFile"], open(ca).read())
+# Reviews of metrics.auth kubernetes and the audit need to know where the API is (in a
+# cluster, the ServiceAccount's): here an address nothing answers on, so topogate starts
+# and only those calls fail.
+if cfg.get("metrics", {}).get("auth") == "kubernetes" or cfg.get("audit", {}).get("enabled"):
+    store = cfg.setdefault("store", {})
+    if "apiServer" not in store:
+        store.update(apiServer="https://127.0.0.1:9", caFile=ca, tokenFile=os.path.join(root, "run/sa-token"))
+        put(store["tokenFile"], os.urandom(16).hex())
 put(os.path.join(root, "config.yaml"), yaml.safe_dump(cfg))
 EOF
     [[ -s $root/config.yaml ]] || { fail "config of $c not prepared"; continue; }

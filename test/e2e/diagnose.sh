@@ -21,40 +21,14 @@ repo=$(cd "$here/../.." && pwd)
 fx="$repo/test/fixtures/diagnose"
 t_start=$SECONDS
 kueue_version=${KUEUE_VERSION:-v0.17.0}
+export KUEUE_VERSION=$kueue_version
 
-topogate=${TOPOGATE_BINARY:-}
-if [[ -z $topogate ]]; then
-  for p in dev debug release; do
-    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
-  done
-fi
-[[ -n $topogate && -x $topogate ]] || { echo "diagnose.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }
-
-eval "$("$here/build-kube-bins.sh" --print-env)"
-work=$(mktemp -d "${TMPDIR:-/tmp}/topogate-diagnose.XXXXXX")
-export TOPOGATE_CP_DIR="$work/cp"
-cleanup() {
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then
-    echo "kept: $work (stop with TOPOGATE_CP_DIR=$TOPOGATE_CP_DIR $here/control-plane.sh stop)"
-  else
-    "$here/control-plane.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-  fi
-}
-trap cleanup EXIT
-
-fails=0 checks=0
-pass() { checks=$((checks + 1)); echo "ok   $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
-section() { echo "== $*"; }
+. "$here/lib.sh"
+e2e_init diagnose
 
 section setup
-crds=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$kueue_version" |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/config/components/crd/bases
-[[ -s $crds/kueue.x-k8s.io_workloads.yaml ]] || { echo "no Kueue CRDs in $crds" >&2; exit 1; }
-"$here/control-plane.sh" start
-eval "$("$here/control-plane.sh" env)"
-k() { "$KUBECTL" "$@"; }
+crds=$(e2e_kueue_crds)
+e2e_cp_start
 for c in topologies resourceflavors clusterqueues localqueues workloads; do
   k apply --server-side -f "$crds/kueue.x-k8s.io_$c.yaml" >/dev/null
 done

@@ -16,6 +16,10 @@
 #             the ServiceAccount bound to metrics-reader gets 200 with metrics, another
 #             ServiceAccount's token 403, no token 401, a garbage token 401; kubectl
 #             auth can-i agrees; health stays open; the plain port serves no /metrics
+#   audiences a second topogate with metrics.audiences [topogate-metrics]: the allowed
+#             account's token for that audience 200, its default token 401, a refused
+#             account's audience token still 403; the first (no audiences) refuses the
+#             audience-bound token (401)
 #   prometheus  Prometheus scrapes with each token: up for the allowed one, down with a
 #             403 for the other
 #   logs      no token in topogate's log
@@ -28,47 +32,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 chart="$repo/helm/topogate"
 
-topogate=${TOPOGATE_BINARY:-}
-if [[ -z $topogate ]]; then
-  for p in dev debug release; do
-    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
-  done
-fi
-[[ -n $topogate && -x $topogate ]] || { echo "metrics-auth.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }
-
-eval "$("$here/build-kube-bins.sh" --print-env)"
-helm="$HELM_BIN_DIR/helm"
-work=$(mktemp -d "${TMPDIR:-/tmp}/topogate-metrics-auth.XXXXXX")
-export TOPOGATE_CP_DIR="$work/cp"
-export HELM_CACHE_HOME="$work/helm" HELM_CONFIG_HOME="$work/helm" HELM_DATA_HOME="$work/helm"
+. "$here/lib.sh"
+e2e_init metrics-auth
 tg_pid= prom_pid=
-
-cleanup() {
+stop_processes() {
   [[ -n $prom_pid ]] && { kill "$prom_pid" 2>/dev/null; wait "$prom_pid" 2>/dev/null; } || true
   [[ -n $tg_pid ]] && { kill "$tg_pid" 2>/dev/null; wait "$tg_pid" 2>/dev/null; } || true
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then
-    echo "kept: $work (stop with TOPOGATE_CP_DIR=$TOPOGATE_CP_DIR $here/control-plane.sh stop)"
-  else
-    "$here/control-plane.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-  fi
 }
-trap cleanup EXIT
-
-fails=0 checks=0
-pass() { checks=$((checks + 1)); echo "ok   $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
+e2e_on_exit stop_processes
 check() { # DESCRIPTION COMMAND...
   local what=$1; shift
   if "$@"; then pass "$what"; else fail "$what"; fi
-}
-section() { echo "== $*"; }
-poll() { # DEADLINE_SECONDS COMMAND...
-  local deadline=$((SECONDS + $1)); shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -291,6 +265,58 @@ if [[ $(value 'topogate_metrics_auth_reviews_total{result="forbidden"}') -ge 2 &
 else
   fail "counters: $(grep '^topogate_metrics_auth' "$work/body" | tr '\n' ' ')"
 fi
+
+# ---------------------------------------------------------------- audiences
+section audiences
+# A second topogate that accepts only tokens issued for the audience topogate-metrics.
+k -n "$ns" create token prometheus --duration 1h --audience topogate-metrics >"$work/prometheus-aud.token"
+k -n "$ns" create token intruder --duration 1h --audience topogate-metrics >"$work/intruder-aud.token"
+chmod 600 "$work"/*.token
+aport=$(free_port) ahealth=$(free_port)
+python3 - "$work/metrics.json" "$work/metrics-aud.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["audiences"] = ["topogate-metrics"]
+json.dump(m, open(sys.argv[2], "w"))
+EOF
+sed -e "s/port: $port, healthPort: $health/port: $aport, healthPort: $ahealth/" \
+  -e "s|^metrics: .*|metrics: $(cat "$work/metrics-aud.json")|" "$work/topogate.yaml" >"$work/topogate-aud.yaml"
+"$topogate" serve --config "$work/topogate-aud.yaml" >"$work/topogate-aud.log" 2>&1 &
+tg_aud_pid=$!
+stop_aud() { [[ -n ${tg_aud_pid:-} ]] && { kill "$tg_aud_pid" 2>/dev/null; wait "$tg_aud_pid" 2>/dev/null; } || true; }
+e2e_on_exit stop_aud
+scrape_aud() { # TOKEN_FILE: prints the status, the body in $work/body
+  curl -sS --noproxy '*' --max-time 20 --cacert "$work/pki/ca.crt" -o "$work/body" -w '%{http_code}' \
+    -H "Authorization: Bearer $(cat "$1")" "https://127.0.0.1:$aport/metrics" || true
+}
+if poll 30 curl -fsS -o /dev/null --noproxy '*' "http://127.0.0.1:$ahealth/readyz" 2>/dev/null; then
+  code=$(scrape_aud "$work/prometheus-aud.token")
+  if [[ $code == 200 ]] && grep -q '^topogate_http_requests_total' "$work/body"; then
+    pass "audiences: the allowed account's token for topogate-metrics: 200"
+  else
+    fail "audiences: token for topogate-metrics: $code $(head -c 300 "$work/body")"
+  fi
+  code=$(scrape_aud "$work/prometheus.token")
+  if [[ $code == 401 ]] && grep -q 'invalid for the target audiences' "$work/body"; then
+    pass "audiences: the same account's default token: 401 ($(grep -o 'token audiences[^]]*]' "$work/body" | head -1))"
+  else
+    fail "audiences: default token: $code $(head -c 300 "$work/body")"
+  fi
+  code=$(scrape_aud "$work/intruder-aud.token")
+  [[ $code == 403 ]] && pass "audiences: a refused account's token for the audience: still 403" ||
+    fail "audiences: intruder's audience token: $code $(head -c 300 "$work/body")"
+  # The first topogate (no audiences) refuses the audience-bound token: it was not issued for the API.
+  code=$(scrape "$work/prometheus-aud.token")
+  [[ $code == 401 ]] && pass "no audiences configured: a token for topogate-metrics only is 401" ||
+    fail "no audiences: the audience-bound token got $code"
+else
+  fail "topogate with metrics.audiences did not start"; tail -n 20 "$work/topogate-aud.log"
+fi
+stop_aud
+tg_aud_pid=
+for f in prometheus-aud intruder-aud; do
+  grep -qF "$(cat "$work/$f.token")" "$work/topogate-aud.log" && fail "a token is in the second topogate's log"
+done
 
 # ---------------------------------------------------------------- prometheus
 section prometheus

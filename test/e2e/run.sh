@@ -29,48 +29,16 @@ repo=$(cd "$here/../.." && pwd)
 fx="$here/fixtures"
 t_start=$SECONDS
 
-topogate=${TOPOGATE_BINARY:-}
-if [[ -z $topogate ]]; then
-  for p in dev debug release rules; do
-    [[ -x $repo/build/$p/cli/topogate ]] && { topogate=$repo/build/$p/cli/topogate; break; }
-  done
-fi
-[[ -n $topogate && -x $topogate ]] || { echo "run.sh: no topogate binary (set TOPOGATE_BINARY)" >&2; exit 2; }
-
-eval "$("$here/build-kube-bins.sh" --print-env)"
-helm="$HELM_BIN_DIR/helm"
-work=$(mktemp -d "${TMPDIR:-/tmp}/topogate-e2e.XXXXXX")
-export TOPOGATE_CP_DIR="$work/cp"
-export HELM_CACHE_HOME="$work/helm" HELM_CONFIG_HOME="$work/helm" HELM_DATA_HOME="$work/helm"
+. "$here/lib.sh"
+e2e_init e2e
 tg_pid=
 loop_pid=
-
-cleanup() {
+stop_processes() {
   declare -F inst_stop_all >/dev/null && inst_stop_all
   [[ -n $loop_pid ]] && kill "$loop_pid" 2>/dev/null || true
   [[ -n $tg_pid ]] && kill "$tg_pid" 2>/dev/null || true
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then
-    echo "kept: $work (stop with TOPOGATE_CP_DIR=$TOPOGATE_CP_DIR $here/control-plane.sh stop)"
-  else
-    "$here/control-plane.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-  fi
 }
-trap cleanup EXIT
-
-fails=0 checks=0
-pass() { checks=$((checks + 1)); echo "ok   $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
-section() { echo "== $*"; }
-
-# poll DEADLINE_SECONDS COMMAND...: until COMMAND succeeds (no fixed sleeps).
-poll() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
+e2e_on_exit stop_processes
 
 # ---------------------------------------------------------------- setup
 section setup

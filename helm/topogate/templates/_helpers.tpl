@@ -165,6 +165,7 @@ spec:
 {{- if eq .auth "kubernetes" -}}
 {{- $_ := set $m "reviewTimeout" .reviewTimeout -}}
 {{- $_ := set $m "cacheTTL" .cacheTTL -}}
+{{- with .audiences -}}{{- $_ := set $m "audiences" . -}}{{- end -}}
 {{- end -}}
 {{- if kindIs "bool" .healthPort -}}{{- $_ := set $m "healthPort" .healthPort -}}{{- end -}}
 {{- if $m -}}{{- $_ := set $cfg "metrics" $m -}}{{- end -}}
