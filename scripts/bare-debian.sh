@@ -79,6 +79,9 @@ in_root() {
   unshare --mount --propagation private bash -c '
     set -e
     r=$1
+    # The root a mount point of its own, as in a container: podman and unshare --mount make
+    # "/" private (mount --make-rprivate /), which a plain directory refuses (EINVAL).
+    mount --bind "$r" "$r"
     mount --rbind /proc "$r/proc"
     mount --rbind /sys "$r/sys"
     mount --rbind /dev "$r/dev"

@@ -134,9 +134,11 @@ fi
 if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
   t0=$SECONDS
   echo "== Kubernetes end-to-end and conformance"
+  waited=0
   if [[ -n $prebuild_pid ]]; then
     echo "waiting for the Go-built tools (build/prebuild.log)"
     wait "$prebuild_pid" || echo "the background tool build failed; all.sh builds again (build/prebuild.log):"
+    waited=$((SECONDS - t0))
     tail -n 12 build/prebuild.log
   fi
   first=${presets%% *}
@@ -150,7 +152,8 @@ if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 ]]; then
   passed=$((passed + ok))
   failed=$((failed + bad))
   ((rc == 0)) || status=1
-  stage_done e2e "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" "$ok/$((ok + bad)) suites passed"
+  stage_done e2e "$( ((rc == 0)) && echo ok || echo FAIL)" "$t0" \
+    "$ok/$((ok + bad)) suites passed (of the time, $waited s waiting for the Go-built tools)"
 fi
 
 echo "== summary (stage, result, wall time; total: CTest tests of every preset + fuzz targets + end-to-end suites)"
