@@ -52,16 +52,26 @@ export TOPOGATE_CP_DIR=$lab/cp
 
 log() { echo "tas-lab: $*" >&2; }
 die() { log "$*"; exit 1; }
-alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# The interpreter behind python3, resolved once: a version manager's shim (pyenv's is a shell
+# script that runs pyenv) costs about 0.1 s a call, and a case makes a dozen calls.
+python=$(python3 -c 'import sys; print(sys.executable)')
+# PIDFILE names a process that runs: not gone, and not a zombie (a process whose parent
+# exited is reaped by PID 1, which may take a second after it exited).
+alive() {
+  local pid state
+  [[ -s $1 ]] && pid=$(cat "$1") && kill -0 "$pid" 2>/dev/null || return 1
+  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ ${state:0:1} != Z ]]
+}
+free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 stop_pid() { # PIDFILE NAME: SIGTERM, SIGKILL after 15 s
   local pf=$1 pid i
   alive "$pf" || { rm -f "$pf"; return 0; }
   pid=$(cat "$pf")
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$pid" 2>/dev/null && { log "$2 did not exit after SIGTERM, sending SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
+  for ((i = 0; i < 300; i++)); do alive "$pf" || break; sleep 0.05; done
+  alive "$pf" && { log "$2 did not exit after SIGTERM, sending SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
   rm -f "$pf"
 }
 
@@ -141,7 +151,7 @@ install_crds() {
 # ...) are left out with their integrations.
 register_webhooks() {
   local port=$1
-  python3 - "$KUEUE_CRD_DIR/../../webhook/manifests.yaml" "$port" "$lab/pki/ca.crt" <<'PY' | k apply --server-side --force-conflicts -f - >/dev/null
+  "$python" - "$KUEUE_CRD_DIR/../../webhook/manifests.yaml" "$port" "$lab/pki/ca.crt" <<'PY' | k apply --server-side --force-conflicts -f - >/dev/null
 import base64, json, sys, yaml
 src, port, ca = sys.argv[1], sys.argv[2], base64.b64encode(open(sys.argv[3], "rb").read()).decode()
 items = []
@@ -264,19 +274,19 @@ label() {
 load() {
   local s=$1 d=$lab/topogate rev
   mkdir -p "$d"
-  python3 "$py" unload
-  rev=$(python3 "$py" inventory "$s" "$d")
-  python3 "$py" nodes "$s" >/dev/null
+  "$python" "$py" unload
+  rev=$("$python" "$py" inventory "$s" "$d")
+  "$python" "$py" nodes "$s" >/dev/null
   start_topogate
   label >"$lab/labels.json"
-  python3 "$py" chain "$s" "$lab/labels.json" >"$lab/chain.json"
+  "$python" "$py" chain "$s" "$lab/labels.json" >"$lab/chain.json"
   printf '%s\n' "$s" >"$lab/loaded"
   log "loaded $(basename "$s") (revision $rev): $(cat "$lab/chain.json")"
 }
 
 cmd_up() {
   local s=${1:-$base_scenario} t0=$SECONDS
-  python3 "$py" check "$s" >/dev/null
+  "$python" "$py" check "$s" >/dev/null
   mkdir -p "$lab/kueue" "$lab/topogate"
   prepare
   log "binaries ready in $((SECONDS - t0)) s"
@@ -299,14 +309,14 @@ cmd_run() {
   local keep=0 s rc=0
   [[ ${1:-} == --keep ]] && { keep=1; shift; }
   s=${1:?usage: tas-lab.sh run [--keep] SCENARIO.json}
-  python3 "$py" check "$s" >/dev/null
+  "$python" "$py" check "$s" >/dev/null
   prepare
   require_up
   cp_env
   load "$s"
-  python3 "$py" workloads "$s" || rc=$?
+  "$python" "$py" workloads "$s" || rc=$?
   if ((keep == 0)); then
-    python3 "$py" unload
+    "$python" "$py" unload
     rm -f "$lab/loaded"
   fi
   return "$rc"
@@ -323,22 +333,22 @@ cmd_change() {
   local keep=0 s rc=0 d=$lab/topogate
   [[ ${1:-} == --keep ]] && { keep=1; shift; }
   s=${1:?usage: tas-lab.sh change [--keep] SCENARIO.json}
-  python3 "$py" check "$s" >/dev/null
+  "$python" "$py" check "$s" >/dev/null
   prepare
   require_up
   cp_env
   load "$s"
-  python3 "$py" workloads "$s" || rc=$?
-  python3 "$py" node-profiles >"$lab/profiles-before.json"
-  python3 "$py" change-inventory "$s" "$d" >/dev/null
+  "$python" "$py" workloads "$s" || rc=$?
+  "$python" "$py" node-profiles >"$lab/profiles-before.json"
+  "$python" "$py" change-inventory "$s" "$d" >/dev/null
   start_topogate
   curl -fsS --cacert "$lab/pki/ca.crt" -H "Authorization: Bearer $(cat "$lab/pki/reader.token")" \
     "https://127.0.0.1:$(cat "$d/port")/snapshots/lab/status" >"$lab/impact.json" ||
     die "cannot read topogate's status"
   label >"$lab/labels-after.json"
-  python3 "$py" migrate "$s" "$lab/labels-after.json" "$lab/impact.json" "$lab/profiles-before.json" || rc=$?
+  "$python" "$py" migrate "$s" "$lab/labels-after.json" "$lab/impact.json" "$lab/profiles-before.json" || rc=$?
   if ((keep == 0)); then
-    python3 "$py" unload
+    "$python" "$py" unload
     rm -f "$lab/loaded"
   fi
   return "$rc"
@@ -365,7 +375,7 @@ cmd_status() {
   [[ -f $lab/loaded ]] && echo "loaded: $(cat "$lab/loaded")"
   if ((up)); then
     export KUBECTL
-    python3 "$py" status
+    "$python" "$py" status
     echo "export KUBECONFIG=$KUBECONFIG"
   fi
   ((up)) && alive "$lab/kueue/pid"

@@ -27,6 +27,7 @@ TOPOGATE_BINARY, TAS_LAB_DIR):
   status                         one line per kind: what the lab holds
 """
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -34,9 +35,7 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import yaml
 
@@ -85,6 +84,19 @@ RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
 _api = {}
 
 
+def _connection(fresh=False):
+    """The lab API's HTTPS connection, kept open between calls: a case makes hundreds of
+    calls (polls included), and a TLS handshake for each costs the apiserver more CPU than
+    the answers do."""
+    url, ctx, _ = _api["ctx"]
+    if fresh or _api.get("conn") is None:
+        if _api.get("conn") is not None:
+            _api["conn"].close()
+        u = urllib.parse.urlsplit(url)
+        _api["conn"] = http.client.HTTPSConnection(u.hostname, u.port or 443, context=ctx, timeout=30)
+    return _api["conn"]
+
+
 def api_call(method, path, body=None, content_type="application/json", missing_ok=False):
     """One request to the lab's API with the admin token: the decoded answer, None on 404;
     kubectl (get --raw) when the control plane's environment is not set (GET only)."""
@@ -96,33 +108,47 @@ def api_call(method, path, body=None, content_type="application/json", missing_o
             die("the control plane's environment (TOPOGATE_CP_URL, ...) is not set")
         r = k("get", "--raw", path, check=False)
         return json.loads(r.stdout) if r.returncode == 0 else None
-    url, ctx, tok = _api["ctx"]
+    _, _, tok = _api["ctx"]
     headers = {"Authorization": f"Bearer {tok}", "Accept": "application/json"}
     data = None
     if body is not None:
         data = json.dumps(body).encode()
         headers["Content-Type"] = content_type
-    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
     deadline = time.time() + 60
+    stale_retry = True
     while True:
         try:
-            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-                return json.load(r)
-        except urllib.error.HTTPError as e:
-            if e.code == 404 and (missing_ok or method in ("GET", "DELETE")):
-                return None
-            msg = e.read()[:300].decode(errors="replace")
-            # 429 (a CRD's storage still initialising, priority and fairness) and 5xx (a
-            # webhook starting) are the API saying "again shortly", as client-go retries them.
-            if (e.code == 429 or e.code >= 500) and time.time() < deadline:
-                time.sleep(float(e.headers.get("Retry-After") or 1))
+            conn = _connection()
+            conn.request(method, path, body=data, headers=headers)
+            r = conn.getresponse()
+            payload = r.read()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+            # The server closed the kept connection between two calls: once at once on a new
+            # one, then as for any connection failure.
+            _connection(fresh=True)
+            if stale_retry:
+                stale_retry = False
                 continue
-            die(f"{method} {path}: HTTP {e.code}: {msg}")
-        except (urllib.error.URLError, ConnectionError) as e:
             if time.time() < deadline:
                 time.sleep(1)
                 continue
             die(f"{method} {path}: {e}")
+        except (OSError, http.client.HTTPException) as e:
+            _connection(fresh=True)
+            if time.time() < deadline:
+                time.sleep(1)
+                continue
+            die(f"{method} {path}: {e}")
+        if 200 <= r.status < 300:
+            return json.loads(payload) if payload else {}
+        if r.status == 404 and (missing_ok or method in ("GET", "DELETE")):
+            return None
+        # 429 (a CRD's storage still initialising, priority and fairness) and 5xx (a webhook
+        # starting) are the API saying "again shortly", as client-go retries them.
+        if (r.status == 429 or r.status >= 500) and time.time() < deadline:
+            time.sleep(float(r.getheader("Retry-After") or 1))
+            continue
+        die(f"{method} {path}: HTTP {r.status}: {payload[:300].decode(errors='replace')}")
 
 
 def api_get(path):

@@ -47,6 +47,13 @@ have() {
     go version -m "$out" 2>/dev/null | grep -Eq "^[[:space:]]+(mod|dep)[[:space:]]+sigs\.k8s\.io/kueue[[:space:]]+$kueue_ver([[:space:]]|$)"
 }
 
+# One build at a time: a second caller (the TAS lab, while scripts/test.sh still builds in
+# the background) waits for the first and then finds the binary.
+exec 9>"$dir/.build.lock"
+if ! flock -n 9; then
+  log "waiting for the kueue-manager build in progress"
+  flock 9
+fi
 if ! have; then
   start=$SECONDS
   log "building kueue-manager $kueue_ver from $pkg (a few minutes the first time)"
