@@ -73,8 +73,8 @@ namespace {
 core::result<std::vector<std::string>> system_lookup(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_ADDRCONFIG;
+  hints.ai_socktype = SOCK_STREAM;  // no AI_ADDRCONFIG, as Asio's resolver: "localhost" in a
+                                    // namespace with only a loopback interface still resolves
   addrinfo* res = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0) return core::fail(core::errc::unavailable, "resolve " + host + ": " + ::gai_strerror(rc));
