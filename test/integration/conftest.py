@@ -230,6 +230,12 @@ def sanitizer_report(log: str) -> str:
     return ""
 
 
+# In make_server's extra_args: a port that is free when the server starts. Another test
+# running at the same time (ctest -j) may take it between the choice and topogate's bind:
+# the start is then tried again with another port.
+FREE_PORT = object()
+
+
 @pytest.fixture
 def make_server(binary, tmp_path):
     servers = []
@@ -237,9 +243,17 @@ def make_server(binary, tmp_path):
     def factory(config, extra_args=(), subdir="srv", listen_timeout=15.0):
         d = tmp_path / subdir
         d.mkdir(exist_ok=True)
-        s = Server(binary, d, config(d) if callable(config) else config, extra_args)
-        servers.append(s)
-        return s.start(listen_timeout=listen_timeout)
+        attempts = 5 if any(a is FREE_PORT for a in extra_args) else 1
+        for attempt in range(attempts):
+            args = [str(free_port()) if a is FREE_PORT else a for a in extra_args]
+            s = Server(binary, d, config(d) if callable(config) else config, args)
+            servers.append(s)
+            try:
+                return s.start(listen_timeout=listen_timeout)
+            except AssertionError as e:
+                if attempt + 1 == attempts or "Address already in use" not in str(e):
+                    raise
+                s.stop()
 
     yield factory
     reports = []

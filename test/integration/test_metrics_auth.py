@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, default_config, free_port, wait_for
+from conftest import FIXTURES, FREE_PORT, default_config, free_port, wait_for
 from hanging_api import HangingApiServer
 from hostile_support import client_context
 
@@ -104,7 +104,7 @@ def replace_file(path: Path, text: str):
 
 
 def test_tokenfile_on_both_listeners(make_server, pki):
-    s = make_server(lambda d: tokenfile_config(pki, d, health_port=True), extra_args=["--health-port", str(free_port())])
+    s = make_server(lambda d: tokenfile_config(pki, d, health_port=True), extra_args=["--health-port", FREE_PORT])
     for port, plain in ((s.port, False), (s.health_port, True)):
         where = "plain" if plain else "https"
         status, headers, body, _ = request(port, pki, "/metrics", plain=plain)
@@ -147,7 +147,7 @@ def test_tokenfile_is_reread_when_it_changes(make_server, pki):
 
 
 def test_with_auth_the_plain_port_serves_no_metrics_unless_asked(make_server, pki):
-    s = make_server(lambda d: tokenfile_config(pki, d), extra_args=["--health-port", str(free_port())])
+    s = make_server(lambda d: tokenfile_config(pki, d), extra_args=["--health-port", FREE_PORT])
     status, _, body, _ = request(s.health_port, pki, "/metrics", token=METRICS_TOKEN, plain=True)
     assert status == 404
     assert "HTTPS port only" in body
@@ -156,7 +156,7 @@ def test_with_auth_the_plain_port_serves_no_metrics_unless_asked(make_server, pk
 
 
 def test_without_metrics_auth_both_ports_stay_open(make_server, pki):
-    s = make_server(lambda d: default_config(pki, d), extra_args=["--health-port", str(free_port())])
+    s = make_server(lambda d: default_config(pki, d), extra_args=["--health-port", FREE_PORT])
     assert request(s.port, pki, "/metrics")[0] == 200
     assert request(s.health_port, pki, "/metrics", plain=True)[0] == 200
     assert "topogate_metrics_auth_total" not in request(s.port, pki, "/metrics")[2]
@@ -337,7 +337,7 @@ def scripted_api(pki):
 
 def test_reviews_decide_and_are_cached(make_server, pki, scripted_api):
     s = make_server(lambda d: kube_config(pki, d, scripted_api.url, ", cacheTTL: 3s"),
-                    extra_args=["--health-port", str(free_port())])
+                    extra_args=["--health-port", FREE_PORT])
     api = scripted_api
 
     status, headers, body, _ = request(s.port, pki, "/metrics")
