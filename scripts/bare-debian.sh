@@ -34,6 +34,7 @@ step() { # NAME COMMAND...: run, record status and duration
   local name=$1 t0=$SECONDS rc=0
   shift
   echo "=== $name" | tee -a "$log/transcript.txt"
+  : >"$log/$name.log" # each run's logs start empty (a --reuse run keeps the directory)
   "$@" >>"$log/$name.log" 2>&1 || rc=$?
   summary+=("$(printf '%-10s exit %-3s %5d s' "$name" "$rc" $((SECONDS - t0)))")
   echo "    exit $rc in $((SECONDS - t0)) s (log: $log/$name.log)" | tee -a "$log/transcript.txt"
