@@ -35,6 +35,39 @@ def free_port():
         return s.getsockname()[1]
 
 
+@pytest.fixture
+def closed_port():
+    """A loopback port where a connection is refused for the whole test: bound, never listening,
+    so no other test can take it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
+def start_prometheus(config_file: Path, data: Path, log_path: Path, cwd=None, attempts=5):
+    """Debian's Prometheus on a free loopback port, ready (its own log says so, not whatever
+    answers on the port): (process, port, log file). A port another test takes between its choice and Prometheus's bind is chosen
+    again, up to `attempts` times."""
+    for attempt in range(attempts):
+        port = free_port()
+        log = open(log_path, "w")
+        proc = subprocess.Popen(["prometheus", f"--config.file={config_file}", f"--storage.tsdb.path={data}",
+                                 f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log, cwd=cwd)
+
+        def ready():
+            if proc.poll() is not None:
+                return "exited"
+            return "Server is ready to receive web requests" in log_path.read_text(errors="replace") or None
+
+        state = wait_for(ready, timeout=60, interval=0.25, what="Prometheus to be ready")
+        if state is True:
+            return proc, port, log
+        log.close()
+        text = log_path.read_text(errors="replace")
+        if attempt + 1 == attempts or "address already in use" not in text:
+            raise AssertionError(f"prometheus exited with {proc.returncode}:\n{text[-4000:]}")
+
+
 def run(cmd, check=True, **kw):
     return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
 
@@ -230,10 +263,11 @@ def sanitizer_report(log: str) -> str:
     return ""
 
 
-# In make_server's extra_args: a port that is free when the server starts. Another test
-# running at the same time (ctest -j) may take it between the choice and topogate's bind:
-# the start is then tried again with another port.
-FREE_PORT = object()
+# In make_server's configuration text or extra_args: a port that is free when the server
+# starts (the same one wherever it appears; the Server's `free_port`). Another test running at
+# the same time (ctest -j) may take it between the choice and topogate's bind: the start is
+# then tried again with another port.
+FREE_PORT = "@FREE_PORT@"
 
 
 @pytest.fixture
@@ -243,10 +277,12 @@ def make_server(binary, tmp_path):
     def factory(config, extra_args=(), subdir="srv", listen_timeout=15.0):
         d = tmp_path / subdir
         d.mkdir(exist_ok=True)
-        attempts = 5 if any(a is FREE_PORT for a in extra_args) else 1
+        text = config(d) if callable(config) else config
+        attempts = 5 if FREE_PORT in text or any(FREE_PORT in a for a in extra_args) else 1
         for attempt in range(attempts):
-            args = [str(free_port()) if a is FREE_PORT else a for a in extra_args]
-            s = Server(binary, d, config(d) if callable(config) else config, args)
+            port = str(free_port())
+            s = Server(binary, d, text.replace(FREE_PORT, port), [a.replace(FREE_PORT, port) for a in extra_args])
+            s.free_port = int(port)
             servers.append(s)
             try:
                 return s.start(listen_timeout=listen_timeout)

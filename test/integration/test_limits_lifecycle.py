@@ -9,7 +9,7 @@ import ssl
 import subprocess
 import time
 
-from conftest import curl, default_config, free_port, wait_for
+from conftest import FREE_PORT, curl, default_config, wait_for
 
 
 def tls_conn(srv, pki):
@@ -180,9 +180,9 @@ def test_server_closes_at_once_when_the_client_has_ended(server, pki):
 
 
 def test_plain_health_listener(make_server, pki):
-    hp = free_port()
-    srv = make_server(lambda d: default_config(pki, d, extra=f"listen: {{address: 127.0.0.1, port: 0, healthPort: {hp}}}")
+    srv = make_server(lambda d: default_config(pki, d, extra=f"listen: {{address: 127.0.0.1, port: 0, healthPort: {FREE_PORT}}}")
                       .replace("listen: {address: 127.0.0.1, port: 0}\n", "", 1))
+    hp = srv.free_port
     assert srv.health_port == hp
     conn = http.client.HTTPConnection("127.0.0.1", hp, timeout=10)
     for path, want in (("/healthz", 200), ("/livez", 200), ("/readyz?verbose", 200), ("/metrics", 200),

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import curl, free_port, have, wait_for
+from conftest import curl, have, start_prometheus, wait_for
 
 
 def metrics_text(server, pki):
@@ -98,7 +98,6 @@ def test_in_flight_returns_to_its_baseline_after_abandoned_requests(server, pki)
 
 @pytest.mark.skipif(not have("prometheus"), reason="prometheus (Debian package) is not installed")
 def test_real_prometheus_scrapes_over_https(server, pki, tmp_path):
-    port = free_port()
     cfg = tmp_path / "prometheus.yml"
     cfg.write_text(f"""global:
   scrape_interval: 1s
@@ -112,9 +111,7 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:{server.port}']
 """)
-    log = open(tmp_path / "prometheus.log", "w")
-    proc = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log)
+    proc, port, log = start_prometheus(cfg, tmp_path / "data", tmp_path / "prometheus.log")
     try:
         def up():
             try:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, FREE_PORT, default_config, free_port, wait_for
+from conftest import FIXTURES, FREE_PORT, default_config, wait_for
 from hanging_api import HangingApiServer
 from hostile_support import client_context
 
@@ -399,9 +399,8 @@ def test_an_api_refusing_the_review_is_a_503_with_the_fix(make_server, pki, scri
     assert_no_secret_logged(s)
 
 
-def test_a_dead_api_is_a_503_at_once(make_server, pki):
-    closed = free_port()  # nothing listens there
-    s = make_server(lambda d: kube_config(pki, d, f"https://127.0.0.1:{closed}"))
+def test_a_dead_api_is_a_503_at_once(make_server, pki, closed_port):
+    s = make_server(lambda d: kube_config(pki, d, f"https://127.0.0.1:{closed_port}"))
     status, headers, body, seconds = request(s.port, pki, "/metrics", token=ALLOWED_TOKEN)
     assert status == 503 and seconds < FAST_S, (status, seconds, body)
     assert "cannot reach the Kubernetes API for the TokenReview" in body and headers.get("retry-after") == "5"

@@ -16,3 +16,4 @@ _spec.loader.exec_module(integration_support)
 binary = integration_support.binary
 pki = integration_support.pki
 make_server = integration_support.make_server
+closed_port = integration_support.closed_port

@@ -18,9 +18,9 @@ inventory never gets a revision. Then, through Prometheus' HTTP API:
 """
 
 import json
+import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 import render_rules
-from integration_support import FIXTURES, SNAPSHOT, TOPOLOGY_SOURCE, curl, free_port, wait_for
+from integration_support import FIXTURES, FREE_PORT, SNAPSHOT, TOPOLOGY_SOURCE, curl, start_prometheus, wait_for
 
 HERE = Path(__file__).resolve().parent
 DASHBOARD = HERE.parents[1] / "helm" / "topogate" / "files" / "dashboard.json"
@@ -74,13 +74,7 @@ def snapshot(revision, racked=()):
     return "\n".join(lines) + "\n"
 
 
-def closed_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def config(pki, d: Path, crt, key, health_port):
+def config(pki, d: Path, crt, key, health_port, api_port):
     (d / "topologysource.yaml").write_text(TOPOLOGY_SOURCE)
     (d / "snapshot.yaml").write_text(SNAPSHOT.format(revision="file-1"))
     (d / "writer.token").write_text(WRITER_TOKEN + "\n")
@@ -88,7 +82,7 @@ def config(pki, d: Path, crt, key, health_port):
     return f"""listen: {{address: 127.0.0.1, port: 0, healthPort: {health_port}}}
 tls: {{certFile: {crt}, keyFile: {key}}}
 logging: {{level: info, accessLog: false}}
-store: {{type: file, directory: {d / "store"}, apiServer: 'https://127.0.0.1:{closed_port()}',
+store: {{type: file, directory: {d / "store"}, apiServer: 'https://127.0.0.1:{api_port}',
          tokenFile: {pki.token_file}, caFile: {pki.ca}}}
 audit: {{enabled: true, interval: 1s, timeout: 1s}}
 inventories:
@@ -111,7 +105,6 @@ inventories:
 
 class Prometheus:
     def __init__(self, d: Path, target: str, rules: str):
-        self.port = free_port()
         (d / "rules.yaml").write_text(rules)
         (d / "prometheus.yml").write_text(f"""global:
   scrape_interval: 1s
@@ -124,10 +117,7 @@ scrape_configs:
       - targets: ['{target}']
         labels: {{namespace: gpustack-system}}
 """)
-        self.log = open(d / "prometheus.log", "w")
-        self.proc = subprocess.Popen(["prometheus", f"--config.file={d / 'prometheus.yml'}",
-                                      f"--storage.tsdb.path={d / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],
-                                     stdout=self.log, stderr=self.log, cwd=d)
+        self.proc, self.port, self.log = start_prometheus(d / "prometheus.yml", d / "data", d / "prometheus.log", cwd=d)
 
     def api(self, path, **params):
         url = f"http://127.0.0.1:{self.port}/api/v1/{path}"
@@ -244,11 +234,12 @@ def review(srv, pki, route, fixture):
     return code
 
 
-def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path):
+def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path, closed_port):
     t0 = time.monotonic()
     crt, key = pki.issue("live-server", "localhost", san="DNS:localhost,IP:127.0.0.1")  # 2 days
-    health_port = free_port()
-    srv = make_server(lambda d: config(pki, d, crt, key, health_port))
+    srv = make_server(lambda d: config(pki, d, crt, key, FREE_PORT, closed_port))
+    health_port = srv.free_port
+    assert srv.health_port == health_port
     rules = render_rules.render()
     alert_exprs = {r["alert"]: r["expr"] for g in yaml.safe_load(rules)["groups"] for r in g["rules"]}
     assert set(alert_exprs) == ACTIVE | INACTIVE
@@ -292,7 +283,15 @@ def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path):
         # Rates need two samples after the traffic.
         time.sleep(2.5)
 
-        empty = [name for name, expr in panel_queries() if not prom.query(expr)]
+        # TOPOGATE_LIVE_REPORT=FILE: what each panel and alert returned, as JSON (for a reader;
+        # the assertions below are the test).
+        report = {"panels": {}, "alerts": {}}
+        empty = []
+        for name, expr in panel_queries():
+            series = prom.query(expr)
+            report["panels"][name] = len(series)
+            if not series:
+                empty.append(name)
         assert empty == [], f"dashboard queries without series: {empty}"
 
         skipped, missing = [], []
@@ -301,8 +300,11 @@ def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path):
                 metric = next((m for m in SKIPPED if m in part), None)
                 if metric:
                     skipped.append((name, metric, SKIPPED[metric]))
-                elif not prom.query(part):
-                    missing.append((name, part))
+                else:
+                    series = prom.query(part)
+                    report["alerts"].setdefault(name, {"parts": {}})["parts"][part] = len(series)
+                    if not series:
+                        missing.append((name, part))
         assert missing == [], f"alert expressions without series: {missing}"
         assert [s[0] for s in skipped] == ["TopogateNoReadyReplica"], skipped
         print("skipped:", skipped)
@@ -340,6 +342,10 @@ def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path):
                          interval=0.25, what="TopogateInventoryStale")
         assert time.monotonic() - pushed_at > MAX_AGE_S - 0.5
         assert stale["TopogateInventoryStale"] in ("pending", "firing")
+        for name, state in {**states, **near, **stale}.items():
+            report["alerts"].setdefault(name, {"parts": {}})["state"] = state
+        if os.environ.get("TOPOGATE_LIVE_REPORT"):
+            Path(os.environ["TOPOGATE_LIVE_REPORT"]).write_text(json.dumps(report, indent=1, sort_keys=True))
         stale_labels = {a["labels"]["alertname"]: a["labels"] for a in prom.api("alerts")["alerts"]}
         assert stale_labels["TopogateInventoryStale"]["inventory"] == "pushed"
         # Past maxAge the near alert makes way, and GET answers 503.
