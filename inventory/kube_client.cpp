@@ -1,5 +1,7 @@
 #include "inventory/kube_client.hpp"
+#include "inventory/wipe.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -310,6 +312,8 @@ core::result<void> make_context(const kube_endpoint& ep, const call_credentials&
     if (ec) return core::fail(core::errc::io, "load CA " + ep.ca_file + ": " + ec.message());
   }
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  // OpenSSL's copy of each record it decrypts is wiped once read (answers may echo a secret).
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_CLEANSE_PLAINTEXT);
   if (!creds.cert_pem.empty() || !creds.key_pem.empty()) {
     if (auto r = load_identity(ctx.native_handle(), creds.cert_pem, creds.key_pem); !r) return r;
   }
@@ -368,6 +372,19 @@ asio::awaitable<core::result<void>> connect(const kube_endpoint& ep, const std::
                          "TLS handshake with " + ep.host + ": " + hec.message());
   co_return core::result<void>{};
 }
+
+// Wipes, on scope exit, a request body, a read buffer's whole storage (what it holds and what
+// it held before being consumed) and an answer body still owned here.
+struct wipe_on_exit {
+  std::string& request_body;
+  beast::flat_buffer& buffer;
+  std::string& answer;
+  ~wipe_on_exit() {
+    OPENSSL_cleanse(request_body.data(), request_body.size());
+    OPENSSL_cleanse(answer.data(), answer.size());
+    wipe_storage(buffer);
+  }
+};
 
 void set_common(http::request<http::string_body>& req, const kube_endpoint& ep, const std::string& token) {
   req.set(http::field::host, ep.host);
@@ -442,6 +459,13 @@ kube_client::response kube_client::request_once(std::string_view method, const s
           co_return;
         }
         http::request<http::string_body> req{verb, target, 11};
+        beast::flat_buffer buf;
+        http::response_parser<http::string_body> parser;
+        // A call may carry someone else's secret (a TokenReview's token, and the API's echo
+        // of it): the request body, the read buffer and an answer not handed out are wiped
+        // however the call ends. The answer's room is reserved so that a small answer is
+        // never reallocated (which would free a copy unwiped).
+        const wipe_on_exit wipe_call{req.body(), buf, parser.get().body()};
         set_common(req, ep_, token);
         if (!body.empty()) {
           req.set(http::field::content_type, "application/json");
@@ -454,9 +478,8 @@ kube_client::response kube_client::request_once(std::string_view method, const s
           out.error = "write: " + wec.message();
           co_return;
         }
-        beast::flat_buffer buf;
-        http::response_parser<http::string_body> parser;
         parser.body_limit(max_response_bytes);
+        parser.get().body().reserve(std::min<std::size_t>(max_response_bytes, 16384));
         auto [rec, rn] = co_await http::async_read(stream, buf, parser, as_tuple);
         if (rec) {
           out.error = "read: " + rec.message();

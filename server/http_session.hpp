@@ -12,6 +12,7 @@
 // The connection's life is one connection_state, changed only by transition(); every error
 // ends in fail(), which decides from the error and the state what it costs.
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -33,6 +34,7 @@
 #include <utility>
 
 #include "core/field_error.hpp"
+#include "inventory/wipe.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
@@ -209,6 +211,7 @@ class http_session : public drainable {
   ~http_session() override {
     // A request counted in flight is uncounted on every path, an abandoned one included.
     finish_counting();
+    inventory::wipe_storage(buffer_);  // the last requests' bytes, bearer tokens among them
     if (peer_.leaf) X509_free(peer_.leaf);
     if (id_) srv_.remove_session(id_);
   }
@@ -542,6 +545,15 @@ class http_session : public drainable {
 
   void on_request() {
     const request req = parser_->release();
+    // The bearer token in the request's header fields is wiped when the request goes (its
+    // storage is the request's own; the router keeps no copy past its check).
+    struct wipe_authorization {
+      const request& r;
+      ~wipe_authorization() {
+        const std::string_view v = r[http::field::authorization];
+        if (!v.empty()) OPENSSL_cleanse(const_cast<char*>(v.data()), v.size());
+      }
+    } const wipe_auth{req};
     request_info info;
     deferred_response later;
     response res = handle(req, peer_, srv_.context(kind_), info, started_, &later);
@@ -695,7 +707,12 @@ class http_session : public drainable {
     // An idle keep-alive connection does not keep a large body's read buffer or a large
     // response's write buffer; the usual request's (a few KiB) stays, so the next one is
     // again a single read.
-    if (buffer_.size() == 0 && buffer_.capacity() > 16384) buffer_.shrink_to_fit();
+    // Between requests what was read is wiped (a bearer token was in it); a pipelined
+    // request already read stays.
+    if (buffer_.size() == 0) {
+      inventory::wipe_storage(buffer_);
+      if (buffer_.capacity() > 16384) buffer_.shrink_to_fit();
+    }
     if (wire_.capacity() > wire_batch + tls_record_plaintext) std::string().swap(wire_);
     do_read();
   }

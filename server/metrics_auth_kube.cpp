@@ -58,32 +58,85 @@ std::string token_review_body(std::string_view token, const std::vector<std::str
   return body;
 }
 
+// The answer echoes the token in spec.token. It is read On-Demand from a padded copy that is
+// wiped afterwards: only the status fields asked for are ever unescaped into the parser's
+// string buffer, so no copy of the token outlives this call (a DOM parse would unescape every
+// string, spec.token included, into a buffer freed unwiped).
 token_review_answer read_token_review(const std::string& body, const std::vector<std::string>& audiences) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(body).get(doc)) return no_answer("the TokenReview answer is not JSON");
-  simdjson::dom::element status;
-  if (doc["status"].get(status)) return no_answer("the TokenReview answer has no status");
+  namespace od = simdjson::ondemand;
+  simdjson::padded_string json(body);
+  struct wipe {
+    simdjson::padded_string& s;
+    ~wipe() { OPENSSL_cleanse(s.data(), s.size()); }
+  } wipe_copy{json};
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  if (parser.iterate(json).get(doc) || doc.get_object().get(root))
+    return no_answer("the TokenReview answer is not JSON");
+  od::object status;
+  if (root.find_field_unordered("status").get_object().get(status))
+    return no_answer("the TokenReview answer has no status");
+  // One string field of `o`, or "" when absent or not a string.
+  const auto field = [](od::object& o, std::string_view key) {
+    std::string_view v;
+    if (o.find_field_unordered(key).get_string().get(v)) return std::string();
+    return std::string(v);
+  };
   bool authenticated = false;
-  if (status["authenticated"].get_bool().get(authenticated) || !authenticated) {
-    const std::string why = text(status, "error");
+  if (status.find_field_unordered("authenticated").get_bool().get(authenticated) || !authenticated) {
+    const std::string why = field(status, "error");
     return {scrape_verdict::unauthenticated,
             {},
             why.empty() ? "the Kubernetes API did not authenticate the token" : "token not authenticated: " + why};
   }
   token_review_answer out;
   reviewed_user& user = out.user;
-  simdjson::dom::element u;
-  if (status["user"].get(u)) return no_answer("the TokenReview answer names no user");
-  user.name = text(u, "username");
-  user.uid = text(u, "uid");
+  od::object u;
+  if (status.find_field_unordered("user").get_object().get(u)) return no_answer("the TokenReview answer names no user");
+  user.name = field(u, "username");
+  user.uid = field(u, "uid");
   if (user.name.empty()) return no_answer("the TokenReview answer names no user");
+  od::array groups;
+  if (!u.find_field_unordered("groups").get_array().get(groups)) {
+    for (auto g : groups) {
+      std::string_view s;
+      if (!g.get_string().get(s)) user.groups.emplace_back(s);
+    }
+  }
+  od::object extra;
+  if (!u.find_field_unordered("extra").get_object().get(extra)) {
+    std::string json_extra = "{";
+    bool first = true;
+    for (auto field_kv : extra) {
+      std::string_view key;
+      od::array values;
+      if (field_kv.unescaped_key().get(key)) continue;
+      const std::string name(key);  // the key's view is only good until the next string
+      if (field_kv.value().get_array().get(values)) continue;
+      if (!first) json_extra += ',';
+      first = false;
+      core::append_json_string(json_extra, name);
+      json_extra += ":[";
+      bool first_value = true;
+      for (auto v : values) {
+        std::string_view s;
+        if (v.get_string().get(s)) continue;
+        if (!first_value) json_extra += ',';
+        first_value = false;
+        core::append_json_string(json_extra, s);
+      }
+      json_extra += ']';
+    }
+    json_extra += '}';
+    user.extra_json = std::move(json_extra);
+  }
   if (!audiences.empty()) {
     // status.audiences: those of spec.audiences the token is valid for. None of ours there
     // (or no list at all): the authenticator did not check the audience.
     bool matched = false;
-    simdjson::dom::array got;
-    if (!status["audiences"].get_array().get(got)) {
+    od::array got;
+    if (!status.find_field_unordered("audiences").get_array().get(got)) {
       for (auto a : got) {
         std::string_view s;
         if (a.get_string().get(s)) continue;
@@ -96,37 +149,6 @@ token_review_answer read_token_review(const std::string& body, const std::vector
               "the Kubernetes API authenticated \"" + user.name + "\" but confirmed none of the audiences " +
                   quoted_list(audiences) + " (metrics.audiences)"};
     }
-  }
-  simdjson::dom::array groups;
-  if (!u["groups"].get_array().get(groups)) {
-    for (auto g : groups) {
-      std::string_view s;
-      if (!g.get_string().get(s)) user.groups.emplace_back(s);
-    }
-  }
-  simdjson::dom::object extra;
-  if (!u["extra"].get_object().get(extra)) {
-    std::string json = "{";
-    bool first = true;
-    for (auto field : extra) {
-      simdjson::dom::array values;
-      if (field.value.get_array().get(values)) continue;
-      if (!first) json += ',';
-      first = false;
-      core::append_json_string(json, field.key);
-      json += ":[";
-      bool first_value = true;
-      for (auto v : values) {
-        std::string_view s;
-        if (v.get_string().get(s)) continue;
-        if (!first_value) json += ',';
-        first_value = false;
-        core::append_json_string(json, s);
-      }
-      json += ']';
-    }
-    json += '}';
-    user.extra_json = std::move(json);
   }
   out.verdict = scrape_verdict::allowed;
   return out;

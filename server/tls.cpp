@@ -69,7 +69,10 @@ core::result<std::shared_ptr<ssl::context>> make_tls_context(
   SSL_CTX* native = ctx->native_handle();
   SSL_CTX_set_min_proto_version(native, min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
-  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+  // SSL_OP_CLEANSE_PLAINTEXT: OpenSSL's copy of each decrypted record (a request's bearer
+  // token among them) is wiped once read, not left in its buffer until overwritten or freed.
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
+                                  SSL_OP_CLEANSE_PLAINTEXT);
   if (SSL_CTX_set_cipher_list(native, "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
     return core::fail(core::errc::internal, "cipher list: " + openssl_errors());
   }
