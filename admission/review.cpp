@@ -15,20 +15,28 @@ namespace ondemand = simdjson::ondemand;
 
 std::string_view to_string(failure f) noexcept {
   switch (f) {
-    case failure::none: return "none";
-    case failure::bad_request: return "bad request";
-    case failure::too_large: return "too large";
-    case failure::unsupported_media_type: return "unsupported media type";
-    case failure::timeout: return "timeout";
+    case failure::none:
+      return "none";
+    case failure::bad_request:
+      return "bad request";
+    case failure::too_large:
+      return "too large";
+    case failure::unsupported_media_type:
+      return "unsupported media type";
+    case failure::timeout:
+      return "timeout";
   }
   return "bad request";
 }
 
 std::string_view to_string(verdict v) noexcept {
   switch (v) {
-    case verdict::allowed: return "allowed";
-    case verdict::denied: return "denied";
-    case verdict::errored: return "errored";
+    case verdict::allowed:
+      return "allowed";
+    case verdict::denied:
+      return "denied";
+    case verdict::errored:
+      return "errored";
   }
   return "errored";
 }
@@ -106,7 +114,9 @@ outcome refuse(failure f, std::string message) {
   return o;
 }
 
-outcome bad_request(std::string message) { return refuse(failure::bad_request, std::move(message)); }
+outcome bad_request(std::string message) {
+  return refuse(failure::bad_request, std::move(message));
+}
 
 std::string_view json_error_text(simdjson::error_code e) { return simdjson::error_message(e); }
 
@@ -175,13 +185,15 @@ std::string parse_envelope(core::json_decoder& decoder, std::string_view body, p
           }
           for (auto kf_result : gvk) {
             ondemand::field kf;
-            if (std::move(kf_result).get(kf) != simdjson::SUCCESS) return "request body is not JSON";
+            if (std::move(kf_result).get(kf) != simdjson::SUCCESS)
+              return "request body is not JSON";
             std::string_view kkey;
-            if (kf.unescaped_key().get(kkey) != simdjson::SUCCESS) return "request body is not JSON";
-            std::string_view* dst = kkey == "group" ? &r.request_kind.group
-                               : kkey == "version" ? &r.request_kind.version
-                               : kkey == "kind"    ? &r.request_kind.kind
-                                                   : nullptr;
+            if (kf.unescaped_key().get(kkey) != simdjson::SUCCESS)
+              return "request body is not JSON";
+            std::string_view* dst = kkey == "group"     ? &r.request_kind.group
+                                    : kkey == "version" ? &r.request_kind.version
+                                    : kkey == "kind"    ? &r.request_kind.kind
+                                                        : nullptr;
             if (dst && !read_string(kf.value(), *dst)) return "request.kind fields must be strings";
           }
         } else if (rkey == "object") {
@@ -190,7 +202,8 @@ std::string parse_envelope(core::json_decoder& decoder, std::string_view body, p
           if (ov.is_null().get(null_object) == simdjson::SUCCESS && null_object) continue;
           const char* obj_start = ov.raw_json_token().data();
           ondemand::object obj;
-          if (ov.get_object().get(obj) != simdjson::SUCCESS) return "request.object must be an object";
+          if (ov.get_object().get(obj) != simdjson::SUCCESS)
+            return "request.object must be an object";
           r.built_object = nullptr;
           if (build && handles(rt, r.request_kind) && validates_operation(r.operation)) {
             // Built as it is read; its text (raw_json()'s span: to the next token) is known
@@ -241,11 +254,12 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts,
                core::json_decoder& decoder) {
   if (meta.content_type && !is_json_content_type(*meta.content_type)) {
-    return refuse(failure::unsupported_media_type,
-                  "Content-Type must be application/json, got \"" + sanitize_warning(*meta.content_type) + "\"");
+    return refuse(failure::unsupported_media_type, "Content-Type must be application/json, got \"" +
+                                                       sanitize_warning(*meta.content_type) + "\"");
   }
   if (body.size() > opts.max_body_bytes) {
-    return refuse(failure::too_large, "request body is " + std::to_string(body.size()) + " bytes; the limit is " +
+    return refuse(failure::too_large, "request body is " + std::to_string(body.size()) +
+                                          " bytes; the limit is " +
                                           std::to_string(opts.max_body_bytes));
   }
   if (body.empty()) return bad_request("request body is empty; expected an AdmissionReview");
@@ -272,8 +286,9 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     return bad_request("kind must be AdmissionReview, got \"" + sanitize_warning(r.kind) + "\"");
   }
   if (r.api_version != "admission.k8s.io/v1" && r.api_version != "admission.k8s.io/v1beta1") {
-    return bad_request("apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1, got \"" +
-                       sanitize_warning(r.api_version) + "\"");
+    return bad_request(
+        "apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1, got \"" +
+        sanitize_warning(r.api_version) + "\"");
   }
   if (!r.has_request) return bad_request("AdmissionReview has no request");
   if (!r.has_uid || r.uid.empty()) return bad_request("request.uid is missing");
@@ -286,7 +301,7 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 
   core::error_list errors;
   std::vector<std::string> warnings;
-  core::decode_result decoded;  // outlives the response: r.name may view into it
+  core::decode_result decoded;           // outlives the response: r.name may view into it
   const core::doc_node* root = nullptr;  // the decoder's reused tree or decoded.root
   const bool validates = handled && validates_operation(r.operation);
   if (validates) {
@@ -305,8 +320,10 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     } else {
       // Whatever the reusing decoders refused gets decode_json's exact verdict.
       decoded = core::decode_json(decoder, r.object_json);
-      if (decoded.ok()) root = &decoded.root;
-      else errors = std::move(decoded.errors);
+      if (decoded.ok())
+        root = &decoded.root;
+      else
+        errors = std::move(decoded.errors);
     }
     if (root != nullptr) {
       if (is_source) {
@@ -330,7 +347,8 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   // field three times: reserved at once, as growing a long body copies it.
   std::size_t expected = 256;
   for (const auto& e : errors)
-    expected += 160 + 2 * (e.detail.size() + e.bad_value.size() + e.rule.size()) + 3 * e.path.size();
+    expected +=
+        160 + 2 * (e.detail.size() + e.bad_value.size() + e.rule.size()) + 3 * e.path.size();
   for (const auto& w : warnings) expected += 4 + w.size();
   out.reserve(expected);
   out += R"({"apiVersion":)";
@@ -343,7 +361,8 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     // apierrors.NewInvalid: what the apiserver turns into kubectl's
     // `admission webhook "..." denied the request: <message>`.
     out += R"(,"status":)";
-    core::append_invalid_status(out, r.request_kind.group, r.request_kind.kind, r.name, errors, false);
+    core::append_invalid_status(out, r.request_kind.group, r.request_kind.kind, r.name, errors,
+                                false);
   }
   std::size_t kept = 0;
   for (const auto& w : warnings) {

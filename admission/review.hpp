@@ -55,11 +55,11 @@ enum class failure {
 
 struct outcome {
   verdict result = verdict::errored;
-  std::string body;         // allowed/denied: the AdmissionReview response (JSON)
+  std::string body;  // allowed/denied: the AdmissionReview response (JSON)
   failure error = failure::none;
-  std::string message;      // errored: why
-  std::string kind;         // the object's kind, "other" when the route does not handle it
-  std::string uid;          // request.uid when it could be read
+  std::string message;  // errored: why
+  std::string kind;     // the object's kind, "other" when the route does not handle it
+  std::string uid;      // request.uid when it could be read
   std::size_t warning_count = 0;
   core::error_list errors;  // the field errors behind a denial
 };

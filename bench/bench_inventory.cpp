@@ -27,18 +27,21 @@ core::topology_source source() {
   core::topology_source s;
   s.api_version = "worker.gpustack.ai/v1alpha1";
   s.name = "bench";
-  s.levels = {"topology.gpustack.ai/region", "topology.gpustack.ai/zone", "topology.gpustack.ai/rack"};
+  s.levels = {"topology.gpustack.ai/region", "topology.gpustack.ai/zone",
+              "topology.gpustack.ai/rack"};
   return s;
 }
 
 // `n` nodes, 32 per rack, 16 racks per zone, one region: a valid S8/S9 hierarchy.
 std::string snapshot(const std::string& revision, int n) {
-  std::string out = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":")" + revision + R"(","nodes":{)";
+  std::string out =
+      R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":")" + revision + R"(","nodes":{)";
   char buf[256];
   for (int i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf,
-                  R"(%s"gpu-node-%05d":{"topology.gpustack.ai/region":"region-a","topology.gpustack.ai/zone":"zone-%03d","topology.gpustack.ai/rack":"rack-%04d"})",
-                  i == 0 ? "" : ",", i, i / 512, i / 32);
+    std::snprintf(
+        buf, sizeof buf,
+        R"(%s"gpu-node-%05d":{"topology.gpustack.ai/region":"region-a","topology.gpustack.ai/zone":"zone-%03d","topology.gpustack.ai/rack":"rack-%04d"})",
+        i == 0 ? "" : ",", i, i / 512, i / 32);
     out += buf;
   }
   out += "}}";
@@ -59,13 +62,17 @@ struct stats {
 
 stats summarize(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
+  auto at = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+  };
   double sum = 0;
   for (const double x : v) sum += x;
   return {at(0.50), at(0.90), at(0.99), v.back(), sum / static_cast<double>(v.size())};
 }
 
-double ms_since(clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); }
+double ms_since(clk::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+}
 
 void write_atomic(const std::string& path, const std::string& data) {
   const auto tmp = path + ".tmp";
@@ -109,8 +116,10 @@ void file_change_latency(const std::string& dir, int changes, int nodes, const c
   }
   reg.stop();
   const auto s = summarize(samples);
-  std::printf("file change -> served (%s, %zu bytes, %d changes): median %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-              label, snapshot("chg-0", nodes).size(), changes, s.p50, s.p90, s.p99, s.max);
+  std::printf(
+      "file change -> served (%s, %zu bytes, %d changes): median %.2f ms, p90 %.2f ms, p99 %.2f "
+      "ms, max %.2f ms\n",
+      label, snapshot("chg-0", nodes).size(), changes, s.p50, s.p90, s.p99, s.max);
 }
 
 void push_latency(const std::string& dir, int pushes, int nodes) {
@@ -126,33 +135,41 @@ void push_latency(const std::string& dir, int pushes, int nodes) {
   inventory::registry reg(std::move(cfg), inventory::system_clock(), quiet);
   reg.start();
   std::vector<std::string> bodies;
-  for (int i = 0; i < pushes; ++i) bodies.push_back(snapshot("push-" + std::to_string(100000 + i), nodes));
+  for (int i = 0; i < pushes; ++i)
+    bodies.push_back(snapshot("push-" + std::to_string(100000 + i), nodes));
   std::vector<double> total;
   std::vector<double> validate_only;
   auto* inv = reg.find("bench");
   for (int i = 0; i < pushes; ++i) {
     auto t0 = clk::now();
-    const auto p = inv->prepare(bodies[static_cast<std::size_t>(i)], {"bench", "", std::nullopt, std::nullopt});
+    const auto p = inv->prepare(bodies[static_cast<std::size_t>(i)],
+                                {"bench", "", std::nullopt, std::nullopt});
     validate_only.push_back(ms_since(t0));
     if (!p.candidate) {
-      std::fprintf(stderr, "bench snapshot invalid: %s\n", core::render_text(p.result.errors).c_str());
+      std::fprintf(stderr, "bench snapshot invalid: %s\n",
+                   core::render_text(p.result.errors).c_str());
       std::exit(1);
     }
     t0 = clk::now();
     const auto a = reg.push("bench", bodies[static_cast<std::size_t>(i)], std::nullopt, "bench");
     total.push_back(ms_since(t0));
-    if (a.outcome != inventory::push_outcome::created && a.outcome != inventory::push_outcome::stored) {
-      std::fprintf(stderr, "push %d: %s %s %s\n", i, std::string(inventory::to_string(a.outcome)).c_str(),
-                   a.message.c_str(), core::render_text(a.errors).c_str());
+    if (a.outcome != inventory::push_outcome::created &&
+        a.outcome != inventory::push_outcome::stored) {
+      std::fprintf(stderr, "push %d: %s %s %s\n", i,
+                   std::string(inventory::to_string(a.outcome)).c_str(), a.message.c_str(),
+                   core::render_text(a.errors).c_str());
       std::exit(1);
     }
   }
   reg.stop();
   const auto s = summarize(total);
   const auto v = summarize(validate_only);
-  std::printf("push %zu bytes (%d pushes, file store with fsync): p50 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms\n",
-              bodies.front().size(), pushes, s.p50, s.p99, s.max, s.mean);
-  std::printf("  of which decode+validate+render (no store): p50 %.2f ms, p99 %.2f ms\n", v.p50, v.p99);
+  std::printf(
+      "push %zu bytes (%d pushes, file store with fsync): p50 %.2f ms, p99 %.2f ms, max %.2f ms, "
+      "mean %.2f ms\n",
+      bodies.front().size(), pushes, s.p50, s.p99, s.max, s.mean);
+  std::printf("  of which decode+validate+render (no store): p50 %.2f ms, p99 %.2f ms\n", v.p50,
+              v.p99);
 }
 
 }  // namespace

@@ -32,15 +32,19 @@ struct tally {
 
 }  // namespace
 
-extern "C" __attribute__((noinline)) void instr_region(const std::string& valid, const std::string& invalid,
-                                                       std::size_t n, tally& t) {
+extern "C" __attribute__((noinline)) void instr_region(const std::string& valid,
+                                                       const std::string& invalid, std::size_t n,
+                                                       tally& t) {
   const request_meta meta{std::string_view("application/json"), std::nullopt};
   const options opts;
   for (std::size_t i = 0; i < n; ++i) {
     const outcome out = review(route::topology_sources, i % 2 == 0 ? valid : invalid, meta, opts);
-    if (out.result == verdict::allowed) ++t.allowed;
-    else if (out.result == verdict::denied) ++t.denied;
-    else ++t.other;
+    if (out.result == verdict::allowed)
+      ++t.allowed;
+    else if (out.result == verdict::denied)
+      ++t.denied;
+    else
+      ++t.other;
     t.bytes += out.body.size();
   }
 }

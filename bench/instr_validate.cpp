@@ -34,7 +34,8 @@ std::string make_snapshot_json() {
 
 // The counted region; extern "C" and noinline so callgrind's --toggle-collect finds it
 // under one stable name whatever the optimisation level.
-extern "C" __attribute__((noinline)) std::size_t instr_region(json_decoder& decoder, const std::string& json,
+extern "C" __attribute__((noinline)) std::size_t instr_region(json_decoder& decoder,
+                                                              const std::string& json,
                                                               const snapshot_context& ctx) {
   return check_snapshot(decoder, json, ctx).size();
 }

@@ -3,7 +3,6 @@
 // Kubernetes API. Exit 0 clean, 1 violations found, 2 usage, I/O or API error.
 #include "diagnose/audit.hpp"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>

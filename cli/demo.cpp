@@ -55,7 +55,8 @@ nodes:
     topology.gpustack.ai/rack: rack-02
 )";
 
-constexpr std::string_view config_yaml = R"(# topogate demo configuration (see docs/configuration.md for every key).
+constexpr std::string_view config_yaml =
+    R"(# topogate demo configuration (see docs/configuration.md for every key).
 listen:
   address: 127.0.0.1
   port: 8443
@@ -71,10 +72,12 @@ inventories:
       clientCAFile: ca.crt
 )";
 
-constexpr std::string_view review_allowed = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0d6c2f3e-demo-allowed","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"data-center","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"data-center"},"spec":{"nodeSelector":{},"levels":["topology.gpustack.ai/region","topology.gpustack.ai/zone","topology.gpustack.ai/rack"],"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"topology-inventory"},"key":"snapshot.yaml","maxStaleness":"10m"}}}}}
+constexpr std::string_view review_allowed =
+    R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0d6c2f3e-demo-allowed","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"data-center","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"data-center"},"spec":{"nodeSelector":{},"levels":["topology.gpustack.ai/region","topology.gpustack.ai/zone","topology.gpustack.ai/rack"],"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"topology-inventory"},"key":"snapshot.yaml","maxStaleness":"10m"}}}}}
 )";
 
-constexpr std::string_view review_denied = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"7a1e9b52-demo-denied","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"inventory-service","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"inventory-service"},"spec":{"levels":["topology.gpustack.ai/rack","topology.gpustack.ai/rack","kubernetes.io/hostname"],"additionalWritePrefix":"kubernetes.io/","webhook":{"url":"http://inventory.example.com/snapshot","pollInterval":"1m","timeout":"5m","maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"default","name":"token"}}}}}}
+constexpr std::string_view review_denied =
+    R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"7a1e9b52-demo-denied","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"inventory-service","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"inventory-service"},"spec":{"levels":["topology.gpustack.ai/rack","topology.gpustack.ai/rack","kubernetes.io/hostname"],"additionalWritePrefix":"kubernetes.io/","webhook":{"url":"http://inventory.example.com/snapshot","pollInterval":"1m","timeout":"5m","maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"default","name":"token"}}}}}}
 )";
 
 bool file_exists(const std::string& path) { return server::signature_of(path).exists; }
@@ -118,7 +121,8 @@ core::result<void> make_pki(const std::string& dir) {
   };
   const leaf leaves[] = {
       {"server", {"localhost", "topogate demo", {"localhost"}, {"127.0.0.1", "::1"}, true, 365}},
-      {"client", {"topogate-demo-client", "topogate demo", {"demo-client.topogate.local"}, {}, false, 365}},
+      {"client",
+       {"topogate-demo-client", "topogate demo", {"demo-client.topogate.local"}, {}, false, 365}},
   };
   for (const auto& l : leaves) {
     const std::string crt = dir + "/" + l.name + ".crt", key = dir + "/" + l.name + ".key";
@@ -155,7 +159,8 @@ int run_demo(args a) {
     }
   }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    std::fprintf(stderr, "topogate demo: cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "topogate demo: cannot create %s: %s\n", dir.c_str(),
+                 std::strerror(errno));
     return 1;
   }
   char abs[PATH_MAX];
@@ -205,14 +210,21 @@ int run_demo(args a) {
         "\ntopogate demo is serving inventory \"demo\" on %s (files in %s)\n\n"
         "  set -a; . %s/demo.env; set +a\n\n"
         "  # the snapshot, with the bearer token / with the client certificate / as YAML\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo\"\n"
-        "  curl --cacert \"$TOPOGATE_CA\" --cert \"$TOPOGATE_CLIENT_CERT\" --key \"$TOPOGATE_CLIENT_KEY\" \"$TOPOGATE_URL/snapshot\"\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" -H 'Accept: application/yaml' \"$TOPOGATE_URL/snapshots/demo\"\n\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat "
+        "\"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" --cert \"$TOPOGATE_CLIENT_CERT\" --key "
+        "\"$TOPOGATE_CLIENT_KEY\" \"$TOPOGATE_URL/snapshot\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat "
+        "\"$TOPOGATE_TOKEN_FILE\")\" -H 'Accept: application/yaml' "
+        "\"$TOPOGATE_URL/snapshots/demo\"\n\n"
         "  # admission: an allowed and a denied TopologySource\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-allowed.json \"$TOPOGATE_URL/validate/topologysources\"\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary @%s/review-denied.json \"$TOPOGATE_URL/validate/topologysources\"\n\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary "
+        "@%s/review-allowed.json \"$TOPOGATE_URL/validate/topologysources\"\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H 'Content-Type: application/json' --data-binary "
+        "@%s/review-denied.json \"$TOPOGATE_URL/validate/topologysources\"\n\n"
         "  # what was accepted, and when (edit %s/snapshot.yaml to publish a new revision)\n"
-        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat \"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo/status\"\n\n"
+        "  curl --cacert \"$TOPOGATE_CA\" -H \"Authorization: Bearer $(cat "
+        "\"$TOPOGATE_TOKEN_FILE\")\" \"$TOPOGATE_URL/snapshots/demo/status\"\n\n"
         "  # health and metrics\n"
         "  curl --cacert \"$TOPOGATE_CA\" \"$TOPOGATE_URL/readyz?verbose\"\n"
         "  curl --cacert \"$TOPOGATE_CA\" \"$TOPOGATE_URL/metrics\"\n\n"

@@ -3,6 +3,8 @@
 // files or from the Kubernetes API. Exit 0 clean (chain) / not pending (pending), 1 findings /
 // pending, 2 usage, I/O or API error.
 
+#include "diagnose/diagnose.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -11,13 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "diagnose/cluster_objects.hpp"
-#include "diagnose/diagnose.hpp"
-#include "core/document.hpp"
-#include "core/result.hpp"
-#include "inventory/kube_client.hpp"
 #include "cli/commands.hpp"
 #include "cli/kube_connect.hpp"
+#include "core/document.hpp"
+#include "core/result.hpp"
+#include "diagnose/cluster_objects.hpp"
+#include "inventory/kube_client.hpp"
 #include "server/file_util.hpp"
 
 namespace topogate::cli {
@@ -112,8 +113,8 @@ std::optional<int> parse_args(args a, options& o) {
       name = "-n";
       value = arg.substr(arg[2] == '=' ? 3 : 2);
     }
-    static constexpr std::string_view valued[] = {"--output", "--from",      "-f",
-                                                  "--file",   "-n",          "--namespace"};
+    static constexpr std::string_view valued[] = {"--output", "--from", "-f",
+                                                  "--file",   "-n",     "--namespace"};
     if (std::find(std::begin(valued), std::end(valued), name) == std::end(valued) &&
         !is_kube_value_flag(name))
       return usage_error("unknown option " + std::string(arg));

@@ -1,7 +1,6 @@
 #include "cli/kube_connect.hpp"
 
 #include <dirent.h>
-
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -423,7 +422,8 @@ core::result<std::vector<std::string>> object_files(const std::string& dir,
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
-      if (!n.starts_with(".") && (n.ends_with(".json") || n.ends_with(".yaml") || n.ends_with(".yml")))
+      if (!n.starts_with(".") &&
+          (n.ends_with(".json") || n.ends_with(".yaml") || n.ends_with(".yml")))
         names.push_back(n);
     }
     ::closedir(d);

@@ -1,9 +1,10 @@
 // topogate review FILE: the webhook's AdmissionReview handler on a file; the response
 // (or the HTTP error's Status) on stdout. Exit 0 allowed, 1 denied, 2 malformed.
+#include "admission/review.hpp"
+
 #include <cstdio>
 #include <string>
 
-#include "admission/review.hpp"
 #include "cli/commands.hpp"
 #include "server/file_util.hpp"
 #include "server/router.hpp"
@@ -12,7 +13,8 @@ namespace topogate::cli {
 
 int run_review(args a) {
   if (a.size() != 1) {
-    std::fputs("usage: topogate review FILE   (an AdmissionReview request; - reads stdin)\n", stderr);
+    std::fputs("usage: topogate review FILE   (an AdmissionReview request; - reads stdin)\n",
+               stderr);
     return 2;
   }
   const std::string path = a[0] == "-" ? "/dev/stdin" : std::string(a[0]);

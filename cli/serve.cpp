@@ -1,31 +1,33 @@
 // topogate serve --config FILE [--port N] [--address A] [--threads N] [--health-port N]
+#include "server/serve.hpp"
+
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include <algorithm>
-
-#include "inventory/kube.hpp"
 #include "cli/commands.hpp"
+#include "inventory/kube.hpp"
 #include "server/audit_loop.hpp"
 #include "server/config.hpp"
 #include "server/log.hpp"
 #include "server/metrics_auth.hpp"
-#include "server/serve.hpp"
 
 namespace topogate::cli {
 
 // The stores and the Node watch the configuration asks for, Kubernetes ones included.
 inventory::registry_deps serve_dependencies(const server::serve_config& cfg) {
   const auto& invs = cfg.registry.inventories;
-  const bool watch_nodes = std::any_of(invs.begin(), invs.end(), [](const auto& i) { return i.nodes_from_api; });
-  return inventory::make_dependencies(cfg.registry.store, watch_nodes, [](std::string_view level, std::string_view msg) {
-    const auto l = level == "error" ? server::log_level::error
-                   : level == "warn" ? server::log_level::warn
-                   : level == "debug" ? server::log_level::debug
-                                      : server::log_level::info;
-    server::log(l, msg, {{"component", "inventory"}});
-  });
+  const bool watch_nodes =
+      std::any_of(invs.begin(), invs.end(), [](const auto& i) { return i.nodes_from_api; });
+  return inventory::make_dependencies(cfg.registry.store, watch_nodes,
+                                      [](std::string_view level, std::string_view msg) {
+                                        const auto l = level == "error"   ? server::log_level::error
+                                                       : level == "warn"  ? server::log_level::warn
+                                                       : level == "debug" ? server::log_level::debug
+                                                                          : server::log_level::info;
+                                        server::log(l, msg, {{"component", "inventory"}});
+                                      });
 }
 
 int run_serve(args a) {
@@ -41,8 +43,10 @@ int run_serve(args a) {
     }
   }
   if (config_path.empty()) {
-    std::fputs("usage: topogate serve --config FILE [--port N] [--address ADDR] [--threads N] [--health-port N]\n",
-               stderr);
+    std::fputs(
+        "usage: topogate serve --config FILE [--port N] [--address ADDR] [--threads N] "
+        "[--health-port N]\n",
+        stderr);
     return 2;
   }
   auto cfg = server::load_serve_config(config_path);

@@ -9,13 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "cli/commands.hpp"
 #include "core/field_error.hpp"
 #include "core/model_deployment.hpp"
 #include "core/node_labels.hpp"
 #include "core/nodes.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
-#include "cli/commands.hpp"
 #include "server/file_util.hpp"
 
 namespace topogate::cli {

@@ -24,10 +24,10 @@ struct doc_node {
 
   kind k = kind::null;
   scalar_tag tag = scalar_tag::str;
-  std::string text;                                    // scalar literal text (binary: decoded)
-  std::vector<doc_node> items;                         // sequence
-  std::vector<std::pair<std::string, doc_node>> map;   // mapping, in document order, keys unique
-  std::size_t line = 0;                                // 1-based, 0 when unknown
+  std::string text;                                   // scalar literal text (binary: decoded)
+  std::vector<doc_node> items;                        // sequence
+  std::vector<std::pair<std::string, doc_node>> map;  // mapping, in document order, keys unique
+  std::size_t line = 0;                               // 1-based, 0 when unknown
 
   // Defined out of line: `map` holds doc_node by value, so the members that destroy or copy
   // it need the complete type (libc++ and clang's libstdc++ checks insist on it).
@@ -78,9 +78,9 @@ class json_decoder {
 };
 
 struct decode_limits {
-  std::size_t max_bytes = 8u << 20;          // input size
-  std::size_t max_depth = 64;                // nesting of collections
-  std::size_t max_expanded_nodes = 1u << 20; // after alias/merge expansion ("billion laughs")
+  std::size_t max_bytes = 8u << 20;           // input size
+  std::size_t max_depth = 64;                 // nesting of collections
+  std::size_t max_expanded_nodes = 1u << 20;  // after alias/merge expansion ("billion laughs")
 };
 
 struct decode_result {

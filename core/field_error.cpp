@@ -15,14 +15,22 @@ namespace topogate::core {
 
 std::string_view to_string(error_type t) noexcept {
   switch (t) {
-    case error_type::required: return "Required value";
-    case error_type::invalid: return "Invalid value";
-    case error_type::forbidden: return "Forbidden";
-    case error_type::duplicate: return "Duplicate value";
-    case error_type::too_many: return "Too many";
-    case error_type::not_supported: return "Unsupported value";
-    case error_type::too_long: return "Too long";
-    case error_type::not_found: return "Not found";
+    case error_type::required:
+      return "Required value";
+    case error_type::invalid:
+      return "Invalid value";
+    case error_type::forbidden:
+      return "Forbidden";
+    case error_type::duplicate:
+      return "Duplicate value";
+    case error_type::too_many:
+      return "Too many";
+    case error_type::not_supported:
+      return "Unsupported value";
+    case error_type::too_long:
+      return "Too long";
+    case error_type::not_found:
+      return "Not found";
   }
   return "Internal error";
 }
@@ -88,18 +96,19 @@ struct rune_range {
   std::uint32_t first, last;
 };
 constexpr rune_range go_not_printable[] = {
-    {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},
-    {0x6dd, 0x6dd},     {0x70f, 0x70f},     {0x890, 0x891},     {0x8e2, 0x8e2},
-    {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},
-    {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},   {0xe000, 0xf8ff},
-    {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
-    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0001, 0xe0001},
+    {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},       {0x61c, 0x61c},
+    {0x6dd, 0x6dd},     {0x70f, 0x70f},     {0x890, 0x891},       {0x8e2, 0x8e2},
+    {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},     {0x2028, 0x202f},
+    {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},     {0xe000, 0xf8ff},
+    {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd},   {0x110cd, 0x110cd},
+    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},   {0xe0001, 0xe0001},
     {0xe0020, 0xe007f}, {0xf0000, 0xffffd}, {0x100000, 0x10fffd},
 };
 
 bool go_printable(std::uint32_t cp) noexcept {
-  const auto* it = std::upper_bound(std::begin(go_not_printable), std::end(go_not_printable), cp,
-                                    [](std::uint32_t c, const rune_range& r) { return c < r.first; });
+  const auto* it =
+      std::upper_bound(std::begin(go_not_printable), std::end(go_not_printable), cp,
+                       [](std::uint32_t c, const rune_range& r) { return c < r.first; });
   return it == std::begin(go_not_printable) || cp > std::prev(it)->last;
 }
 
@@ -110,8 +119,10 @@ std::size_t go_decode_rune(const unsigned char* p, std::size_t n, std::uint32_t&
   const unsigned c = p[0];
   std::size_t len = 0;
   unsigned lo = 0x80, hi = 0xbf;  // the second byte's range
-  if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-  else if (c >= 0xe0 && c <= 0xef) {
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
     len = 3;
     cp = c & 0x0f;
     if (c == 0xe0) lo = 0xa0;
@@ -148,16 +159,35 @@ void append_go_quoted(std::string& out, std::string_view s) {
     }
     const unsigned c = p[i];
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\a': out += "\\a"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\v': out += "\\v"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\a':
+        out += "\\a";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\v':
+        out += "\\v";
+        continue;
+      default:
+        break;
     }
     std::uint32_t cp = 0;
     const std::size_t len = c < 0x80 ? 0 : go_decode_rune(p + i, s.size() - i, cp);
@@ -171,7 +201,8 @@ void append_go_quoted(std::string& out, std::string_view s) {
     } else {
       const int digits = cp < 0x10000 ? 4 : 8;
       out += digits == 4 ? "\\u" : "\\U";
-      for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out.push_back(hex[(cp >> shift) & 0xf]);
+      for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4)
+        out.push_back(hex[(cp >> shift) & 0xf]);
       i += len - 1;
     }
   }
@@ -254,8 +285,9 @@ field_error required(std::string rule, std::string path, std::string detail) {
   return {std::move(rule), std::move(path), error_type::required, {}, false, std::move(detail)};
 }
 
-field_error invalid(std::string rule, std::string path, std::string_view value, std::string detail) {
-  return {std::move(rule), std::move(path), error_type::invalid, std::string(value), true,
+field_error invalid(std::string rule, std::string path, std::string_view value,
+                    std::string detail) {
+  return {std::move(rule),  std::move(path), error_type::invalid, std::string(value), true,
           std::move(detail)};
 }
 
@@ -268,8 +300,13 @@ field_error duplicate(std::string rule, std::string path, std::string_view value
 }
 
 field_error too_many(std::string rule, std::string path, std::size_t actual, std::size_t max) {
-  return {std::move(rule), std::move(path), error_type::too_many, std::to_string(actual), false,
-          "must have at most " + std::to_string(max) + " items (has " + std::to_string(actual) + ")"};
+  return {
+      std::move(rule),
+      std::move(path),
+      error_type::too_many,
+      std::to_string(actual),
+      false,
+      "must have at most " + std::to_string(max) + " items (has " + std::to_string(actual) + ")"};
 }
 
 field_error not_supported(std::string rule, std::string path, std::string_view value,
@@ -281,18 +318,23 @@ field_error not_supported(std::string rule, std::string path, std::string_view v
     detail += i ? ", " : "supported values: ";
     append_go_quoted(detail, supported[i]);
   }
-  return {std::move(rule), std::move(path), error_type::not_supported, std::string(value), true,
+  return {std::move(rule),  std::move(path), error_type::not_supported, std::string(value), true,
           std::move(detail)};
 }
 
 field_error too_long(std::string rule, std::string path, std::size_t actual, std::size_t max) {
-  return {std::move(rule), std::move(path), error_type::too_long, std::to_string(actual), false,
+  return {std::move(rule),
+          std::move(path),
+          error_type::too_long,
+          std::to_string(actual),
+          false,
           "may not be more than " + std::to_string(max) + " bytes (has " + std::to_string(actual) +
               ")"};
 }
 
-field_error not_found(std::string rule, std::string path, std::string_view value, std::string detail) {
-  return {std::move(rule), std::move(path), error_type::not_found, std::string(value), true,
+field_error not_found(std::string rule, std::string path, std::string_view value,
+                      std::string detail) {
+  return {std::move(rule),  std::move(path), error_type::not_found, std::string(value), true,
           std::move(detail)};
 }
 
@@ -333,7 +375,9 @@ std::string key(std::string_view parent, std::string_view k) {
 void field_path::append_to(std::string& out) const {
   if (parent_ != nullptr) parent_->append_to(out);
   switch (step_) {
-    case step::root: out += name_; return;
+    case step::root:
+      out += name_;
+      return;
     case step::child:
       if (!out.empty()) out.push_back('.');
       out += name_;
@@ -360,10 +404,18 @@ std::string field_path::str() const {
   std::size_t size = 0;
   for (const field_path* p = this; p != nullptr; p = p->parent_) {
     switch (p->step_) {
-      case step::root: size += p->name_.size(); break;
-      case step::child: size += 1 + p->name_.size(); break;
-      case step::index: size += 2 + 20; break;
-      case step::key: size += 2 + p->name_.size(); break;
+      case step::root:
+        size += p->name_.size();
+        break;
+      case step::child:
+        size += 1 + p->name_.size();
+        break;
+      case step::index:
+        size += 2 + 20;
+        break;
+      case step::key:
+        size += 2 + p->name_.size();
+        break;
     }
   }
   std::string out;
@@ -447,14 +499,31 @@ namespace {
     const auto c = static_cast<unsigned char>(p[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': buf[w++] = '\\'; buf[w++] = '"'; break;
-        case '\\': buf[w++] = '\\'; buf[w++] = '\\'; break;
-        case '\n': buf[w++] = '\\'; buf[w++] = 'n'; break;
-        case '\r': buf[w++] = '\\'; buf[w++] = 'r'; break;
-        case '\t': buf[w++] = '\\'; buf[w++] = 't'; break;
+        case '"':
+          buf[w++] = '\\';
+          buf[w++] = '"';
+          break;
+        case '\\':
+          buf[w++] = '\\';
+          buf[w++] = '\\';
+          break;
+        case '\n':
+          buf[w++] = '\\';
+          buf[w++] = 'n';
+          break;
+        case '\r':
+          buf[w++] = '\\';
+          buf[w++] = 'r';
+          break;
+        case '\t':
+          buf[w++] = '\\';
+          buf[w++] = 't';
+          break;
         default:
-          if (c < 0x20 || c == 0x7f) u_escape(c);
-          else buf[w++] = static_cast<char>(c);
+          if (c < 0x20 || c == 0x7f)
+            u_escape(c);
+          else
+            buf[w++] = static_cast<char>(c);
       }
       ++i;
       continue;
@@ -462,9 +531,16 @@ namespace {
     // Decode one UTF-8 sequence, strictly (no overlongs, no surrogates, <= U+10FFFF).
     std::size_t len = 0;
     std::uint32_t cp = 0;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07;
+    }
     bool ok = len != 0 && i + len <= n;
     for (std::size_t j = 1; ok && j < len; ++j) {
       const auto cc = static_cast<unsigned char>(p[i + j]);

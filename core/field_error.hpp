@@ -25,8 +25,8 @@ enum class error_type {
 std::string_view to_string(error_type t) noexcept;
 
 struct field_error {
-  std::string rule;       // "T4", "S9", ...
-  std::string path;       // "spec.levels[2]", "nodes[worker-a][topology.gpustack.ai/rack]"
+  std::string rule;  // "T4", "S9", ...
+  std::string path;  // "spec.levels[2]", "nodes[worker-a][topology.gpustack.ai/rack]"
   error_type type = error_type::invalid;
   std::string bad_value;  // rendered only when has_value
   bool has_value = false;
@@ -46,7 +46,8 @@ using error_list = std::vector<field_error>;
 
 // Builders mirroring apimachinery's field.Required / field.Invalid / ... helpers.
 field_error required(std::string rule, std::string path, std::string detail = {});
-field_error invalid(std::string rule, std::string path, std::string_view value, std::string detail = {});
+field_error invalid(std::string rule, std::string path, std::string_view value,
+                    std::string detail = {});
 field_error forbidden(std::string rule, std::string path, std::string detail = {});
 field_error duplicate(std::string rule, std::string path, std::string_view value);
 field_error too_many(std::string rule, std::string path, std::size_t actual, std::size_t max);
@@ -54,9 +55,11 @@ field_error too_many(std::string rule, std::string path, std::size_t actual, std
 field_error not_supported(std::string rule, std::string path, std::string_view value,
                           const std::vector<std::string>& supported);
 field_error too_long(std::string rule, std::string path, std::size_t actual, std::size_t max);
-field_error not_found(std::string rule, std::string path, std::string_view value, std::string detail = {});
+field_error not_found(std::string rule, std::string path, std::string_view value,
+                      std::string detail = {});
 
-// Path builders: child("spec", "levels") -> "spec.levels"; index(p, 2) -> "p[2]"; key(p, k) -> "p[k]".
+// Path builders: child("spec", "levels") -> "spec.levels"; index(p, 2) -> "p[2]"; key(p, k) ->
+// "p[k]".
 std::string child(std::string_view parent, std::string_view name);
 std::string index(std::string_view parent, std::size_t i);
 std::string key(std::string_view parent, std::string_view k);
@@ -81,7 +84,8 @@ class field_path {
 
  private:
   enum class step : unsigned char { root, child, index, key };
-  constexpr field_path(const field_path* parent, step s, std::string_view name, std::size_t i) noexcept
+  constexpr field_path(const field_path* parent, step s, std::string_view name,
+                       std::size_t i) noexcept
       : parent_(parent), name_(name), index_(i), step_(s) {}
   void append_to(std::string& out) const;
 

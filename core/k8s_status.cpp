@@ -21,10 +21,14 @@ namespace {
 constexpr std::string_view cause_head_open = R"(,{"reason":")";
 constexpr std::string_view cause_head_close = R"(","message":"[)";
 constexpr std::array<std::string_view, 8> cause_heads = {
-    R"(,{"reason":"FieldValueRequired","message":"[)",     R"(,{"reason":"FieldValueInvalid","message":"[)",
-    R"(,{"reason":"FieldValueForbidden","message":"[)",    R"(,{"reason":"FieldValueDuplicate","message":"[)",
-    R"(,{"reason":"FieldValueTooMany","message":"[)",      R"(,{"reason":"FieldValueNotSupported","message":"[)",
-    R"(,{"reason":"FieldValueTooLong","message":"[)",      R"(,{"reason":"FieldValueNotFound","message":"[)",
+    R"(,{"reason":"FieldValueRequired","message":"[)",
+    R"(,{"reason":"FieldValueInvalid","message":"[)",
+    R"(,{"reason":"FieldValueForbidden","message":"[)",
+    R"(,{"reason":"FieldValueDuplicate","message":"[)",
+    R"(,{"reason":"FieldValueTooMany","message":"[)",
+    R"(,{"reason":"FieldValueNotSupported","message":"[)",
+    R"(,{"reason":"FieldValueTooLong","message":"[)",
+    R"(,{"reason":"FieldValueNotFound","message":"[)",
 };
 static_assert(static_cast<std::size_t>(error_type::not_found) + 1 == cause_heads.size());
 
@@ -34,7 +38,8 @@ constexpr std::string_view cause_head(error_type t) noexcept {
 }
 
 constexpr std::string_view cause_type_in(std::string_view head) noexcept {
-  return head.substr(cause_head_open.size(), head.size() - cause_head_open.size() - cause_head_close.size());
+  return head.substr(cause_head_open.size(),
+                     head.size() - cause_head_open.size() - cause_head_close.size());
 }
 static_assert(cause_type_in(cause_head(error_type::not_supported)) == "FieldValueNotSupported");
 
@@ -48,10 +53,12 @@ namespace {
 // or without (embedded in an AdmissionReview response).
 constexpr std::string_view typed_status_head =
     R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":")";
-constexpr std::string_view embedded_status_head = R"({"metadata":{},"status":"Failure","message":")";
+constexpr std::string_view embedded_status_head =
+    R"({"metadata":{},"status":"Failure","message":")";
 
 // `"details":{"name":..,"group":..,"kind":..`, left open for the causes.
-void open_details(std::string& out, std::string_view name, std::string_view group, std::string_view kind) {
+void open_details(std::string& out, std::string_view name, std::string_view group,
+                  std::string_view kind) {
   out += R"("details":{"name":)"sv;
   append_json_string(out, name);
   out += R"(,"group":)"sv;
@@ -131,7 +138,8 @@ class repeat_finder {
         if (pieces[j].in_message && same(j)) return true;
       return false;
     }
-    const std::size_t h = std::hash<std::string_view>{}(std::string_view(out.data() + p.field_at, size));
+    const std::size_t h =
+        std::hash<std::string_view>{}(std::string_view(out.data() + p.field_at, size));
     const auto [first, last] = kept_->equal_range(h);
     for (auto it = first; it != last; ++it)
       if (same(it->second)) return true;
@@ -141,7 +149,9 @@ class repeat_finder {
 
  private:
   static constexpr std::size_t pairwise_up_to = 16;
-  static std::size_t text_size(const escaped_error& p) { return p.body_at + p.body_size - p.field_at; }
+  static std::size_t text_size(const escaped_error& p) {
+    return p.body_at + p.body_size - p.field_at;
+  }
   std::uint64_t sizes_seen_ = 0;
   // Past pairwise_up_to errors: text hash -> index of the error kept with that text.
   std::optional<std::unordered_multimap<std::size_t, std::size_t>> kept_;
@@ -193,7 +203,9 @@ void append_invalid_status(std::string& out, std::string_view group, std::string
   const bool name_as_is = out.size() - name_at == name.size() + 4;
   // No aggregate without errors; a bracketed one for more than one (unless they all say the
   // same: undone below).
-  out += errors.empty() ? " is invalid"sv : errors.size() == 1 ? " is invalid: "sv : " is invalid: ["sv;
+  out += errors.empty()       ? " is invalid"sv
+         : errors.size() == 1 ? " is invalid: "sv
+                              : " is invalid: ["sv;
 
   // On the stack for the few errors a denial usually holds.
   std::array<escaped_error, 16> few;
@@ -215,9 +227,12 @@ void append_invalid_status(std::string& out, std::string_view group, std::string
       p.body_at = out.size();
       errors[i].append_json_body_to(out);
       p.body_size = out.size() - p.body_at;
-      p.in_message = !finder.may_repeat(out.size() - p.field_at) || !finder.repeats(out, errors, pieces, i);
-      if (p.in_message) ++kept;
-      else out.resize(start);
+      p.in_message =
+          !finder.may_repeat(out.size() - p.field_at) || !finder.repeats(out, errors, pieces, i);
+      if (p.in_message)
+        ++kept;
+      else
+        out.resize(start);
     }
     if (kept > 1) {
       out += ']';
@@ -232,8 +247,10 @@ void append_invalid_status(std::string& out, std::string_view group, std::string
   }
 
   out += R"(","reason":"Invalid","details":{"name":")"sv;
-  if (name_as_is) out.append(out, name_at + 2, name.size());
-  else append_json_chars(out, name);
+  if (name_as_is)
+    out.append(out, name_at + 2, name.size());
+  else
+    append_json_chars(out, name);
   out += R"(","group":")"sv;
   out.append(out, group_at, group_size);
   out += R"(","kind":")"sv;

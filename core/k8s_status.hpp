@@ -29,7 +29,8 @@ struct status_details {
 // {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":...,"reason":...,
 //  "details":{"name":..,"group":..,"kind":..,"causes":[...]},"code":N}
 // ("details" only when details != nullptr; each cause as append_invalid_status writes it).
-[[nodiscard]] std::string failure_status(int code, std::string_view reason, std::string_view message,
+[[nodiscard]] std::string failure_status(int code, std::string_view reason,
+                                         std::string_view message,
                                          const status_details* details = nullptr);
 
 // apierrors.NewInvalid(schema.GroupKind{group, kind}, name, errors) as JSON, appended to `out`.

@@ -21,8 +21,9 @@ struct profile {
 [[nodiscard]] std::uint64_t fnv1a64(std::string_view bytes) noexcept;
 // Orders runs of consecutive fabric.topograph.run/tier-N keys by descending N.
 [[nodiscard]] std::vector<std::string> normalize_levels(std::vector<std::string> levels);
-[[nodiscard]] profile derive_profile(const std::vector<std::string>& levels,
-                                     const std::vector<std::pair<std::string, std::string>>& labels);
+[[nodiscard]] profile derive_profile(
+    const std::vector<std::string>& levels,
+    const std::vector<std::pair<std::string, std::string>>& labels);
 [[nodiscard]] std::string profile_id(const std::vector<std::string>& keys);
 
 }  // namespace topogate::core

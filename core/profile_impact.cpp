@@ -62,7 +62,8 @@ void append_changes(std::string& out, std::string_view key, std::size_t count,
   out.push_back('}');
 }
 
-void append_profiles(std::string& out, std::string_view key, const std::vector<assigned_profile>& profiles) {
+void append_profiles(std::string& out, std::string_view key,
+                     const std::vector<assigned_profile>& profiles) {
   append_json_string(out, key);
   out += ":[";
   for (std::size_t i = 0; i < profiles.size(); ++i) {
@@ -85,25 +86,30 @@ std::vector<std::string> consequences_of(const profile_impact& im) {
   const bool flavor_set_changes = !im.appeared.empty() || !im.disappeared.empty();
   if (flavor_set_changes) {
     out.emplace_back(
-        "Record the managed ClusterQueue's name, UID, stop policy, status.reservingWorkloads and flavor "
+        "Record the managed ClusterQueue's name, UID, stop policy, status.reservingWorkloads and "
+        "flavor "
         "references before and after the change.");
   }
   if (!im.appeared.empty()) {
     std::vector<std::string> ids;
     for (const auto& p : im.appeared) ids.push_back(p.id);
-    out.push_back("New profile(s) " + join_ids(ids) +
-                  ": their ordered level keys produce a new profile and Topology; GPUStack creates the "
-                  "replacement ResourceFlavors first.");
+    out.push_back(
+        "New profile(s) " + join_ids(ids) +
+        ": their ordered level keys produce a new profile and Topology; GPUStack creates the "
+        "replacement ResourceFlavors first.");
   }
   if (im.profile_changes() != 0) {
     out.push_back(std::to_string(im.profile_changes()) +
-                  " Node(s) change or lose topology.gpustack.ai/profile: each Node and its Devices ledger must "
-                  "converge on the same topology.gpustack.ai/profile before accelerator admission can use the "
+                  " Node(s) change or lose topology.gpustack.ai/profile: each Node and its Devices "
+                  "ledger must "
+                  "converge on the same topology.gpustack.ai/profile before accelerator admission "
+                  "can use the "
                   "replacement flavor.");
   }
   if (flavor_set_changes) {
     out.emplace_back(
-        "GPUStack sets HoldAndDrain on the managed ClusterQueue, waits for zero reservations, switches the "
+        "GPUStack sets HoldAndDrain on the managed ClusterQueue, waits for zero reservations, "
+        "switches the "
         "flavor set on the same queue, then restores the previous stop policy.");
     // Flavors whose Nodes or whose existence change: the Workloads admitted on them move.
     std::set<std::string> affected;
@@ -123,12 +129,15 @@ std::vector<std::string> consequences_of(const profile_impact& im) {
     std::vector<std::string> ids;
     for (const auto& p : im.disappeared) ids.push_back(p.id);
     out.push_back("Profile(s) " + join_ids(ids) +
-                  " are no longer used: their old flavors and Topology disappear only after references clear.");
+                  " are no longer used: their old flavors and Topology disappear only after "
+                  "references clear.");
   }
   if (flavor_set_changes) {
     out.emplace_back(
-        "If TopologyReady=False, read its reason and the queue's migration annotations before changing anything "
-        "else: a missing replacement flavor, immutable object drift, too many required flavors, or quota that "
+        "If TopologyReady=False, read its reason and the queue's migration annotations before "
+        "changing anything "
+        "else: a missing replacement flavor, immutable object drift, too many required flavors, or "
+        "quota that "
         "cannot be conserved leaves the last complete queue plan in place.");
   }
   return out;
@@ -151,12 +160,14 @@ profile_assignment profiles_from_node_labels(const node_list& nodes) {
 }
 
 const node_assignment* profile_assignment::find(std::string_view node) const noexcept {
-  auto it = std::lower_bound(nodes.begin(), nodes.end(), node,
-                             [](const node_assignment& n, std::string_view name) { return n.node < name; });
+  auto it = std::lower_bound(
+      nodes.begin(), nodes.end(), node,
+      [](const node_assignment& n, std::string_view name) { return n.node < name; });
   return it != nodes.end() && it->node == node ? &*it : nullptr;
 }
 
-profile_assignment assign_profiles(const topology_source& src, const snapshot* snap, const node_list* selected) {
+profile_assignment assign_profiles(const topology_source& src, const snapshot* snap,
+                                   const node_list* selected) {
   // A profile is the longest populated prefix of the normalised levels, so a source has at
   // most levels+1 profiles and each is identified by its depth.
   const auto levels = normalize_levels(src.levels);
@@ -173,7 +184,8 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
     for (const auto& n : snap->nodes) all.push_back({n.name, &n, nullptr});
     // Served and exported snapshots usually list Nodes sorted already: one pass, no sort.
     const auto by_name = [](const source_node& a, const source_node& b) { return a.name < b.name; };
-    if (!std::is_sorted(all.begin(), all.end(), by_name)) std::sort(all.begin(), all.end(), by_name);
+    if (!std::is_sorted(all.begin(), all.end(), by_name))
+      std::sort(all.begin(), all.end(), by_name);
   }
   if (selected != nullptr) {
     std::vector<source_node> merged;
@@ -191,8 +203,10 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
     all = std::move(merged);
   }
   // A snapshot never names a Node twice (S1 rejects duplicate keys); keep the first anyway.
-  all.erase(std::unique(all.begin(), all.end(), [](const source_node& a, const source_node& b) { return a.name == b.name; }),
-            all.end());
+  all.erase(
+      std::unique(all.begin(), all.end(),
+                  [](const source_node& a, const source_node& b) { return a.name == b.name; }),
+      all.end());
 
   profile_assignment out;
   std::vector<std::size_t> depth_of;
@@ -203,8 +217,10 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
     a.node = std::string(n.name);
     std::size_t depth = 0;
     for (; depth < levels.size(); ++depth) {
-      const std::string* v = n.described != nullptr ? described_label(*n.described, levels[depth]) : nullptr;
-      if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr) v = n.cluster->label(levels[depth]);
+      const std::string* v =
+          n.described != nullptr ? described_label(*n.described, levels[depth]) : nullptr;
+      if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr)
+        v = n.cluster->label(levels[depth]);
       if (v == nullptr || v->empty()) break;  // a Node may omit a fine suffix, never a parent
       a.values.push_back(*v);
     }
@@ -225,26 +241,29 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
     index_of_depth[d] = static_cast<std::uint32_t>(out.profiles.size());
     out.profiles.push_back(std::move(p));
   }
-  for (std::size_t i = 0; i < out.nodes.size(); ++i) out.nodes[i].profile = index_of_depth[depth_of[i]];
+  for (std::size_t i = 0; i < out.nodes.size(); ++i)
+    out.nodes[i].profile = index_of_depth[depth_of[i]];
   return out;
 }
 
-profile_impact compute_profile_impact(const profile_assignment& before, const profile_assignment& after,
-                                      std::size_t max_listed) {
+profile_impact compute_profile_impact(const profile_assignment& before,
+                                      const profile_assignment& after, std::size_t max_listed) {
   profile_impact im;
   im.nodes_before = before.nodes.size();
   im.nodes_after = after.nodes.size();
   im.profiles_before = before.profiles.size();
   im.profiles_after = after.profiles.size();
 
-  auto note = [max_listed](std::vector<profile_change>& list, std::size_t& count, profile_change c) {
+  auto note = [max_listed](std::vector<profile_change>& list, std::size_t& count,
+                           profile_change c) {
     ++count;
     if (list.size() < max_listed) list.push_back(std::move(c));
   };
   std::size_t i = 0;
   std::size_t j = 0;
   while (i < before.nodes.size() || j < after.nodes.size()) {
-    if (j == after.nodes.size() || (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
+    if (j == after.nodes.size() ||
+        (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
       const auto& b = before.nodes[i++];
       note(im.removed, im.removed_count, {b.node, before.profile_of(b).id, {}});
     } else if (i == before.nodes.size() || after.nodes[j].node < before.nodes[i].node) {
@@ -310,28 +329,35 @@ std::string render_impact_json(const profile_impact& im, std::size_t max_items) 
 
 std::string summarize_impact(const profile_impact& im) {
   if (im.empty()) return "no profile change";
-  return std::to_string(im.changed_count) + " Node(s) change profile, " + std::to_string(im.added_count) +
-         " added, " + std::to_string(im.removed_count) + " removed; profiles +" + std::to_string(im.appeared.size()) +
-         " -" + std::to_string(im.disappeared.size());
+  return std::to_string(im.changed_count) + " Node(s) change profile, " +
+         std::to_string(im.added_count) + " added, " + std::to_string(im.removed_count) +
+         " removed; profiles +" + std::to_string(im.appeared.size()) + " -" +
+         std::to_string(im.disappeared.size());
 }
 
 std::string render_impact_text(const profile_impact& im) {
   std::string out = "Profile impact: " + summarize_impact(im);
   if (im.baseline == impact_baseline::node_labels)
-    out += " (against the Nodes' topology.gpustack.ai/profile labels: the first revision of this process)";
+    out +=
+        " (against the Nodes' topology.gpustack.ai/profile labels: the first revision of this "
+        "process)";
   out += "\n";
   if (im.empty()) return out;
   for (const auto& p : im.appeared) {
-    out += "  + profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) + " Node(s)\n";
+    out += "  + profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) +
+           " Node(s)\n";
   }
   for (const auto& p : im.disappeared) {
-    out += "  - profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) + " Node(s)\n";
+    out += "  - profile " + p.id + " (" + levels_text(p.levels) + "), " + std::to_string(p.nodes) +
+           " Node(s)\n";
   }
-  auto list = [&out](std::string_view what, std::size_t count, const std::vector<profile_change>& items) {
+  auto list = [&out](std::string_view what, std::size_t count,
+                     const std::vector<profile_change>& items) {
     if (count == 0) return;
     out += "  " + std::string(what) + ": " + std::to_string(count) + "\n";
     for (const auto& c : items) {
-      out += "    " + c.node + ": " + (c.from.empty() ? "-" : c.from) + " -> " + (c.to.empty() ? "-" : c.to) + "\n";
+      out += "    " + c.node + ": " + (c.from.empty() ? "-" : c.from) + " -> " +
+             (c.to.empty() ? "-" : c.to) + "\n";
     }
     if (count > items.size()) out += "    ... " + std::to_string(count - items.size()) + " more\n";
   };

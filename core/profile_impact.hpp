@@ -30,9 +30,12 @@ struct node_assignment {
 
 // node -> profile for one revision.
 struct profile_assignment {
-  std::vector<assigned_profile> profiles;  // only profiles in use, by depth (deepest first), then id
-  std::vector<node_assignment> nodes;      // sorted by node name, unique
-  [[nodiscard]] const assigned_profile& profile_of(const node_assignment& n) const { return profiles[n.profile]; }
+  std::vector<assigned_profile>
+      profiles;                        // only profiles in use, by depth (deepest first), then id
+  std::vector<node_assignment> nodes;  // sorted by node name, unique
+  [[nodiscard]] const assigned_profile& profile_of(const node_assignment& n) const {
+    return profiles[n.profile];
+  }
   [[nodiscard]] const node_assignment* find(std::string_view node) const noexcept;
 };
 
@@ -66,9 +69,9 @@ struct profile_impact {
   std::size_t profiles_after = 0;
   // Counts are exact; the lists below keep at most `max_listed` entries each (a 10 000-Node
   // re-labelling must not turn into a multi-megabyte push response or history entry).
-  std::size_t changed_count = 0;  // assigned before and after, different profile
-  std::size_t added_count = 0;    // assigned after only
-  std::size_t removed_count = 0;  // assigned before only
+  std::size_t changed_count = 0;        // assigned before and after, different profile
+  std::size_t added_count = 0;          // assigned after only
+  std::size_t removed_count = 0;        // assigned before only
   std::vector<profile_change> changed;  // sorted by node
   std::vector<profile_change> added;
   std::vector<profile_change> removed;
@@ -77,11 +80,16 @@ struct profile_impact {
   std::vector<std::string> consequences;      // the runbook's steps that apply, in order
 
   // Nodes that lose the profile they had: changed + removed. A new Node drains nothing.
-  [[nodiscard]] std::size_t profile_changes() const noexcept { return changed_count + removed_count; }
+  [[nodiscard]] std::size_t profile_changes() const noexcept {
+    return changed_count + removed_count;
+  }
   // Profiles whose ResourceFlavor and Topology appear or go: the flavor set changes.
-  [[nodiscard]] std::size_t flavor_changes() const noexcept { return appeared.size() + disappeared.size(); }
+  [[nodiscard]] std::size_t flavor_changes() const noexcept {
+    return appeared.size() + disappeared.size();
+  }
   [[nodiscard]] bool empty() const noexcept {
-    return changed_count == 0 && added_count == 0 && removed_count == 0 && appeared.empty() && disappeared.empty();
+    return changed_count == 0 && added_count == 0 && removed_count == 0 && appeared.empty() &&
+           disappeared.empty();
   }
 };
 
@@ -94,8 +102,9 @@ inline constexpr std::size_t default_max_listed_changes = 100;
 // change) reports the Nodes whose profile the consumer will change, not every Node as added.
 [[nodiscard]] profile_assignment profiles_from_node_labels(const node_list& nodes);
 
-[[nodiscard]] profile_impact compute_profile_impact(const profile_assignment& before, const profile_assignment& after,
-                                                    std::size_t max_listed = default_max_listed_changes);
+[[nodiscard]] profile_impact compute_profile_impact(
+    const profile_assignment& before, const profile_assignment& after,
+    std::size_t max_listed = default_max_listed_changes);
 
 // {"empty":bool,"baseline":"revision"|"nodeLabels"|"none","nodesBefore":n,"nodesAfter":n,"profilesBefore":n,"profilesAfter":n,
 //  "profileChanges":n,"changedNodes":{"count":n,"items":[{"node","from","to"}],"truncated":bool},

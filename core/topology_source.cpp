@@ -109,8 +109,7 @@ std::array<const doc_node*, N> known_fields(const doc_node& obj, const field_pat
 // A metav1.Duration field that must be set and positive. Returns the parsed value when it
 // is valid. Unlike the consumer (which refuses the whole request with HTTP 400), a
 // malformed duration is reported here as a field error of the rule.
-std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n,
-                                                          const field_path& path,
+std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n, const field_path& path,
                                                           std::string_view rule, error_list& errors,
                                                           std::string_view& raw) {
   if (n == nullptr || n->is_null()) {
@@ -451,14 +450,13 @@ void check_config_map(const doc_node& cm, topology_source* src, const validation
   static constexpr std::array<std::string_view, 3> fields = {"configMapRef", "key", "maxStaleness"};
   const auto [ref_node, key_node, stale_node] = known_fields(cm, path, fields, warnings);
   configmap_source out;
-  out.config_map_ref = object_reference(ref_node, path.child("configMapRef"), true,
-                                        opts, errors, warnings, keep);
+  out.config_map_ref =
+      object_reference(ref_node, path.child("configMapRef"), true, opts, errors, warnings, keep);
   const field_path key_path = path.child("key");
   const auto key = string_field(key_node, key_path, "T8", errors);
   if (key && keep) out.key = std::string(*key);
   if ((key && is_blank(*key)) || (!key && (key_node == nullptr || key_node->is_null()))) {
-    errors.push_back(
-        required("T8", key_path.str(), "the ConfigMap data key holding the snapshot"));
+    errors.push_back(required("T8", key_path.str(), "the ConfigMap data key holding the snapshot"));
   } else if (key) {
     // ConfigMap data keys are [-._a-zA-Z0-9]+ (at most 253): any other key can never exist.
     const bool well_formed = key->size() <= 253 && *key != "." && *key != ".." &&
@@ -483,10 +481,13 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
                    error_list& errors, std::vector<std::string>& warnings) {
   const bool keep = src != nullptr;
   constexpr field_path path("spec.webhook");
-  static constexpr std::array<std::string_view, 7> fields = {
-      "url",          "pollInterval",         "timeout",
-      "maxStaleness", "caBundleConfigMapRef", "bearerTokenSecretRef",
-      "tlsClientCertificateSecretRef"};
+  static constexpr std::array<std::string_view, 7> fields = {"url",
+                                                             "pollInterval",
+                                                             "timeout",
+                                                             "maxStaleness",
+                                                             "caBundleConfigMapRef",
+                                                             "bearerTokenSecretRef",
+                                                             "tlsClientCertificateSecretRef"};
   const auto [url_node, poll_node, timeout_node, stale_node, ca_node, bearer, mtls] =
       known_fields(wh_node, path, fields, warnings);
   webhook_source wh;
@@ -505,30 +506,30 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
   }
   // A poll that may outlast its interval would overlap the next one.
   if (poll && timeout && *timeout > *poll) {
-    errors.push_back(
-        invalid("T11", "spec.webhook.timeout", timeout_text,
-                cat({"must not exceed spec.webhook.pollInterval (", format_go_duration(*poll), ")"})));
+    errors.push_back(invalid(
+        "T11", "spec.webhook.timeout", timeout_text,
+        cat({"must not exceed spec.webhook.pollInterval (", format_go_duration(*poll), ")"})));
   }
   if (poll && stale && *stale < *poll) {
     add_warning(warnings, "spec.webhook.maxStaleness (" + format_go_duration(*stale) +
                               ") is shorter than pollInterval (" + format_go_duration(*poll) +
                               "): labels expire between polls");
   }
-  wh.ca_bundle_config_map_ref =
-      object_reference(ca_node, path.child("caBundleConfigMapRef"), false, opts, errors, warnings,
-                       keep);
+  wh.ca_bundle_config_map_ref = object_reference(ca_node, path.child("caBundleConfigMapRef"), false,
+                                                 opts, errors, warnings, keep);
   const bool has_bearer = bearer != nullptr && !bearer->is_null();
   const bool has_mtls = mtls != nullptr && !mtls->is_null();
   if (!has_bearer && !has_mtls) {
-    errors.push_back(required(
-        "T12", "spec.webhook", "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
+    errors.push_back(
+        required("T12", "spec.webhook",
+                 "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
   } else if (has_bearer && has_mtls) {
     errors.push_back(forbidden("T12", "spec.webhook.tlsClientCertificateSecretRef",
                                "may not be set together with bearerTokenSecretRef: use exactly one "
                                "authentication method"));
   }
-  wh.bearer_token_secret_ref =
-      object_reference(bearer, path.child("bearerTokenSecretRef"), false, opts, errors, warnings, keep);
+  wh.bearer_token_secret_ref = object_reference(bearer, path.child("bearerTokenSecretRef"), false,
+                                                opts, errors, warnings, keep);
   wh.tls_client_certificate_secret_ref = object_reference(
       mtls, path.child("tlsClientCertificateSecretRef"), false, opts, errors, warnings, keep);
   if (keep) src->webhook = std::move(wh);
@@ -572,7 +573,8 @@ void validate_label_selector(const doc_node& selector, std::string_view path, st
   const field_path base(path);
   if (selector.is_null()) return;
   if (!selector.is_mapping()) {
-    errors.push_back(invalid(rule_s, base.str(), shown(selector), "must be a label selector object"));
+    errors.push_back(
+        invalid(rule_s, base.str(), shown(selector), "must be a label selector object"));
     return;
   }
   // Without `out` only the checks run: nothing is copied.

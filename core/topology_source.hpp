@@ -58,7 +58,8 @@ struct topology_source {
 
 struct validation_options {
   std::vector<std::string> reserved_prefixes = {
-      "kubernetes.io", "k8s.io", "topology.gpustack.ai", "feature.gpustack.ai",
+      "kubernetes.io",        "k8s.io",
+      "topology.gpustack.ai", "feature.gpustack.ai",
       "fabric.topograph.run", "accelerator.topograph.run"};
   std::string worker_namespace = "gpustack-system";
 };
@@ -80,7 +81,8 @@ void check_topology_source(const doc_node& object, const validation_options& opt
 // From YAML or JSON text (decode errors are reported as errors with an empty rule).
 source_result validate_topology_source_text(json_decoder& decoder, std::string_view text,
                                             const validation_options& opts = {});
-source_result validate_topology_source_text(std::string_view text, const validation_options& opts = {});
+source_result validate_topology_source_text(std::string_view text,
+                                            const validation_options& opts = {});
 
 // Label-selector validation (T14 and reused elsewhere): errors under `path`.
 void validate_label_selector(const doc_node& selector, std::string_view path, std::string_view rule,

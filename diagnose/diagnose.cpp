@@ -696,10 +696,12 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
                 std::to_string(pf.best_domain) + ")";
         if (pf.preferred()) {
           // Kueue's fallback for a preferred level: coarser levels, then several domains.
-          line += pf.fits() ? "; preferred, so Kueue falls back to coarser levels and can spread it: the " +
-                                  lvl + " domains hold " + std::to_string(pf.best_spanning) + " together"
-                            : "; preferred, but even spread over every " + lvl + " domain only " +
-                                  std::to_string(pf.best_spanning) + " fit";
+          line +=
+              pf.fits()
+                  ? "; preferred, so Kueue falls back to coarser levels and can spread it: the " +
+                        lvl + " domains hold " + std::to_string(pf.best_spanning) + " together"
+                  : "; preferred, but even spread over every " + lvl + " domain only " +
+                        std::to_string(pf.best_spanning) + " fit";
         }
         if (!pf.fits()) s.result = verdict::problem;
       }
@@ -758,14 +760,14 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
   } else if (short_domain) {
     for (const auto& pf : last)
       if (!pf.fits())
-        r.conclusion = "Pending: no single " +
-                       (pf.level.empty() ? std::string("cluster") : pf.level) +
-                       " domain holds PodSet " + pf.podset + " (" + std::to_string(pf.count) +
-                       " Pods): cluster-wide " + std::to_string(pf.cluster_fits) +
-                       " fit, the largest domain holds " + std::to_string(pf.best_domain) +
-                       (pf.preferred() ? ", all " + pf.level + " domains together " +
-                                             std::to_string(pf.best_spanning)
-                                       : std::string());
+        r.conclusion =
+            "Pending: no single " + (pf.level.empty() ? std::string("cluster") : pf.level) +
+            " domain holds PodSet " + pf.podset + " (" + std::to_string(pf.count) +
+            " Pods): cluster-wide " + std::to_string(pf.cluster_fits) +
+            " fit, the largest domain holds " + std::to_string(pf.best_domain) +
+            (pf.preferred()
+                 ? ", all " + pf.level + " domains together " + std::to_string(pf.best_spanning)
+                 : std::string());
   } else {
     std::vector<std::string> problems;
     for (const auto& s : r.steps)

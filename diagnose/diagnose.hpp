@@ -99,7 +99,7 @@ struct group_status {
   bool quota_reserved = false, admitted = false;
   bool fits = false;             // Kueue's TAS can place every PodSet (podset_fit::fits)
   bool fits_one_domain = false;  // every PodSet in one domain of its level
-  std::string assignment;  // "zone-a=2" style summary of the topology assignment
+  std::string assignment;        // "zone-a=2" style summary of the topology assignment
 };
 
 struct pending_report {

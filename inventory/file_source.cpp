@@ -153,9 +153,10 @@ file_read read_source(const std::string& path, const std::string& inventory_name
   if (chosen.empty() && names.size() == 1) chosen = names.front();
   if (chosen.empty()) {
     file_read r;
-    r.error = names.empty() ? "read " + path + ": no *.json, *.yaml or *.yml snapshot file in directory"
-                            : "read " + path + ": several snapshot files and none named " +
-                                  inventory_name + ".{json,yaml,yml} or snapshot.{json,yaml,yml}";
+    r.error = names.empty()
+                  ? "read " + path + ": no *.json, *.yaml or *.yml snapshot file in directory"
+                  : "read " + path + ": several snapshot files and none named " + inventory_name +
+                        ".{json,yaml,yml} or snapshot.{json,yaml,yml}";
     return r;
   }
   return read_stable(join_path(path, chosen), cap);
@@ -232,7 +233,9 @@ bool dir_watcher::drain() {
       inotify_event ev{};
       std::copy_n(buf.data() + off, sizeof ev, reinterpret_cast<char*>(&ev));
       std::string name;
-      if (ev.len > 0) name.assign(buf.data() + off + sizeof(inotify_event), ::strnlen(buf.data() + off + sizeof(inotify_event), ev.len));
+      if (ev.len > 0)
+        name.assign(buf.data() + off + sizeof(inotify_event),
+                    ::strnlen(buf.data() + off + sizeof(inotify_event), ev.len));
       off += sizeof(inotify_event) + ev.len;
       if ((ev.mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0) {
         relevant = true;

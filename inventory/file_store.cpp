@@ -1,9 +1,8 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include <atomic>
 #include <cerrno>
@@ -33,14 +32,16 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string format_time(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
   const auto frac = ((ms % 1000) + 1000) % 1000;
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(frac));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(frac));
   return buf;
 }
 
@@ -49,7 +50,8 @@ std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
   if (s.size() < 20) return std::nullopt;
   const std::string head(s.substr(0, 19));
-  if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6) return std::nullopt;
+  if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6)
+    return std::nullopt;
   std::size_t i = 19;
   long long nanos = 0;
   if (i < s.size() && s[i] == '.') {
@@ -71,8 +73,8 @@ std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view
   tm.tm_sec = sec;
   const std::time_t t = ::timegm(&tm);
   return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(t) +
-                                                                      std::chrono::nanoseconds(nanos)));
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(t) + std::chrono::nanoseconds(nanos)));
 }
 
 namespace {
@@ -186,7 +188,8 @@ class file_store final : public revision_store {
     stored_revision rev;
     rev.json.assign(body);
     rev.accepted_at = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(ns)));
     rev.actor = unescape_actor(header.substr(sp2 + 1));
     rev.version.assign(digest);
     out = std::move(rev);
@@ -197,12 +200,13 @@ class file_store final : public revision_store {
                                  const std::string& /*expected_version*/,
                                  store_deadline deadline) override {
     const auto final_path = dir_ + "/" + file_name(inventory);
-    const auto tmp_path = dir_ + "/." + file_name(inventory) + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(counter_.fetch_add(1));
+    const auto tmp_path = dir_ + "/." + file_name(inventory) + ".tmp-" +
+                          std::to_string(::getpid()) + "-" + std::to_string(counter_.fetch_add(1));
     const auto digest = sha256_hex(rev.json);
     std::string data(magic);
     data += std::to_string(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(rev.accepted_at.time_since_epoch()).count());
+        std::chrono::duration_cast<std::chrono::nanoseconds>(rev.accepted_at.time_since_epoch())
+            .count());
     data += ' ';
     data += digest;
     data += ' ';
@@ -232,7 +236,8 @@ class file_store final : public revision_store {
           core::errc::unavailable,
           "the write to " + dir_ + " did not complete in time (abandoned before the rename)");
     }
-    if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) return fail("rename " + tmp_path, errno, tmp_path);
+    if (::rename(tmp_path.c_str(), final_path.c_str()) != 0)
+      return fail("rename " + tmp_path, errno, tmp_path);
     // The rename itself is durable only once the directory entry is.
     const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return fail("open " + dir_, errno, {});

@@ -51,15 +51,16 @@ const core::profile_assignment& profiles_of(const std::shared_ptr<const revision
 // The impact of `next` against the revision served before it; for a process's first revision,
 // against the profiles the selected Nodes carry (what the consumer applied last) when the Node
 // list is known, else against nothing.
-std::shared_ptr<const core::profile_impact> impact_between(const std::shared_ptr<const revision>& baseline,
-                                                           const std::shared_ptr<const revision>& next,
-                                                           const core::node_list* selected) {
+std::shared_ptr<const core::profile_impact> impact_between(
+    const std::shared_ptr<const revision>& baseline, const std::shared_ptr<const revision>& next,
+    const core::node_list* selected) {
   if (baseline) {
     return std::make_shared<const core::profile_impact>(
         core::compute_profile_impact(profiles_of(baseline), profiles_of(next)));
   }
   core::profile_impact im = core::compute_profile_impact(
-      selected ? core::profiles_from_node_labels(*selected) : core::profile_assignment{}, profiles_of(next));
+      selected ? core::profiles_from_node_labels(*selected) : core::profile_assignment{},
+      profiles_of(next));
   im.baseline = selected ? core::impact_baseline::node_labels : core::impact_baseline::none;
   return std::make_shared<const core::profile_impact>(std::move(im));
 }
@@ -238,7 +239,8 @@ bool inventory::if_match_matches(std::string_view header, const std::string* cur
   return false;
 }
 
-inventory::evaluation inventory::evaluate(const core::snapshot& snap, const core::node_list* selected,
+inventory::evaluation inventory::evaluate(const core::snapshot& snap,
+                                          const core::node_list* selected,
                                           const revision* from) const {
   evaluation ev;
   const core::snapshot_context ctx{&cfg_.source, selected};
@@ -383,8 +385,9 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
 
 void inventory::push_history(attempt a) {
   if (history_.size() >= cfg_.history_size) {
-    history_.erase(history_.begin(),
-                   history_.begin() + static_cast<std::ptrdiff_t>(history_.size() - cfg_.history_size + 1));
+    history_.erase(
+        history_.begin(),
+        history_.begin() + static_cast<std::ptrdiff_t>(history_.size() - cfg_.history_size + 1));
   }
   history_.push_back(std::move(a));
   ++attempts_;
@@ -435,10 +438,11 @@ void inventory::commit(const prepared& p) {
   a.actor = p.candidate->actor;
   if (rev) {
     // The impact the offer reported holds unless the baseline or the served form moved since.
-    a.impact = rev == p.candidate && p.result.impact &&
-                       p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
-                   ? p.result.impact
-                   : impact_between(last_served_, rev, selected.get());
+    a.impact =
+        rev == p.candidate && p.result.impact &&
+                p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
+            ? p.result.impact
+            : impact_between(last_served_, rev, selected.get());
     current_ = rev;
     last_served_ = rev;
     impact_refusal_.clear();
@@ -477,16 +481,18 @@ void inventory::record_rejection(const prepared& p, const offer_options& o) {
     a.impact = p.result.impact;
     a.impact_refused = true;
     a.note = "refused by maxProfileChanges " + std::to_string(cfg_.max_profile_changes) + " (" +
-             core::summarize_impact(*p.result.impact) + "; " + std::to_string(p.result.impact->profile_changes()) +
-             " profile change(s), " + std::to_string(p.result.impact->flavor_changes()) +
+             core::summarize_impact(*p.result.impact) + "; " +
+             std::to_string(p.result.impact->profile_changes()) + " profile change(s), " +
+             std::to_string(p.result.impact->flavor_changes()) +
              " profile(s) appearing or disappearing) without acceptance of the impact";
   }
   std::lock_guard wl(write_mu_);
   std::lock_guard lk(mu_);
-  if (p.result.impact_refused) impact_refusal_ = a.revision_id.empty() ? a.note : "revision " + a.revision_id + " " + a.note;
+  if (p.result.impact_refused)
+    impact_refusal_ = a.revision_id.empty() ? a.note : "revision " + a.revision_id + " " + a.note;
   if (!base_ && !p.precondition_failed) {
-    unavailable_reason_ = "no valid revision yet (last attempt from " + o.origin + " rejected: " +
-                          summarize(p.result.errors) + ")";
+    unavailable_reason_ = "no valid revision yet (last attempt from " + o.origin +
+                          " rejected: " + summarize(p.result.errors) + ")";
   }
   push_history(std::move(a));
 }
@@ -534,7 +540,8 @@ offer_result inventory::offer(std::string_view bytes, const offer_options& o) {
 void inventory::set_nodes(std::optional<core::node_list> nodes) {
   std::lock_guard wl(write_mu_);
   std::shared_ptr<const core::node_list> selected;
-  if (nodes) selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
+  if (nodes)
+    selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
   std::shared_ptr<const revision> base;
   {
     std::lock_guard lk(mu_);
@@ -574,7 +581,8 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
       a.etag = ev.rev->etag;
       a.revision_id = ev.rev->revision_id;
       a.pruned_nodes = ev.rev->pruned_nodes.size();
-      a.note = "Node list changed: profiles of managed Nodes changed (" + core::summarize_impact(*impact) + ")";
+      a.note = "Node list changed: profiles of managed Nodes changed (" +
+               core::summarize_impact(*impact) + ")";
       a.impact = std::move(impact);
       current_ = std::move(ev.rev);
       last_served_ = current_;

@@ -87,9 +87,9 @@ struct attempt {
   std::string origin;
   std::string actor;
   bool accepted = false;
-  std::string etag;          // when accepted
-  core::error_list errors;   // when rejected
-  std::string note;          // why, when the errors do not say it (412, pruning, Node change)
+  std::string etag;              // when accepted
+  core::error_list errors;       // when rejected
+  std::string note;              // why, when the errors do not say it (412, pruning, Node change)
   std::size_t pruned_nodes = 0;  // Nodes left out of the served revision (unknownNodes: prune)
   // Profile-change impact against the revision served before (the baseline); null when none
   // was computed (invalid input, failures).
@@ -162,7 +162,7 @@ class inventory {
     offer_result result;
     std::shared_ptr<const revision> candidate;  // null when invalid
     bool precondition_failed = false;
-    std::uint64_t nodes_generation = 0;  // the Node list the candidate was validated against
+    std::uint64_t nodes_generation = 0;       // the Node list the candidate was validated against
     std::shared_ptr<const revision> refused;  // the valid candidate max_profile_changes refused
   };
   prepared prepare(std::string_view bytes, const offer_options& o) const;
@@ -219,7 +219,7 @@ class inventory {
   // `from` (may be null) is the revision `snap` was unpacked from: its packed form is reused.
   [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected,
                                     const revision* from = nullptr) const;
-  void push_history(attempt a);                     // mu_ held
+  void push_history(attempt a);  // mu_ held
 
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
   std::shared_ptr<const revision> base_;  // as accepted; current_ is base_, pruned, or null

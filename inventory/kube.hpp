@@ -51,11 +51,11 @@ struct kube_endpoint {
   std::string token_file;  // empty: no bearer token from a file
   std::string ca_file;
   // The rest is what a kubeconfig can carry besides; empty members are unused.
-  std::string token;     // a fixed bearer token (token_file wins when both are set)
-  std::string ca_pem;    // the CA inline, instead of ca_file
+  std::string token;   // a fixed bearer token (token_file wins when both are set)
+  std::string ca_pem;  // the CA inline, instead of ca_file
   std::string client_cert_file, client_key_file;  // a client certificate (PEM files)
   std::string client_cert_pem, client_key_pem;    // or inline (PEM)
-  std::string tls_server_name;  // the name the API's certificate must carry, and the SNI
+  std::string tls_server_name;     // the name the API's certificate must carry, and the SNI
   kube_credential_fn credentials;  // its token and certificate win over the fixed ones
 };
 core::result<kube_endpoint> resolve_endpoint(const store_config& cfg);

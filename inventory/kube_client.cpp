@@ -1,11 +1,12 @@
 #include "inventory/kube_client.hpp"
-#include "inventory/wipe.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+#include "inventory/wipe.hpp"
 
 // GCC 12 at -O3 reports -Wnull-dereference inside Asio's scheduler after inlining (no
 // dereference of null is possible there); keep the warning on for our own code.
@@ -30,11 +31,11 @@
 #include <array>
 #include <condition_variable>
 #include <cstdlib>
-#include <thread>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 namespace topogate::inventory::detail {
 
@@ -79,11 +80,13 @@ core::result<std::vector<std::string>> system_lookup(const std::string& host) {
                                     // namespace with only a loopback interface still resolves
   addrinfo* res = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0) return core::fail(core::errc::unavailable, "resolve " + host + ": " + ::gai_strerror(rc));
+  if (rc != 0)
+    return core::fail(core::errc::unavailable, "resolve " + host + ": " + ::gai_strerror(rc));
   std::vector<std::string> out;
   for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
     std::array<char, NI_MAXHOST> buf{};
-    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf.data(), buf.size(), nullptr, 0, NI_NUMERICHOST) == 0 &&
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf.data(), buf.size(), nullptr, 0,
+                      NI_NUMERICHOST) == 0 &&
         std::find(out.begin(), out.end(), buf.data()) == out.end()) {
       out.emplace_back(buf.data());
     }
@@ -100,10 +103,9 @@ std::atomic<int> pending_lookups{0};
 
 }  // namespace
 
-core::result<std::vector<std::string>> resolve_within(const std::string& host,
-                                                      std::chrono::steady_clock::time_point deadline,
-                                                      const std::atomic<bool>& cancelled,
-                                                      const lookup_fn& lookup) {
+core::result<std::vector<std::string>> resolve_within(
+    const std::string& host, std::chrono::steady_clock::time_point deadline,
+    const std::atomic<bool>& cancelled, const lookup_fn& lookup) {
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(host, ec);
   if (!ec) return std::vector<std::string>{ip.to_string()};
@@ -144,7 +146,8 @@ core::result<std::vector<std::string>> resolve_within(const std::string& host,
   }
   if (state->done) return std::move(state->answer);
   if (cancelled.load()) return core::fail(core::errc::unavailable, "cancelled");
-  return core::fail(core::errc::unavailable, "resolve " + host + ": no answer from the name server in time");
+  return core::fail(core::errc::unavailable,
+                    "resolve " + host + ": no answer from the name server in time");
 }
 
 std::string url_encode(std::string_view s) {
@@ -152,8 +155,8 @@ std::string url_encode(std::string_view s) {
   std::string out;
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
-    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~') {
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
       out.push_back(c);
     } else {
       out.push_back('%');
@@ -199,7 +202,8 @@ core::result<kube_endpoint> resolve_endpoint(const store_config& cfg) {
       out.host = url;
     }
   }
-  out.token_file = cfg.kube_token_file.empty() ? std::string(sa_dir) + "/token" : cfg.kube_token_file;
+  out.token_file =
+      cfg.kube_token_file.empty() ? std::string(sa_dir) + "/token" : cfg.kube_token_file;
   out.ca_file = cfg.kube_ca_file.empty() ? std::string(sa_dir) + "/ca.crt" : cfg.kube_ca_file;
   if (out.host.empty())
     return core::fail(core::errc::invalid_argument, "bad Kubernetes API server URL");
@@ -267,7 +271,8 @@ int no_passphrase(char*, int, int, void*) { return 0; }
 
 // The certificate (then its chain) and the key, from memory; the messages name what is
 // wrong, never the bytes.
-core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem, std::string_view key_pem) {
+core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem,
+                                 std::string_view key_pem) {
   const auto bad = [](const std::string& what) {
     ERR_clear_error();
     return core::fail(core::errc::invalid_argument, what);
@@ -279,9 +284,11 @@ core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem, std::s
     return bad("the client certificate or key is larger than 1 MiB");
   bio_ptr cbio = memory_bio(cert_pem);
   if (!cbio) return bad("cannot read the client certificate");
-  std::unique_ptr<X509, x509_free_fn> leaf(PEM_read_bio_X509_AUX(cbio.get(), nullptr, no_passphrase, nullptr));
+  std::unique_ptr<X509, x509_free_fn> leaf(
+      PEM_read_bio_X509_AUX(cbio.get(), nullptr, no_passphrase, nullptr));
   if (!leaf) return bad("the client certificate is not a PEM certificate");
-  if (SSL_CTX_use_certificate(ctx, leaf.get()) != 1) return bad("the client certificate cannot be used");
+  if (SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
+    return bad("the client certificate cannot be used");
   SSL_CTX_clear_chain_certs(ctx);
   while (X509* extra = PEM_read_bio_X509(cbio.get(), nullptr, no_passphrase, nullptr)) {
     if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
@@ -292,7 +299,8 @@ core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem, std::s
   ERR_clear_error();  // the end of the chain reads as "no start line"
   bio_ptr kbio = memory_bio(key_pem);
   if (!kbio) return bad("cannot read the client key");
-  std::unique_ptr<EVP_PKEY, pkey_free_fn> key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_passphrase, nullptr));
+  std::unique_ptr<EVP_PKEY, pkey_free_fn> key(
+      PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_passphrase, nullptr));
   if (!key) return bad("the client key is not an unencrypted PEM private key");
   if (SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
     return bad("the client key does not match the client certificate");
@@ -301,7 +309,8 @@ core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem, std::s
 
 // Builds a verifying client context for one call (the CA file and the client certificate may
 // rotate).
-core::result<void> make_context(const kube_endpoint& ep, const call_credentials& creds, ssl::context& ctx) {
+core::result<void> make_context(const kube_endpoint& ep, const call_credentials& creds,
+                                ssl::context& ctx) {
   boost::system::error_code ec;
   ctx.set_verify_mode(ssl::verify_peer, ec);
   if (!ep.ca_pem.empty()) {
@@ -345,7 +354,8 @@ core::result<void> prepare_stream(const kube_endpoint& ep, ssl::stream<beast::tc
 }
 
 // `addresses`: resolve_within's answer for ep.host.
-asio::awaitable<core::result<void>> connect(const kube_endpoint& ep, const std::vector<std::string>& addresses,
+asio::awaitable<core::result<void>> connect(const kube_endpoint& ep,
+                                            const std::vector<std::string>& addresses,
                                             ssl::stream<beast::tcp_stream>& stream,
                                             std::chrono::steady_clock::time_point deadline) {
   std::vector<tcp::endpoint> endpoints;
@@ -355,14 +365,17 @@ asio::awaitable<core::result<void>> connect(const kube_endpoint& ep, const std::
       std::all_of(ep.port.begin(), ep.port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     port = std::stoul(ep.port);
   }
-  if (port == 0 || port > 65535) co_return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
+  if (port == 0 || port > 65535)
+    co_return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
   for (const auto& a : addresses) {
     const auto ip = asio::ip::make_address(a, pec);
     if (!pec) endpoints.emplace_back(ip, static_cast<unsigned short>(port));
   }
-  if (endpoints.empty()) co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": no address");
+  if (endpoints.empty())
+    co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": no address");
   beast::get_lowest_layer(stream).expires_at(deadline);
-  auto [cec, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(endpoints, as_tuple);
+  auto [cec, endpoint] =
+      co_await beast::get_lowest_layer(stream).async_connect(endpoints, as_tuple);
   if (cec)
     co_return core::fail(core::errc::unavailable,
                          "connect " + ep.host + ":" + ep.port + ": " + cec.message());
@@ -386,7 +399,8 @@ struct wipe_on_exit {
   }
 };
 
-void set_common(http::request<http::string_body>& req, const kube_endpoint& ep, const std::string& token) {
+void set_common(http::request<http::string_body>& req, const kube_endpoint& ep,
+                const std::string& token) {
   req.set(http::field::host, ep.host);
   req.set(http::field::user_agent, "topogate");
   req.set(http::field::accept, "application/json");
@@ -401,7 +415,8 @@ core::result<void> check_client_identity(std::string_view cert_pem, std::string_
 }
 
 kube_client::response kube_client::request(std::string_view method, const std::string& target,
-                                           const std::string& body, std::chrono::milliseconds timeout) {
+                                           const std::string& body,
+                                           std::chrono::milliseconds timeout) {
   response out = request_once(method, target, body, timeout, false);
   if (out.status == 401 && ep_.credentials && !cancelled_.load())
     out = request_once(method, target, body, timeout, true);
@@ -409,8 +424,8 @@ kube_client::response kube_client::request(std::string_view method, const std::s
 }
 
 kube_client::response kube_client::request_once(std::string_view method, const std::string& target,
-                                                const std::string& body, std::chrono::milliseconds timeout,
-                                                bool refresh) {
+                                                const std::string& body,
+                                                std::chrono::milliseconds timeout, bool refresh) {
   response out;
   if (cancelled_.load()) {
     out.error = "cancelled";
@@ -502,9 +517,9 @@ kube_client::response kube_client::request_once(std::string_view method, const s
   return out;
 }
 
-kube_client::response kube_client::stream_lines(const std::string& target,
-                                                const std::function<bool(std::string_view)>& on_line,
-                                                std::chrono::seconds idle) {
+kube_client::response kube_client::stream_lines(
+    const std::string& target, const std::function<bool(std::string_view)>& on_line,
+    std::chrono::seconds idle) {
   // A 401 is answered before any line: nothing has been handed on when the call is repeated.
   response out = stream_once(target, on_line, idle, false);
   if (out.status == 401 && ep_.credentials && !cancelled_.load())
@@ -593,7 +608,8 @@ kube_client::response kube_client::stream_once(const std::string& target,
           } else {
             pending.append(chunk.data(), got);
             std::size_t start = 0;
-            for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+            for (auto nl = pending.find('\n'); nl != std::string::npos;
+                 nl = pending.find('\n', start)) {
               const std::string_view line(pending.data() + start, nl - start);
               start = nl + 1;
               if (!line.empty() && !on_line(line)) co_return;
@@ -605,7 +621,8 @@ kube_client::response kube_client::stream_once(const std::string& target,
             }
           }
           if (ec) {
-            out.error = ec == beast::error::timeout ? "watch idle timeout" : "read: " + ec.message();
+            out.error =
+                ec == beast::error::timeout ? "watch idle timeout" : "read: " + ec.message();
             co_return;
           }
         }

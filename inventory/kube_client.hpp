@@ -14,7 +14,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-
 #include <vector>
 
 #include "core/result.hpp"
@@ -27,7 +26,7 @@ class kube_client {
   explicit kube_client(kube_endpoint ep) : ep_(std::move(ep)) {}
 
   struct response {
-    int status = 0;     // 0: transport failure (see error)
+    int status = 0;  // 0: transport failure (see error)
     std::string body;
     std::string error;  // never contains the token
   };
@@ -38,7 +37,8 @@ class kube_client {
   // GET `target` (a watch URL) and hand every complete line to `on_line` until the server
   // ends the stream, `on_line` returns false, no byte arrives for `idle`, or cancel().
   // The returned status is the HTTP status of the watch response.
-  response stream_lines(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+  response stream_lines(const std::string& target,
+                        const std::function<bool(std::string_view)>& on_line,
                         std::chrono::seconds idle);
 
   // Aborts the call in progress (thread-safe); later calls fail at once.
@@ -49,7 +49,8 @@ class kube_client {
  private:
   response request_once(std::string_view method, const std::string& target, const std::string& body,
                         std::chrono::milliseconds timeout, bool refresh);
-  response stream_once(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+  response stream_once(const std::string& target,
+                       const std::function<bool(std::string_view)>& on_line,
                        std::chrono::seconds idle, bool refresh);
 
   kube_endpoint ep_;
@@ -66,10 +67,9 @@ class kube_client {
 // At most a few lookups may be pending at once (errc::unavailable past that). The lookup
 // runs on when abandoned; it owns copies of what it reads.
 using lookup_fn = std::function<core::result<std::vector<std::string>>(const std::string& host)>;
-core::result<std::vector<std::string>> resolve_within(const std::string& host,
-                                                      std::chrono::steady_clock::time_point deadline,
-                                                      const std::atomic<bool>& cancelled,
-                                                      const lookup_fn& lookup = {});
+core::result<std::vector<std::string>> resolve_within(
+    const std::string& host, std::chrono::steady_clock::time_point deadline,
+    const std::atomic<bool>& cancelled, const lookup_fn& lookup = {});
 
 // "%"-encodes a query parameter value.
 std::string url_encode(std::string_view s);

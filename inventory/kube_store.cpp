@@ -40,7 +40,8 @@ constexpr auto watch_idle = std::chrono::seconds(330);
 std::string base64(std::string_view in) {
   std::string out(4 * ((in.size() + 2) / 3), '\0');
   const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
   out.resize(static_cast<std::size_t>(std::max(n, 0)));
   return out;
 }
@@ -49,7 +50,8 @@ bool unbase64(std::string_view in, std::string& out) {
   if (in.size() % 4 != 0) return false;
   out.assign(3 * in.size() / 4, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
   if (n < 0) return false;
   std::size_t len = static_cast<std::size_t>(n);
   // EVP_DecodeBlock counts the padding as zero bytes.
@@ -130,14 +132,16 @@ core::result<void> decode_configmap(simdjson::dom::element cm, stored_revision& 
     }
   }
   std::string_view digest;
-  if (!meta["annotations"].get(ann) && !ann[digest_annotation].get(digest) && digest != sha256_hex(out.json)) {
+  if (!meta["annotations"].get(ann) && !ann[digest_annotation].get(digest) &&
+      digest != sha256_hex(out.json)) {
     return core::fail(core::errc::damaged, "ConfigMap " + name + ": snapshot digest mismatch");
   }
   return {};
 }
 
-std::string encode_configmap(const std::string& ns, const std::string& cm_name, const std::string& inventory,
-                             const stored_revision& rev, const std::string& resource_version) {
+std::string encode_configmap(const std::string& ns, const std::string& cm_name,
+                             const std::string& inventory, const stored_revision& rev,
+                             const std::string& resource_version) {
   std::string out = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)";
   core::append_json_string(out, cm_name);
   out += R"(,"namespace":)";
@@ -146,7 +150,8 @@ std::string encode_configmap(const std::string& ns, const std::string& cm_name, 
     out += R"(,"resourceVersion":)";
     core::append_json_string(out, resource_version);
   }
-  out += R"(,"labels":{"app.kubernetes.io/managed-by":"topogate","app.kubernetes.io/component":"inventory-store"},)";
+  out +=
+      R"(,"labels":{"app.kubernetes.io/managed-by":"topogate","app.kubernetes.io/component":"inventory-store"},)";
   out += R"("annotations":{)";
   core::append_json_string(out, accepted_at_annotation);
   out.push_back(':');
@@ -191,7 +196,8 @@ std::string api_message(const kube_client::response& r) {
 }
 
 std::chrono::milliseconds remaining(store_deadline deadline) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                               std::chrono::steady_clock::now());
 }
 
 // Interruptible back-off between retries.
@@ -221,7 +227,8 @@ class stopper {
 
 class kube_store final : public revision_store {
  public:
-  kube_store(kube_endpoint ep, std::string ns) : ns_(std::move(ns)), client_(ep), watch_client_(std::move(ep)) {}
+  kube_store(kube_endpoint ep, std::string ns)
+      : ns_(std::move(ns)), client_(ep), watch_client_(std::move(ep)) {}
   ~kube_store() override { stop(); }
 
   [[nodiscard]] std::string describe() const override { return "kubernetes:" + ns_; }
@@ -298,8 +305,12 @@ class kube_store final : public revision_store {
 
  private:
   static std::string cm_name(const std::string& inventory) { return "topogate-" + inventory; }
-  std::string collection_path() const { return "/api/v1/namespaces/" + url_encode(ns_) + "/configmaps"; }
-  std::string object_path(const std::string& name) const { return collection_path() + "/" + url_encode(name); }
+  std::string collection_path() const {
+    return "/api/v1/namespaces/" + url_encode(ns_) + "/configmaps";
+  }
+  std::string object_path(const std::string& name) const {
+    return collection_path() + "/" + url_encode(name);
+  }
 
   void deliver(simdjson::dom::element cm) {
     stored_revision rev;
@@ -316,7 +327,8 @@ class kube_store final : public revision_store {
     const std::string selector = "labelSelector=" + url_encode(managed_by_selector);
     auto backoff = std::chrono::milliseconds(500);
     while (!stop_.stopped()) {
-      const auto list = watch_client_.request("GET", collection_path() + "?" + selector, {}, std::chrono::seconds(30));
+      const auto list = watch_client_.request("GET", collection_path() + "?" + selector, {},
+                                              std::chrono::seconds(30));
       if (list.status != 200) {
         if (stop_.stopped()) break;
         if (log_) log_("warn", "kubernetes store: list ConfigMaps: " + api_message(list));
@@ -339,15 +351,18 @@ class kube_store final : public revision_store {
       bool relist = false;
       while (!relist && !stop_.stopped()) {
         simdjson::dom::parser ep;
-        const auto target = collection_path() + "?" + selector + "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                            std::to_string(watch_timeout_seconds) + "&resourceVersion=" + url_encode(version);
+        const auto target = collection_path() + "?" + selector +
+                            "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
+                            std::to_string(watch_timeout_seconds) +
+                            "&resourceVersion=" + url_encode(version);
         const auto r = watch_client_.stream_lines(
             target,
             [&](std::string_view line) {
               simdjson::dom::element ev;
               std::string_view type;
               simdjson::dom::element obj;
-              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj)) return true;
+              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj))
+                return true;
               if (type == "ERROR") {
                 int64_t code = 0;
                 if (!obj["code"].get(code) && code == 410) relist = true;
@@ -357,7 +372,8 @@ class kube_store final : public revision_store {
               if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
               if (type == "ADDED" || type == "MODIFIED") deliver(obj);
               if (type == "DELETED" && log_) {
-                log_("warn", "kubernetes store: ConfigMap " + std::string(str_or(obj["metadata"], "name")) +
+                log_("warn", "kubernetes store: ConfigMap " +
+                                 std::string(str_or(obj["metadata"], "name")) +
                                  " deleted; the last revision stays served");
               }
               return true;
@@ -447,7 +463,8 @@ class api_node_watch final : public node_watch {
       cont = doc["metadata"]["continue"].get(c) ? std::string() : std::string(c);
       simdjson::dom::array items;
       if (!doc["items"].get(items)) {
-        for (auto item : items) fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item);
+        for (auto item : items)
+          fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item);
       }
     } while (!cont.empty());
     nodes_ = std::move(fresh);
@@ -469,14 +486,16 @@ class api_node_watch final : public node_watch {
       while (!relist && !stop_.stopped()) {
         simdjson::dom::parser ep;
         const auto target = "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                            std::to_string(watch_timeout_seconds) + "&resourceVersion=" + url_encode(version);
+                            std::to_string(watch_timeout_seconds) +
+                            "&resourceVersion=" + url_encode(version);
         const auto r = client_.stream_lines(
             target,
             [&](std::string_view line) {
               simdjson::dom::element ev;
               std::string_view type;
               simdjson::dom::element obj;
-              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj)) return true;
+              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj))
+                return true;
               if (type == "ERROR") {
                 int64_t code = 0;
                 if (!obj["code"].get(code) && code == 410) relist = true;

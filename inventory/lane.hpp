@@ -51,7 +51,7 @@ class lane {
   std::condition_variable cv_;
   std::condition_variable ended_cv_;
   std::deque<task> queue_;
-  std::size_t counted_ = 0;  // counted tasks queued, or running and not yet released
+  std::size_t counted_ = 0;       // counted tasks queued, or running and not yet released
   bool current_counted_ = false;  // the running task holds a slot
   bool stopping_ = false;
   bool ended_ = false;

@@ -12,16 +12,26 @@ using detail::steady;
 
 std::string_view to_string(push_outcome o) noexcept {
   switch (o) {
-    case push_outcome::created: return "created";
-    case push_outcome::stored: return "stored";
-    case push_outcome::not_found: return "not_found";
-    case push_outcome::not_pushable: return "not_pushable";
-    case push_outcome::too_large: return "too_large";
-    case push_outcome::invalid: return "invalid";
-    case push_outcome::precondition_failed: return "precondition_failed";
-    case push_outcome::impact_refused: return "impact_refused";
-    case push_outcome::unavailable: return "unavailable";
-    case push_outcome::busy: return "busy";
+    case push_outcome::created:
+      return "created";
+    case push_outcome::stored:
+      return "stored";
+    case push_outcome::not_found:
+      return "not_found";
+    case push_outcome::not_pushable:
+      return "not_pushable";
+    case push_outcome::too_large:
+      return "too_large";
+    case push_outcome::invalid:
+      return "invalid";
+    case push_outcome::precondition_failed:
+      return "precondition_failed";
+    case push_outcome::impact_refused:
+      return "impact_refused";
+    case push_outcome::unavailable:
+      return "unavailable";
+    case push_outcome::busy:
+      return "busy";
   }
   return "unavailable";
 }
@@ -63,7 +73,8 @@ struct registry::impl::push_call {
 };
 
 namespace {
-push_result refusal(push_outcome o, std::string message, std::chrono::seconds retry_after = std::chrono::seconds(0)) {
+push_result refusal(push_outcome o, std::string message,
+                    std::chrono::seconds retry_after = std::chrono::seconds(0)) {
   push_result r;
   r.outcome = o;
   r.message = std::move(message);
@@ -82,26 +93,33 @@ void registry::push_async(push_request req, std::function<void(push_result)> don
   auto& m = *impl_;
   auto* e = m.find(req.name);
   const std::string name = req.name;
-  if (e == nullptr) return done(refusal(push_outcome::not_found, "inventory \"" + name + "\" not found"));
+  if (e == nullptr)
+    return done(refusal(push_outcome::not_found, "inventory \"" + name + "\" not found"));
   if (e->spec.config.source.node_labels) {
     // T7: a nodeLabels source is read-only; the Nodes' labels are its only input.
-    return done(refusal(push_outcome::not_pushable, "inventory \"" + name +
-                                                         "\" reads Node labels (nodeLabels source): there is no snapshot to push"));
+    return done(
+        refusal(push_outcome::not_pushable,
+                "inventory \"" + name +
+                    "\" reads Node labels (nodeLabels source): there is no snapshot to push"));
   }
   if (!e->spec.snapshot_path.empty()) {
     // One input per inventory keeps every replica deterministic: a file and pushes racing
     // would leave replicas serving whichever they saw last.
-    return done(refusal(push_outcome::not_pushable,
-                        "inventory \"" + name + "\" is fed by " + e->spec.snapshot_path + "; pushes are refused"));
+    return done(refusal(
+        push_outcome::not_pushable,
+        "inventory \"" + name + "\" is fed by " + e->spec.snapshot_path + "; pushes are refused"));
   }
   if (req.body.size() > core::max_snapshot_bytes) {
-    return done(refusal(push_outcome::too_large, "snapshot is " + std::to_string(req.body.size()) + " bytes, more than the " +
-                                                     std::to_string(core::max_snapshot_bytes) + " allowed (S10)"));
+    return done(refusal(push_outcome::too_large, "snapshot is " + std::to_string(req.body.size()) +
+                                                     " bytes, more than the " +
+                                                     std::to_string(core::max_snapshot_bytes) +
+                                                     " allowed (S10)"));
   }
   if (!m.store) {
-    return done(refusal(push_outcome::unavailable, m.store_error.empty()
-                                                       ? "pushes need a store (store.type: file or kubernetes)"
-                                                       : "store unavailable: " + m.store_error));
+    return done(refusal(push_outcome::unavailable,
+                        m.store_error.empty()
+                            ? "pushes need a store (store.type: file or kubernetes)"
+                            : "store unavailable: " + m.store_error));
   }
   auto call = std::make_shared<impl::push_call>(std::move(done), m.cfg.store.timeout);
   auto shared_req = std::make_shared<push_request>(std::move(req));
@@ -109,19 +127,23 @@ void registry::push_async(push_request req, std::function<void(push_result)> don
                                 max_pushes_in_progress)) {
     call->answer(refusal(push_outcome::busy,
                          std::to_string(max_pushes_in_progress) + " pushes to inventory \"" + name +
-                             "\" are already in progress (waiting for the store " + m.store->describe() +
-                             "); try again shortly",
+                             "\" are already in progress (waiting for the store " +
+                             m.store->describe() + "); try again shortly",
                          std::chrono::seconds(1)));
     return;
   }
-  m.timers.at(call->deadline, [weak = std::weak_ptr<impl::push_call>(call), desc = m.store->describe()] {
+  m.timers.at(call->deadline, [weak = std::weak_ptr<impl::push_call>(call),
+                               desc = m.store->describe()] {
     const auto c = weak.lock();
     if (!c) return;
-    c->answer(refusal(push_outcome::unavailable,
-                      "the push did not complete within store.timeout (" + seconds_text(c->timeout) + "): the store " +
-                          desc + " is slow or not answering; the revision is not published unless the store completes "
-                          "the write (see /snapshots/{name}/status)",
-                      std::chrono::seconds(std::max<long long>(1, std::chrono::duration_cast<std::chrono::seconds>(c->timeout).count()))));
+    c->answer(refusal(
+        push_outcome::unavailable,
+        "the push did not complete within store.timeout (" + seconds_text(c->timeout) +
+            "): the store " + desc +
+            " is slow or not answering; the revision is not published unless the store completes "
+            "the write (see /snapshots/{name}/status)",
+        std::chrono::seconds(std::max<long long>(
+            1, std::chrono::duration_cast<std::chrono::seconds>(c->timeout).count()))));
   });
 }
 
@@ -132,19 +154,22 @@ push_result registry::push(push_request req) {
   return f.get();
 }
 
-push_result registry::push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
-                           std::string actor, std::optional<std::string> accept_impact) {
-  return push(push_request{std::string(name), std::string(body), std::move(if_match), std::move(actor),
-                           std::move(accept_impact)});
+push_result registry::push(std::string_view name, std::string_view body,
+                           std::optional<std::string> if_match, std::string actor,
+                           std::optional<std::string> accept_impact) {
+  return push(push_request{std::string(name), std::string(body), std::move(if_match),
+                           std::move(actor), std::move(accept_impact)});
 }
 
 void registry::impl::run_push(entry& e, push_call& call, const push_request& req) {
-  const inventory::offer_options opts{"push", req.actor, req.if_match, std::nullopt, req.accept_impact};
+  const inventory::offer_options opts{"push", req.actor, req.if_match, std::nullopt,
+                                      req.accept_impact};
   if (call.answered()) {
     // store.timeout passed while it waited behind earlier pushes: nothing was tried.
     std::lock_guard lk(e.write_mu);
     const auto before = e.inv->attempts_recorded();
-    e.inv->record_failure(opts, "not attempted: store.timeout passed while earlier pushes held the store");
+    e.inv->record_failure(
+        opts, "not attempted: store.timeout passed while earlier pushes held the store");
     report(e, before);
     return;
   }
@@ -153,7 +178,8 @@ void registry::impl::run_push(entry& e, push_call& call, const push_request& req
   e.lane.release_current();
   if (!call.answer(std::move(r)) && published) {
     log("warn", e.inv->name(),
-        "the store confirmed a push after it had been answered 503 (store.timeout); the revision is published, as "
+        "the store confirmed a push after it had been answered 503 (store.timeout); the revision "
+        "is published, as "
         "the store holds it");
   }
 }
@@ -163,9 +189,10 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   inventory& inv = *e.inv;
   const std::string& name = req.name;
   if (!load_from_store(e, call.deadline)) {
-    return refusal(push_outcome::unavailable,
-                   "store unavailable: the stored revision could not be read (" + store_wait_reason(e) + ")",
-                   std::chrono::seconds(1));
+    return refusal(
+        push_outcome::unavailable,
+        "store unavailable: the stored revision could not be read (" + store_wait_reason(e) + ")",
+        std::chrono::seconds(1));
   }
   std::uint64_t before = 0;
   bool first = false;
@@ -182,7 +209,8 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     }
   }
   if (p.precondition_failed) {
-    auto r = refusal(push_outcome::precondition_failed, "If-Match does not match the current revision");
+    auto r =
+        refusal(push_outcome::precondition_failed, "If-Match does not match the current revision");
     r.served = inv.current();
     return r;
   }
@@ -192,10 +220,12 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     const auto& im = *p.result.impact;
     const auto limit = inv.config().max_profile_changes;
     auto r = refusal(push_outcome::impact_refused,
-                     "revision " + (p.refused ? p.refused->revision_id : std::string()) + " changes the profile of " +
-                         std::to_string(im.profile_changes()) + " Node(s) and makes " +
-                         std::to_string(im.flavor_changes()) + " profile(s) appear or disappear, more than "
-                         "maxProfileChanges " + std::to_string(limit) +
+                     "revision " + (p.refused ? p.refused->revision_id : std::string()) +
+                         " changes the profile of " + std::to_string(im.profile_changes()) +
+                         " Node(s) and makes " + std::to_string(im.flavor_changes()) +
+                         " profile(s) appear or disappear, more than "
+                         "maxProfileChanges " +
+                         std::to_string(limit) +
                          "; review the impact and push again with Topogate-Accept-Impact: " +
                          p.result.impact_baseline_etag);
     r.impact = p.result.impact;
@@ -230,7 +260,8 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
        ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
     // and write over it. Replicas racing the same way back off a little, differently.
-    if (retry > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
+    if (retry > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
     std::optional<stored_revision> latest;
     const auto loaded = store->load(name, latest, call.deadline);
     note_store_call(e, !loaded.failed_with(core::errc::unavailable));
@@ -242,7 +273,8 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   if (saved.failed_with(core::errc::conflict)) {
     inv.record_failure(opts, "another replica published first (store conflict)");
     report(e, before);
-    return refusal(push_outcome::precondition_failed, "another revision was published concurrently; fetch it and retry");
+    return refusal(push_outcome::precondition_failed,
+                   "another revision was published concurrently; fetch it and retry");
   }
   if (!saved.ok()) {
     const std::string& message = saved.error().message;

@@ -8,7 +8,8 @@ using detail::steady;
 
 // --- registry::impl: inputs, Node lists, the reconcile loop, the store -----------------------
 
-void registry::impl::log(std::string_view level, std::string_view inv, std::string_view message) const {
+void registry::impl::log(std::string_view level, std::string_view inv,
+                         std::string_view message) const {
   if (obs.on_log) {
     obs.on_log(level, inv, message);
     return;
@@ -37,11 +38,13 @@ void registry::impl::report(entry& e, std::uint64_t before) const {
   for (auto i = hist.size() - n; i < hist.size(); ++i) {
     const auto& a = hist[i];
     if (obs.on_attempt) obs.on_attempt(e.inv->name(), a);
-    std::string msg = a.accepted ? "accepted revision " + a.revision_id + " " + a.etag
-                                 : "rejected " + (a.revision_id.empty() ? std::string("input") : a.revision_id);
+    std::string msg =
+        a.accepted ? "accepted revision " + a.revision_id + " " + a.etag
+                   : "rejected " + (a.revision_id.empty() ? std::string("input") : a.revision_id);
     msg += " from " + a.origin;
     if (!a.note.empty()) msg += ": " + a.note;
-    if (a.impact && !a.impact->empty() && !a.impact_refused) msg += " (" + core::summarize_impact(*a.impact) + ")";
+    if (a.impact && !a.impact->empty() && !a.impact_refused)
+      msg += " (" + core::summarize_impact(*a.impact) + ")";
     if (!a.errors.empty()) msg += ": " + core::render_text(a.errors);
     log(a.accepted ? (a.note.empty() ? "info" : "warn") : "warn", e.inv->name(), msg);
   }
@@ -101,16 +104,19 @@ void registry::impl::check_node_labels(entry& e) {
       e.label_history.erase(e.label_history.begin(),
                             e.label_history.end() - static_cast<std::ptrdiff_t>(keep));
   }
-  std::string msg = "node-label hierarchy check " + std::to_string(c->checks) + " (" + a.origin + "): " + a.note;
+  std::string msg =
+      "node-label hierarchy check " + std::to_string(c->checks) + " (" + a.origin + "): " + a.note;
   if (!a.errors.empty()) {
     // A whole cluster mislabelled is thousands of errors: the log names the first ones;
     // /snapshots/{name}/status has every one.
     constexpr std::size_t shown = 20;
-    core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(std::min(shown, a.errors.size())));
+    core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                   shown, a.errors.size())));
     std::string listed = core::render_text(head);
     while (!listed.empty() && listed.back() == '\n') listed.pop_back();
     msg += ": " + listed;
-    if (a.errors.size() > shown) msg += " ... and " + std::to_string(a.errors.size() - shown) + " more";
+    if (a.errors.size() > shown)
+      msg += " ... and " + std::to_string(a.errors.size() - shown) + " more";
   }
   log(a.accepted ? "info" : "warn", e.inv->name(), msg);
 }
@@ -121,7 +127,8 @@ void registry::impl::check_nodes_file(entry& e) {
   if (!r.ok) {
     // A Node list that cannot be read keeps the last one: Nodes did not vanish because a
     // file did.
-    if (r.error != e.nodes_error) log("warn", e.inv->name(), "node list: " + r.error + " (keeping the last list)");
+    if (r.error != e.nodes_error)
+      log("warn", e.inv->name(), "node list: " + r.error + " (keeping the last list)");
     e.nodes_error = r.error;
     return;
   }
@@ -129,8 +136,8 @@ void registry::impl::check_nodes_file(entry& e) {
   if (digest == e.nodes_digest) return;
   auto parsed = core::parse_node_list(r.bytes);
   if (!parsed.ok()) {
-    const auto err = "node list " + e.spec.nodes_path + " is invalid (keeping the last list): " +
-                     core::render_text(parsed.errors);
+    const auto err = "node list " + e.spec.nodes_path +
+                     " is invalid (keeping the last list): " + core::render_text(parsed.errors);
     if (err != e.nodes_error) log("warn", e.inv->name(), err);
     e.nodes_error = err;
     return;
@@ -144,8 +151,9 @@ bool registry::impl::check_snapshot_file(entry& e, bool confirm_invalid) {
   if (e.spec.snapshot_path.empty()) return false;
   if (e.awaiting_nodes.load() && steady::now() < nodes_grace_until) return false;
   auto r = detail::read_source(e.spec.snapshot_path, e.inv->name(), core::max_snapshot_bytes);
-  const inventory::offer_options opts{"file:" + (r.resolved_path.empty() ? e.spec.snapshot_path : r.resolved_path),
-                                      "", std::nullopt, std::nullopt};
+  const inventory::offer_options opts{
+      "file:" + (r.resolved_path.empty() ? e.spec.snapshot_path : r.resolved_path), "",
+      std::nullopt, std::nullopt};
   std::lock_guard lk(e.write_mu);
   if (!r.ok) {
     if (r.error != e.snap_error) {
@@ -203,7 +211,8 @@ std::map<std::string, std::set<std::string>> registry::impl::all_points() const 
   for (const auto& e : entries) {
     for (const auto* p : {&e->spec.snapshot_path, &e->spec.nodes_path}) {
       if (p->empty()) continue;
-      for (auto& [dir, names] : detail::watch_points(*p)) points[dir].insert(names.begin(), names.end());
+      for (auto& [dir, names] : detail::watch_points(*p))
+        points[dir].insert(names.begin(), names.end());
     }
   }
   return points;
@@ -222,14 +231,16 @@ void registry::impl::run_loop() {
   constexpr auto never = steady::time_point::max();
   auto next_resync = steady::now() + cfg.resync_interval;
   // Files waiting for the first Node list are read when it comes, or at the grace's end.
-  if (std::any_of(entries.begin(), entries.end(), [](const auto& e) { return e->awaiting_nodes.load(); })) {
+  if (std::any_of(entries.begin(), entries.end(),
+                  [](const auto& e) { return e->awaiting_nodes.load(); })) {
     next_resync = std::min(next_resync, nodes_grace_until);
   }
   auto dirty_at = never;   // a burst of events is being debounced
   auto settle_at = never;  // an invalid read waits to be confirmed
   while (!stopping.load()) {
     const auto deadline = std::min({next_resync, dirty_at, settle_at});
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
     pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
     const int timeout = static_cast<int>(std::clamp<long long>(wait + 1, 0, 60'000));
     ::poll(fds, 2, timeout);
@@ -239,7 +250,8 @@ void registry::impl::run_loop() {
       std::uint64_t v = 0;
       [[maybe_unused]] const auto n = ::read(wake_fd, &v, sizeof v);
     }
-    if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never) dirty_at = now + debounce;
+    if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never)
+      dirty_at = now + debounce;
 
     bool full = resync_requested.exchange(false);
     if (now >= next_resync) {
@@ -380,7 +392,8 @@ void registry::start() {
 
   // Node lists first: what is loaded next is validated against them. The API's list comes on
   // the watch's own thread; a snapshot file that depends on it waits for it (nodes_grace).
-  const bool any_api = std::any_of(m.entries.begin(), m.entries.end(), [](const auto& e) { return e->spec.nodes_from_api; });
+  const bool any_api = std::any_of(m.entries.begin(), m.entries.end(),
+                                   [](const auto& e) { return e->spec.nodes_from_api; });
   if (any_api) {
     if (!m.nodes_api) {
       m.log("error", "", "Kubernetes Node watch unavailable: " + m.nodes_error);
@@ -465,7 +478,6 @@ bool registry::ready() const {
   return std::all_of(impl_->entries.begin(), impl_->entries.end(),
                      [this](const auto& e) { return inventory_ready(e->inv->name()).ok(); });
 }
-
 
 bool registry::reads_node_labels(std::string_view name) const noexcept {
   const auto* e = impl_->find(name);

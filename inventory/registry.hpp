@@ -22,11 +22,11 @@ namespace topogate::inventory {
 
 struct store_config {
   enum class kind { none, file, kubernetes } type = kind::none;  // none: pushes refused (503)
-  std::string directory;                 // file store
+  std::string directory;                                         // file store
   std::string kube_namespace = "gpustack-system";  // kubernetes store: one ConfigMap per inventory
-  std::string kube_api_server;           // empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT)
-  std::string kube_token_file;           // empty: the ServiceAccount token
-  std::string kube_ca_file;              // empty: the ServiceAccount CA
+  std::string kube_api_server;  // empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT)
+  std::string kube_token_file;  // empty: the ServiceAccount token
+  std::string kube_ca_file;     // empty: the ServiceAccount CA
   // store.timeout: the deadline of every store operation, counted from the push's arrival
   // (waiting behind earlier pushes included). Past it the push is answered `unavailable`.
   std::chrono::milliseconds timeout{5000};
@@ -34,8 +34,8 @@ struct store_config {
 
 struct inventory_spec {
   inventory_config config;
-  std::string snapshot_path;  // file or directory ("" = push-only)
-  std::string nodes_path;     // kubectl get nodes -o json file ("" = none)
+  std::string snapshot_path;    // file or directory ("" = push-only)
+  std::string nodes_path;       // kubectl get nodes -o json file ("" = none)
   bool nodes_from_api = false;  // list+watch Nodes through the Kubernetes API
 };
 
@@ -88,7 +88,7 @@ enum class push_outcome {
 
 struct push_result {
   push_outcome outcome = push_outcome::unavailable;
-  std::string message;  // why, for every outcome but created/stored
+  std::string message;                        // why, for every outcome but created/stored
   std::shared_ptr<const revision> served;     // what the inventory serves after the push
   std::shared_ptr<const revision> candidate;  // created/stored: the revision as accepted
   core::error_list errors;                    // invalid
@@ -105,7 +105,8 @@ struct registry_observer {
   // Reconcile-loop events worth a log line (pruning, read errors, store failures, watch
   // reconnects). level: "info", "warn", "error". Never carries a credential. When unset,
   // one JSON line per event goes to stderr.
-  std::function<void(std::string_view level, std::string_view inventory, std::string_view message)> on_log;
+  std::function<void(std::string_view level, std::string_view inventory, std::string_view message)>
+      on_log;
 };
 
 // nodeLabels inventories (the TopologySource reads labels other components own): nothing
@@ -126,7 +127,8 @@ class registry {
   registry(registry_config cfg, registry_deps deps, const clock& clk = system_clock(),
            registry_observer obs = {});
   // With make_file_dependencies(cfg.store).
-  explicit registry(registry_config cfg, const clock& clk = system_clock(), registry_observer obs = {});
+  explicit registry(registry_config cfg, const clock& clk = system_clock(),
+                    registry_observer obs = {});
   ~registry();
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
@@ -152,8 +154,9 @@ class registry {
   void push_async(push_request req, std::function<void(push_result)> done);
   // The same, waiting for the result (tests and tools; never on a request thread).
   push_result push(push_request req);
-  push_result push(std::string_view name, std::string_view body, std::optional<std::string> if_match,
-                   std::string actor, std::optional<std::string> accept_impact = std::nullopt);
+  push_result push(std::string_view name, std::string_view body,
+                   std::optional<std::string> if_match, std::string actor,
+                   std::optional<std::string> accept_impact = std::nullopt);
   // The JSON documents of GET /snapshots/{name}/status and /history; nullopt for an
   // unknown inventory.
   [[nodiscard]] std::optional<std::string> status_json(std::string_view name) const;

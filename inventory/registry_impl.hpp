@@ -55,7 +55,6 @@ inline bool same_nodes(const core::node_list& a, const core::node_list& b) {
   return true;
 }
 
-
 }  // namespace detail
 
 using detail::add_str;
@@ -242,10 +241,12 @@ struct registry::impl {
 
   void offer_from_store(entry& e, const stored_revision& rev, bool initial);
 
-  // --- Pushes -------------------------------------------------------------------------------------
+  // --- Pushes
+  // -------------------------------------------------------------------------------------
   struct push_call;
   void run_push(entry& e, push_call& call, const push_request& req);
-  push_result store_push(entry& e, push_call& call, const push_request& req, const inventory::offer_options& opts);
+  push_result store_push(entry& e, push_call& call, const push_request& req,
+                         const inventory::offer_options& opts);
 };
 
 }  // namespace topogate::inventory

@@ -45,7 +45,8 @@ void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) 
     }
     out += "],\"errors\":";
     if (a.errors.size() > max_errors) {
-      core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(max_errors));
+      core::error_list head(a.errors.begin(),
+                            a.errors.begin() + static_cast<std::ptrdiff_t>(max_errors));
       out += core::render_json(head);
     } else {
       out += core::render_json(a.errors);
@@ -91,7 +92,8 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
     out.push_back(',');
     add_str(out, "confirmedAt", detail::format_time(inv.confirmed_at()));
     char age[32];
-    std::snprintf(age, sizeof age, "%.3f", std::chrono::duration<double>(now - inv.confirmed_at()).count());
+    std::snprintf(age, sizeof age, "%.3f",
+                  std::chrono::duration<double>(now - inv.confirmed_at()).count());
     out += ",\"ageSeconds\":";
     out += age;
     out.push_back(',');
@@ -123,20 +125,23 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
     add_str(out, "impactRefusal", refusal);
   }
   out.push_back(',');
-  add_str(out, "unknownNodes", cfg.unknown_nodes == unknown_nodes_policy::prune ? "prune" : "reject");
+  add_str(out, "unknownNodes",
+          cfg.unknown_nodes == unknown_nodes_policy::prune ? "prune" : "reject");
   out += ",\"nodes\":{";
   const auto count = inv.selected_node_count();
   out += "\"known\":";
   out += count ? "true" : "false";
   if (count) out += ",\"selected\":" + std::to_string(*count);
   out.push_back(',');
-  add_str(out, "source", !e->spec.nodes_path.empty() ? "file:" + e->spec.nodes_path
-                         : e->spec.nodes_from_api  ? std::string("kubernetes")
-                                                   : std::string("none"));
+  add_str(out, "source",
+          !e->spec.nodes_path.empty() ? "file:" + e->spec.nodes_path
+          : e->spec.nodes_from_api    ? std::string("kubernetes")
+                                      : std::string("none"));
   out += "},";
-  add_str(out, "input", !e->spec.snapshot_path.empty() ? "file:" + e->spec.snapshot_path
-                        : m.store                      ? "push:" + m.store->describe()
-                                                       : std::string("push (no store)"));
+  add_str(out, "input",
+          !e->spec.snapshot_path.empty() ? "file:" + e->spec.snapshot_path
+          : m.store                      ? "push:" + m.store->describe()
+                                         : std::string("push (no store)"));
   out.push_back('}');
   return out;
 }
@@ -175,7 +180,8 @@ std::string registry::node_label_status(std::string_view name) const {
   out += ",\"ready\":";
   out += inventory_ready(name).ok() ? "true" : "false";
   out += ",\"serving\":false,";
-  add_str(out, "unavailableReason", "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
+  add_str(out, "unavailableReason",
+          "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
   out.push_back(',');
   add_str(out, "nodesSource", m.nodes_origin(*e));
   out += ",\"checked\":";
@@ -212,10 +218,12 @@ std::string summarize(const node_label_check& c) {
     }
     out += "): the Nodes' labels do not form the declared hierarchy; ";
   }
-  out += std::to_string(r.selected_nodes) + " of " + std::to_string(r.total_nodes) + " Nodes selected, " +
-         std::to_string(r.profiles.size()) + (r.profiles.size() == 1 ? " profile" : " profiles");
+  out += std::to_string(r.selected_nodes) + " of " + std::to_string(r.total_nodes) +
+         " Nodes selected, " + std::to_string(r.profiles.size()) +
+         (r.profiles.size() == 1 ? " profile" : " profiles");
   for (const auto& l : r.levels) {
-    if (l.verdict == core::nesting::independent) out += "; " + l.key + " is independent of the level above";
+    if (l.verdict == core::nesting::independent)
+      out += "; " + l.key + " is independent of the level above";
   }
   return out;
 }

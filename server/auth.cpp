@@ -52,7 +52,8 @@ std::string common_name(const X509_NAME* name) {
 
 std::vector<std::string> subject_alt_names(X509* cert) {
   std::vector<std::string> out;
-  auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (!names) return out;
   for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
     const GENERAL_NAME* gn = sk_GENERAL_NAME_value(names, i);
@@ -67,7 +68,8 @@ std::vector<std::string> subject_alt_names(X509* cert) {
       if (ip && (ip->length == 4 || ip->length == 16)) {
         char buf[64];
         if (ip->length == 4) {
-          std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip->data[0], ip->data[1], ip->data[2], ip->data[3]);
+          std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip->data[0], ip->data[1], ip->data[2],
+                        ip->data[3]);
           out.emplace_back(buf);
         } else {
           text = OPENSSL_buf2hexstr(ip->data, ip->length);
@@ -113,7 +115,8 @@ digest sha256(std::string_view data) {
   thread_local digest_context tls;
   // Re-initialising with a null type keeps the fetched digest and the provider context.
   if (tls.ctx && EVP_DigestInit_ex2(tls.ctx, nullptr, nullptr) == 1 &&
-      EVP_DigestUpdate(tls.ctx, data.data(), data.size()) == 1 && EVP_DigestFinal_ex(tls.ctx, d.data(), &len) == 1) {
+      EVP_DigestUpdate(tls.ctx, data.data(), data.size()) == 1 &&
+      EVP_DigestFinal_ex(tls.ctx, d.data(), &len) == 1) {
     return d;
   }
   EVP_Digest(data.data(), data.size(), d.data(), &len, EVP_sha256(), nullptr);
@@ -232,7 +235,8 @@ auth_result authenticate(const credential_set& set, std::string_view inventory,
       const X509_NAME* subj = X509_get_subject_name(peer.leaf);
       const std::string dn = rfc2253(subj);
       const std::string cn = common_name(subj);
-      for (const auto& s : set.allowed_subjects) allowed = allowed || s == dn || (!cn.empty() && s == cn);
+      for (const auto& s : set.allowed_subjects)
+        allowed = allowed || s == dn || (!cn.empty() && s == cn);
       if (!allowed && !set.allowed_sans.empty()) {
         for (const auto& san : subject_alt_names(peer.leaf)) {
           allowed = allowed || std::find(set.allowed_sans.begin(), set.allowed_sans.end(), san) !=
@@ -246,7 +250,8 @@ auth_result authenticate(const credential_set& set, std::string_view inventory,
     }
     r.status = auth_status::ok;
     r.reason.clear();
-    r.identity = "cert:" + (peer.subject.empty() ? rfc2253(X509_get_subject_name(peer.leaf)) : peer.subject);
+    r.identity =
+        "cert:" + (peer.subject.empty() ? rfc2253(X509_get_subject_name(peer.leaf)) : peer.subject);
     return r;
   }
   return r;

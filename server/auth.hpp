@@ -56,15 +56,16 @@ struct auth_state {
 // What the TLS layer saw; owned by the connection, valid for the request.
 struct peer_certificate {
   X509* leaf = nullptr;
-  STACK_OF(X509)* chain = nullptr;  // as sent by the client, without the leaf
-  std::string subject;              // RFC 2253, for logs
+  STACK_OF(X509) * chain = nullptr;  // as sent by the client, without the leaf
+  std::string subject;               // RFC 2253, for logs
 };
 
 enum class auth_status { ok, missing, denied };
 
 struct auth_result {
   auth_status status = auth_status::missing;
-  std::string reason;    // metric label when not ok: missing, wrong_token, untrusted_certificate, not_allowed
+  std::string
+      reason;  // metric label when not ok: missing, wrong_token, untrusted_certificate, not_allowed
   std::string identity;  // "bearer:<inventory>" or "cert:<subject>" (never the token)
 };
 
@@ -81,9 +82,11 @@ core::result<credential_set> load_credentials(const credential_files& files);
 
 // Decides one request. `inventory` only names the identity.
 [[nodiscard]] auth_result authenticate(const credential_set& set, std::string_view inventory,
-                                       std::string_view authorization, const peer_certificate& peer);
+                                       std::string_view authorization,
+                                       const peer_certificate& peer);
 
 // True when the request carries any credential (an Authorization header or a client certificate).
-[[nodiscard]] bool presents_credentials(std::string_view authorization, const peer_certificate& peer) noexcept;
+[[nodiscard]] bool presents_credentials(std::string_view authorization,
+                                        const peer_certificate& peer) noexcept;
 
 }  // namespace topogate::server

@@ -45,7 +45,7 @@ struct metrics_config {
   // true without auth, false with it.
   bool health_port = true;
   std::chrono::milliseconds review_timeout{5'000};  // kubernetes: TokenReview + SubjectAccessReview
-  std::chrono::milliseconds cache_ttl{60'000};      // kubernetes: allowed and refused answers; 0: none
+  std::chrono::milliseconds cache_ttl{60'000};  // kubernetes: allowed and refused answers; 0: none
   std::size_t cache_size = 1024;
   std::size_t max_concurrent_reviews = 4;
   // kubernetes: the TokenReview's spec.audiences; a token must be issued for one of them (and
@@ -59,7 +59,7 @@ struct audit_config {
   bool enabled = false;
   std::chrono::milliseconds interval{600'000};  // from the end of one run to the start of the next
   std::chrono::milliseconds timeout{30'000};    // one run, every API call of it included
-  std::vector<std::string> namespaces;          // ModelDeployments only in these; empty: every namespace
+  std::vector<std::string> namespaces;  // ModelDeployments only in these; empty: every namespace
 };
 
 struct inventory_auth {
@@ -72,9 +72,9 @@ struct serve_config {
   std::string config_path;
   std::string address = "0.0.0.0";
   unsigned port = 8443;
-  unsigned health_port = 0;  // 0: no plain-HTTP listener
-  std::string health_address;  // defaults to address
-  std::vector<tls_pair> certificates;  // tls.certFile/keyFile first, then tls.extraCertificates
+  unsigned health_port = 0;             // 0: no plain-HTTP listener
+  std::string health_address;           // defaults to address
+  std::vector<tls_pair> certificates;   // tls.certFile/keyFile first, then tls.extraCertificates
   std::string min_tls_version = "1.2";  // "1.2" or "1.3"
   bool session_tickets = true;  // tls.sessionTickets: resumption tickets after each full handshake
   limits_config limits;

@@ -22,9 +22,11 @@ response json_response(http::status status, std::string body) {
   return res;
 }
 
-response failure(http::status status, std::string_view reason, std::string_view message, std::string_view name) {
+response failure(http::status status, std::string_view reason, std::string_view message,
+                 std::string_view name) {
   const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
-  return json_response(status, core::failure_status(static_cast<int>(status), reason, message, &details));
+  return json_response(status,
+                       core::failure_status(static_cast<int>(status), reason, message, &details));
 }
 
 void add_str(std::string& out, std::string_view key, std::string_view value) {
@@ -64,7 +66,8 @@ std::string stored_body(const inventory::push_result& r, std::string_view name) 
 }  // namespace
 
 response inventory_not_found(std::string_view name) {
-  return failure(http::status::not_found, "NotFound", "inventory \"" + std::string(name) + "\" not found", name);
+  return failure(http::status::not_found, "NotFound",
+                 "inventory \"" + std::string(name) + "\" not found", name);
 }
 
 response push_response(const inventory::push_result& r, std::string_view name) {
@@ -73,8 +76,9 @@ response push_response(const inventory::push_result& r, std::string_view name) {
     case push_outcome::created:
     case push_outcome::stored: {
       if (!r.candidate) break;  // the registry always sets it; anything else is a bug, not a 200
-      response res = json_response(r.outcome == push_outcome::created ? http::status::created : http::status::ok,
-                                   stored_body(r, name));
+      response res = json_response(
+          r.outcome == push_outcome::created ? http::status::created : http::status::ok,
+          stored_body(r, name));
       set_etag(res, r.served);
       return res;
     }
@@ -90,7 +94,8 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       return json_response(http::status::unprocessable_entity, std::move(body));
     }
     case push_outcome::precondition_failed: {
-      response res = failure(http::status::precondition_failed, "PreconditionFailed", r.message, name);
+      response res =
+          failure(http::status::precondition_failed, "PreconditionFailed", r.message, name);
       set_etag(res, r.served);
       return res;
     }
@@ -111,12 +116,15 @@ response push_response(const inventory::push_result& r, std::string_view name) {
     }
     case push_outcome::unavailable:
     case push_outcome::busy: {
-      response res = failure(http::status::service_unavailable, "ServiceUnavailable", r.message, name);
-      res.set(http::field::retry_after, std::to_string(std::max<long long>(1, r.retry_after.count())));
+      response res =
+          failure(http::status::service_unavailable, "ServiceUnavailable", r.message, name);
+      res.set(http::field::retry_after,
+              std::to_string(std::max<long long>(1, r.retry_after.count())));
       return res;
     }
   }
-  return failure(http::status::internal_server_error, "InternalError", "the push ended in an outcome without its revision", name);
+  return failure(http::status::internal_server_error, "InternalError",
+                 "the push ended in an outcome without its revision", name);
 }
 
 }  // namespace topogate::server

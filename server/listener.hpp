@@ -83,7 +83,8 @@ struct server::impl {
 
   // Binds one listener (port 0 picks a free port); the bound port in `bound`.
   core::result<void> open_acceptor(std::optional<boost::asio::ip::tcp::acceptor>& acc,
-                                   const std::string& address, unsigned port, unsigned short& bound);
+                                   const std::string& address, unsigned port,
+                                   unsigned short& bound);
 
   void do_accept(boost::asio::ip::tcp::acceptor& a, listener_kind kind);
   void on_accept(boost::asio::ip::tcp::socket socket, const boost::asio::ip::tcp::endpoint& peer,

@@ -17,10 +17,14 @@ std::atomic<int> min_level{static_cast<int>(log_level::info)};
 
 std::string_view level_name(log_level l) {
   switch (l) {
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warn: return "warn";
-    case log_level::error: return "error";
+    case log_level::debug:
+      return "debug";
+    case log_level::info:
+      return "info";
+    case log_level::warn:
+      return "warn";
+    case log_level::error:
+      return "error";
   }
   return "info";
 }
@@ -28,7 +32,8 @@ std::string_view level_name(log_level l) {
 void append_timestamp(std::string& out) {
   const auto now = std::chrono::system_clock::now();
   const auto secs = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[96];

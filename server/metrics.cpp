@@ -13,7 +13,8 @@ namespace {
 // Request latency buckets from 100 µs (a cached snapshot) to 30 s (the longest admission
 // webhook timeout the apiserver allows, so an alert near any timeoutSeconds can see it).
 const prometheus::Histogram::BucketBoundaries duration_buckets = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30};
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,   0.5,     1,      2.5,   5,      10,    15,   20,    30};
 
 // Rule ids are label values: only the closed set of SPEC.md's ids (a letter and a number)
 // passes; anything else is counted as "other", so a label can never carry input text.
@@ -36,10 +37,11 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Name("topogate_http_requests_total")
                    .Help("HTTP requests answered, by route pattern and status code.")
                    .Register(r);
-  durations_ = &prometheus::BuildHistogram()
-                    .Name("topogate_http_request_duration_seconds")
-                    .Help("Time from the end of the request header to the response being queued, by route.")
-                    .Register(r);
+  durations_ =
+      &prometheus::BuildHistogram()
+           .Name("topogate_http_request_duration_seconds")
+           .Help("Time from the end of the request header to the response being queued, by route.")
+           .Register(r);
   in_flight_ = &prometheus::BuildGauge()
                     .Name("topogate_http_requests_in_flight")
                     .Help("Requests being processed.")
@@ -50,31 +52,37 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Help("Open client connections.")
                       .Register(r)
                       .Add({});
-  connections_refused_ = &prometheus::BuildCounter()
-                              .Name("topogate_connections_refused_total")
-                              .Help("Connections closed at accept because limits.maxConnections was reached.")
-                              .Register(r)
-                              .Add({});
+  connections_refused_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_connections_refused_total")
+           .Help("Connections closed at accept because limits.maxConnections was reached.")
+           .Register(r)
+           .Add({});
   handshake_failures_ = &prometheus::BuildCounter()
                              .Name("topogate_tls_handshake_failures_total")
                              .Help("Failed TLS handshakes, by reason.")
                              .Register(r);
   auth_failures_ = &prometheus::BuildCounter()
                         .Name("topogate_auth_failures_total")
-                        .Help("Refused requests, by inventory and reason (missing, wrong, untrusted_certificate, ...).")
+                        .Help(
+                            "Refused requests, by inventory and reason (missing, wrong, "
+                            "untrusted_certificate, ...).")
                         .Register(r);
-  admission_ = &prometheus::BuildCounter()
-                    .Name("topogate_admission_decisions_total")
-                    .Help("AdmissionReview answers, by kind and verdict (allowed, denied, errored).")
-                    .Register(r);
-  reconcile_ = &prometheus::BuildCounter()
-                    .Name("topogate_reconcile_attempts_total")
-                    .Help("Snapshot revisions offered to an inventory, by result (accepted, rejected).")
-                    .Register(r);
-  reloads_ = &prometheus::BuildCounter()
-                  .Name("topogate_credential_reloads_total")
-                  .Help("Re-reads of certificates, keys, client CAs and token files, by kind and result.")
-                  .Register(r);
+  admission_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_admission_decisions_total")
+           .Help("AdmissionReview answers, by kind and verdict (allowed, denied, errored).")
+           .Register(r);
+  reconcile_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_reconcile_attempts_total")
+           .Help("Snapshot revisions offered to an inventory, by result (accepted, rejected).")
+           .Register(r);
+  reloads_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_credential_reloads_total")
+           .Help("Re-reads of certificates, keys, client CAs and token files, by kind and result.")
+           .Register(r);
   cert_expiry_ = &prometheus::BuildGauge()
                       .Name("topogate_certificate_expiry_timestamp_seconds")
                       .Help("notAfter of each loaded certificate, as a Unix time.")
@@ -91,78 +99,101 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("topogate_inventory_revision_age_seconds")
                        .Help("Seconds since the served revision was accepted, per inventory.")
                        .Register(r);
-  inventory_ready_ = &prometheus::BuildGauge()
-                          .Name("topogate_inventory_ready")
-                          .Help("1 when the inventory can answer GET with a revision (or may start empty).")
-                          .Register(r);
+  inventory_ready_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_inventory_ready")
+           .Help("1 when the inventory can answer GET with a revision (or may start empty).")
+           .Register(r);
   profile_changes_ = &prometheus::BuildCounter()
-                         .Name("topogate_inventory_profile_changes_total")
-                         .Help("Nodes whose topology.gpustack.ai/profile changed or was lost in a published revision, "
-                               "by trigger (file, push, store, nodes).")
-                         .Register(r);
-  flavor_changes_ = &prometheus::BuildCounter()
-                        .Name("topogate_inventory_profile_set_changes_total")
-                        .Help("Profiles (one ResourceFlavor and Topology each) that appeared or disappeared in a "
-                              "published revision, by trigger and change (appeared, disappeared).")
-                        .Register(r);
+                          .Name("topogate_inventory_profile_changes_total")
+                          .Help(
+                              "Nodes whose topology.gpustack.ai/profile changed or was lost in a "
+                              "published revision, "
+                              "by trigger (file, push, store, nodes).")
+                          .Register(r);
+  flavor_changes_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_inventory_profile_set_changes_total")
+           .Help(
+               "Profiles (one ResourceFlavor and Topology each) that appeared or disappeared in a "
+               "published revision, by trigger and change (appeared, disappeared).")
+           .Register(r);
   impact_refusals_ = &prometheus::BuildCounter()
-                         .Name("topogate_inventory_impact_refusals_total")
-                         .Help("Valid revisions refused by maxProfileChanges without an accepted impact, by trigger.")
-                         .Register(r);
+                          .Name("topogate_inventory_impact_refusals_total")
+                          .Help(
+                              "Valid revisions refused by maxProfileChanges without an accepted "
+                              "impact, by trigger.")
+                          .Register(r);
   profiles_ = &prometheus::BuildGauge()
-                  .Name("topogate_inventory_profiles")
-                  .Help("Distinct profiles among the managed Nodes of the served revision.")
-                  .Register(r);
-  rejections_ = &prometheus::BuildCounter()
-                    .Name("topogate_inventory_rejections_total")
-                    .Help("Revisions an inventory refused for breaking a rule, by the rule of the first error "
-                          "(S1..S10).")
-                    .Register(r);
-  admission_denials_ = &prometheus::BuildCounter()
-                           .Name("topogate_admission_denials_total")
-                           .Help("Denied AdmissionReviews, by kind and rule (each distinct rule of a denial once).")
-                           .Register(r);
-  staleness_ = &prometheus::BuildGauge()
-                   .Name("topogate_inventory_staleness_seconds")
-                   .Help("Seconds since the served revision was accepted or last confirmed by its source: the "
-                         "age maxAge limits.")
+                   .Name("topogate_inventory_profiles")
+                   .Help("Distinct profiles among the managed Nodes of the served revision.")
                    .Register(r);
+  rejections_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_inventory_rejections_total")
+           .Help(
+               "Revisions an inventory refused for breaking a rule, by the rule of the first error "
+               "(S1..S10).")
+           .Register(r);
+  admission_denials_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_admission_denials_total")
+           .Help("Denied AdmissionReviews, by kind and rule (each distinct rule of a denial once).")
+           .Register(r);
+  staleness_ = &prometheus::BuildGauge()
+                    .Name("topogate_inventory_staleness_seconds")
+                    .Help(
+                        "Seconds since the served revision was accepted or last confirmed by its "
+                        "source: the "
+                        "age maxAge limits.")
+                    .Register(r);
   max_age_ = &prometheus::BuildGauge()
-                 .Name("topogate_inventory_max_age_seconds")
-                 .Help("maxAge of each inventory in seconds (0: no limit).")
-                 .Register(r);
+                  .Name("topogate_inventory_max_age_seconds")
+                  .Help("maxAge of each inventory in seconds (0: no limit).")
+                  .Register(r);
   nodes_ = &prometheus::BuildGauge()
-               .Name("topogate_inventory_nodes")
-               .Help("Nodes in the served revision, per inventory (after any pruning).")
-               .Register(r);
-  store_available_ = &prometheus::BuildGauge()
-                         .Name("topogate_store_available")
-                         .Help("1 when the last store call of a push-fed inventory got an answer, 0 when the store "
-                               "was unavailable.")
-                         .Register(r);
+                .Name("topogate_inventory_nodes")
+                .Help("Nodes in the served revision, per inventory (after any pruning).")
+                .Register(r);
+  store_available_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_store_available")
+           .Help(
+               "1 when the last store call of a push-fed inventory got an answer, 0 when the store "
+               "was unavailable.")
+           .Register(r);
   nodelabel_errors_ = &prometheus::BuildGauge()
                            .Name("topogate_nodelabel_hierarchy_errors")
-                           .Help("Errors (S7-S9) of the last hierarchy check of a nodeLabels inventory's Node labels.")
+                           .Help(
+                               "Errors (S7-S9) of the last hierarchy check of a nodeLabels "
+                               "inventory's Node labels.")
                            .Register(r);
-  nodelabel_checked_ = &prometheus::BuildGauge()
-                            .Name("topogate_nodelabel_last_check_timestamp_seconds")
-                            .Help("When a nodeLabels inventory's Node labels were last checked (a Node list change), "
-                                  "as a Unix time.")
-                            .Register(r);
-  audit_violations_ = &prometheus::BuildGauge()
-                           .Name("topogate_audit_violations")
-                           .Help("Objects in the cluster that violate each rule at the last successful audit, by "
-                                 "kind (TopologySource, ModelDeployment) and rule; 0 once none does.")
-                           .Register(r);
-  audit_last_success_ = &prometheus::BuildGauge()
-                             .Name("topogate_audit_last_success_timestamp_seconds")
-                             .Help("When the periodic audit last completed, as a Unix time (0: not yet).")
-                             .Register(r);
-  audit_runs_ = &prometheus::BuildCounter()
-                     .Name("topogate_audit_runs_total")
-                     .Help("Periodic audit runs, by result (success, failure: the API did not answer in time, "
-                           "refused or answered what is not a list).")
-                     .Register(r);
+  nodelabel_checked_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_nodelabel_last_check_timestamp_seconds")
+           .Help(
+               "When a nodeLabels inventory's Node labels were last checked (a Node list change), "
+               "as a Unix time.")
+           .Register(r);
+  audit_violations_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_audit_violations")
+           .Help(
+               "Objects in the cluster that violate each rule at the last successful audit, by "
+               "kind (TopologySource, ModelDeployment) and rule; 0 once none does.")
+           .Register(r);
+  audit_last_success_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_audit_last_success_timestamp_seconds")
+           .Help("When the periodic audit last completed, as a Unix time (0: not yet).")
+           .Register(r);
+  audit_runs_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_audit_runs_total")
+           .Help(
+               "Periodic audit runs, by result (success, failure: the API did not answer in time, "
+               "refused or answered what is not a list).")
+           .Register(r);
   // The admission series exist from the start at 0, so that the first errored review is an
   // increase an alert sees (a series born at 1 has no increase).
   for (const char* kind : {"TopologySource", "ModelDeployment", "other"}) {
@@ -188,12 +219,17 @@ void metrics::observe_request(std::string_view route, int status, double seconds
     auto it = by_route_.find(route);
     if (it == by_route_.end()) {
       const std::string r(route);
-      it = by_route_.emplace(r, route_series{&durations_->Add({{"route", r}}, duration_buckets), {}}).first;
+      it =
+          by_route_.emplace(r, route_series{&durations_->Add({{"route", r}}, duration_buckets), {}})
+              .first;
     }
     auto& codes = it->second.by_code;
     auto c = codes.find(status);
     if (c == codes.end()) {
-      c = codes.emplace(status, &requests_->Add({{"route", it->first}, {"code", std::to_string(status)}})).first;
+      c = codes
+              .emplace(status,
+                       &requests_->Add({{"route", it->first}, {"code", std::to_string(status)}}))
+              .first;
     }
     counter = c->second;
     duration = it->second.duration;
@@ -207,7 +243,8 @@ void metrics::handshake_failure(std::string_view reason) {
 }
 
 void metrics::auth_failure(std::string_view inventory, std::string_view reason) {
-  auth_failures_->Add({{"inventory", std::string(inventory)}, {"reason", std::string(reason)}}).Increment();
+  auth_failures_->Add({{"inventory", std::string(inventory)}, {"reason", std::string(reason)}})
+      .Increment();
 }
 
 void metrics::admission_decision(std::string_view kind, std::string_view verdict) {
@@ -215,10 +252,13 @@ void metrics::admission_decision(std::string_view kind, std::string_view verdict
   {
     std::lock_guard lock(series_mu_);
     auto k = by_decision_.find(kind);
-    if (k == by_decision_.end()) k = by_decision_.emplace(std::string(kind), decltype(k->second){}).first;
+    if (k == by_decision_.end())
+      k = by_decision_.emplace(std::string(kind), decltype(k->second){}).first;
     auto v = k->second.find(verdict);
     if (v == k->second.end()) {
-      v = k->second.emplace(std::string(verdict), &admission_->Add({{"kind", k->first}, {"verdict", std::string(verdict)}}))
+      v = k->second
+              .emplace(std::string(verdict),
+                       &admission_->Add({{"kind", k->first}, {"verdict", std::string(verdict)}}))
               .first;
     }
     counter = v->second;
@@ -229,16 +269,20 @@ void metrics::admission_decision(std::string_view kind, std::string_view verdict
 void metrics::admission_denial(std::string_view kind, const core::error_list& errors) {
   std::set<std::string> rules;
   for (const auto& e : errors) rules.insert(rule_label(e.rule));
-  for (const auto& rule : rules) admission_denials_->Add({{"kind", std::string(kind)}, {"rule", rule}}).Increment();
+  for (const auto& rule : rules)
+    admission_denials_->Add({{"kind", std::string(kind)}, {"rule", rule}}).Increment();
 }
 
 void metrics::rejection(std::string_view inventory, const inventory::attempt& a) {
   if (a.accepted || a.errors.empty()) return;
-  rejections_->Add({{"inventory", std::string(inventory)}, {"rule", rule_label(a.errors.front().rule)}}).Increment();
+  rejections_
+      ->Add({{"inventory", std::string(inventory)}, {"rule", rule_label(a.errors.front().rule)}})
+      .Increment();
 }
 
 void metrics::reconcile_attempt(std::string_view inventory, bool accepted) {
-  reconcile_->Add({{"inventory", std::string(inventory)}, {"result", accepted ? "accepted" : "rejected"}})
+  reconcile_
+      ->Add({{"inventory", std::string(inventory)}, {"result", accepted ? "accepted" : "rejected"}})
       .Increment();
 }
 
@@ -256,7 +300,8 @@ void metrics::profile_impact(std::string_view inventory, const inventory::attemp
     return;
   }
   if (!a.accepted) return;
-  profile_changes_->Add({{"inventory", inv}, {"trigger", trigger}}).Increment(static_cast<double>(im.profile_changes()));
+  profile_changes_->Add({{"inventory", inv}, {"trigger", trigger}})
+      .Increment(static_cast<double>(im.profile_changes()));
   // The first revision a process serves has no baseline: its profiles did not "appear".
   if (im.profiles_before == 0) return;
   flavor_changes_->Add({{"inventory", inv}, {"trigger", trigger}, {"change", "appeared"}})
@@ -291,12 +336,14 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
         }
         // Only file and push revisions are ever refused by maxProfileChanges.
         if (inv->config().max_profile_changes > 0) {
-          for (const char* trigger : {"file", "push"}) impact_refusals_->Add({{"inventory", name}, {"trigger", trigger}});
+          for (const char* trigger : {"file", "push"})
+            impact_refusals_->Add({{"inventory", name}, {"trigger", trigger}});
         }
       }
     }
     if (const auto labels = reg.node_labels(name)) {
-      nodelabel_errors_->Add({{"inventory", name}}).Set(static_cast<double>(labels->report.errors.size()));
+      nodelabel_errors_->Add({{"inventory", name}})
+          .Set(static_cast<double>(labels->report.errors.size()));
       nodelabel_checked_->Add({{"inventory", name}})
           .Set(std::chrono::duration<double>(labels->checked_at.time_since_epoch()).count());
     }
@@ -309,18 +356,22 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
       snapshot_bytes_->Add({{"inventory", name}}).Set(0);
       nodes_->Add({{"inventory", name}}).Set(0);
       // Nothing served, nothing stale: topogate_inventory_ready says it.
-      if (const prometheus::Labels l{{"inventory", name}}; staleness_->Has(l)) staleness_->Remove(&staleness_->Add(l));
+      if (const prometheus::Labels l{{"inventory", name}}; staleness_->Has(l))
+        staleness_->Remove(&staleness_->Add(l));
       continue;
     }
-    profiles_->Add({{"inventory", name}}).Set(rev->profiles ? static_cast<double>(rev->profiles->profiles.size()) : 0);
-    auto& g = revision_info_->Add({{"inventory", name}, {"revision", rev->revision_id}, {"etag", rev->etag}});
+    profiles_->Add({{"inventory", name}})
+        .Set(rev->profiles ? static_cast<double>(rev->profiles->profiles.size()) : 0);
+    auto& g = revision_info_->Add(
+        {{"inventory", name}, {"revision", rev->revision_id}, {"etag", rev->etag}});
     g.Set(1);
     info_by_inventory_.emplace(name, &g);
     snapshot_bytes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->json_body.size()));
     nodes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->node_count));
     revision_age_->Add({{"inventory", name}})
         .Set(std::chrono::duration<double>(now - rev->accepted_at).count());
-    staleness_->Add({{"inventory", name}}).Set(std::chrono::duration<double>(now - inv->confirmed_at()).count());
+    staleness_->Add({{"inventory", name}})
+        .Set(std::chrono::duration<double>(now - inv->confirmed_at()).count());
   }
 }
 
@@ -329,7 +380,8 @@ void metrics::audit_enabled() {
   audit_runs_->Add({{"result", "failure"}});
   audit_last_success_->Add({}).Set(0);
   std::lock_guard lock(audit_mu_);
-  for (const auto& [kind, prefix, count] : {std::tuple{"TopologySource", 'T', 14}, std::tuple{"ModelDeployment", 'M', 2}}) {
+  for (const auto& [kind, prefix, count] :
+       {std::tuple{"TopologySource", 'T', 14}, std::tuple{"ModelDeployment", 'M', 2}}) {
     for (int i = 1; i <= count; ++i) {
       const std::string rule = prefix + std::to_string(i);
       audit_series_.emplace(std::pair{std::string(kind), rule},
@@ -340,12 +392,14 @@ void metrics::audit_enabled() {
 
 void metrics::audit_failed() { audit_runs_->Add({{"result", "failure"}}).Increment(); }
 
-void metrics::audit_succeeded(const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
-                              double unix_seconds) {
+void metrics::audit_succeeded(
+    const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
+    double unix_seconds) {
   // Label values: the two kinds the audit reads, and rule ids as rule_label admits them.
   std::map<std::pair<std::string, std::string>, double> next;
   for (const auto& [key, n] : objects_by_rule) {
-    const std::string kind = key.first == "TopologySource" || key.first == "ModelDeployment" ? key.first : "other";
+    const std::string kind =
+        key.first == "TopologySource" || key.first == "ModelDeployment" ? key.first : "other";
     next[{kind, rule_label(key.second)}] += static_cast<double>(n);
   }
   {
@@ -356,7 +410,9 @@ void metrics::audit_succeeded(const std::map<std::pair<std::string, std::string>
     for (const auto& [key, n] : next) {
       auto it = audit_series_.find(key);
       if (it == audit_series_.end()) {
-        it = audit_series_.emplace(key, &audit_violations_->Add({{"kind", key.first}, {"rule", key.second}})).first;
+        it = audit_series_
+                 .emplace(key, &audit_violations_->Add({{"kind", key.first}, {"rule", key.second}}))
+                 .first;
       }
       it->second->Set(n);
     }

@@ -57,8 +57,9 @@ class metrics {
   // A successful run: how many objects of each kind violate each rule ({kind, rule} ->
   // objects). Every series the run does not name is set to 0, each gauge once, so that no
   // scrape sees a value that was never the audit's result.
-  void audit_succeeded(const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
-                       double unix_seconds);
+  void audit_succeeded(
+      const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
+      double unix_seconds);
 
   // Per-inventory gauges are computed at scrape time from the registry.
   void refresh_inventories(const inventory::registry& reg);
@@ -100,7 +101,7 @@ class metrics {
   prometheus::Family<prometheus::Counter>* audit_runs_;
   std::mutex audit_mu_;
   std::map<std::pair<std::string, std::string>, prometheus::Gauge*> audit_series_;  // audit_mu_
-  std::set<std::string, std::less<>> rejections_initialised_;  // info_mu_
+  std::set<std::string, std::less<>> rejections_initialised_;                       // info_mu_
   std::mutex info_mu_;
   std::map<std::string, prometheus::Gauge*, std::less<>> info_by_inventory_;
 
@@ -113,7 +114,8 @@ class metrics {
   };
   std::mutex series_mu_;
   std::map<std::string, route_series, std::less<>> by_route_;
-  std::map<std::string, std::map<std::string, prometheus::Counter*, std::less<>>, std::less<>> by_decision_;
+  std::map<std::string, std::map<std::string, prometheus::Counter*, std::less<>>, std::less<>>
+      by_decision_;
 };
 
 }  // namespace topogate::server

@@ -3,6 +3,8 @@
 // apiserver itself decides for its own /metrics; the ClusterRole an operator binds to
 // Prometheus is then the same kind as for any component's metrics.
 
+#include "server/metrics_auth_kube.hpp"
+
 #include <openssl/crypto.h>
 #include <simdjson.h>
 
@@ -13,7 +15,6 @@
 #include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "server/metrics_auth.hpp"
-#include "server/metrics_auth_kube.hpp"
 
 namespace topogate::server {
 
@@ -44,7 +45,8 @@ std::string quoted_list(const std::vector<std::string>& items) {
 }  // namespace
 
 std::string token_review_body(std::string_view token, const std::vector<std::string>& audiences) {
-  std::string body = R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":)";
+  std::string body =
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":)";
   core::append_json_string(body, token);
   if (!audiences.empty()) {
     body += R"(,"audiences":[)";
@@ -62,7 +64,8 @@ std::string token_review_body(std::string_view token, const std::vector<std::str
 // wiped afterwards: only the status fields asked for are ever unescaped into the parser's
 // string buffer, so no copy of the token outlives this call (a DOM parse would unescape every
 // string, spec.token included, into a buffer freed unwiped).
-token_review_answer read_token_review(const std::string& body, const std::vector<std::string>& audiences) {
+token_review_answer read_token_review(const std::string& body,
+                                      const std::vector<std::string>& audiences) {
   namespace od = simdjson::ondemand;
   simdjson::padded_string json(body);
   struct wipe {
@@ -84,16 +87,19 @@ token_review_answer read_token_review(const std::string& body, const std::vector
     return std::string(v);
   };
   bool authenticated = false;
-  if (status.find_field_unordered("authenticated").get_bool().get(authenticated) || !authenticated) {
+  if (status.find_field_unordered("authenticated").get_bool().get(authenticated) ||
+      !authenticated) {
     const std::string why = field(status, "error");
     return {scrape_verdict::unauthenticated,
             {},
-            why.empty() ? "the Kubernetes API did not authenticate the token" : "token not authenticated: " + why};
+            why.empty() ? "the Kubernetes API did not authenticate the token"
+                        : "token not authenticated: " + why};
   }
   token_review_answer out;
   reviewed_user& user = out.user;
   od::object u;
-  if (status.find_field_unordered("user").get_object().get(u)) return no_answer("the TokenReview answer names no user");
+  if (status.find_field_unordered("user").get_object().get(u))
+    return no_answer("the TokenReview answer names no user");
   user.name = field(u, "username");
   user.uid = field(u, "uid");
   if (user.name.empty()) return no_answer("the TokenReview answer names no user");
@@ -146,8 +152,9 @@ token_review_answer read_token_review(const std::string& body, const std::vector
     if (!matched) {
       return {scrape_verdict::unauthenticated,
               {},
-              "the Kubernetes API authenticated \"" + user.name + "\" but confirmed none of the audiences " +
-                  quoted_list(audiences) + " (metrics.audiences)"};
+              "the Kubernetes API authenticated \"" + user.name +
+                  "\" but confirmed none of the audiences " + quoted_list(audiences) +
+                  " (metrics.audiences)"};
     }
   }
   out.verdict = scrape_verdict::allowed;
@@ -188,7 +195,8 @@ scrape_decision read_subject_access_review(const std::string& body, const review
     reason += reason.empty() ? err : "; " + err;
   }
   return {scrape_verdict::forbidden, user.name,
-          "user \"" + user.name + "\" may not get /metrics" + (reason.empty() ? "" : " (" + reason + ")") +
+          "user \"" + user.name + "\" may not get /metrics" +
+              (reason.empty() ? "" : " (" + reason + ")") +
               ": bind a ClusterRole granting get on the non-resource URL /metrics"};
 }
 
@@ -266,7 +274,8 @@ class kube_token_reviewer final : public token_reviewer {
     if (r.status != 200 && r.status != 201)
       return unavailable(api_failure("TokenReview", r, "tokenreviews"));
     auto answer = detail::read_token_review(r.body, audiences_);
-    if (answer.verdict != scrape_verdict::allowed) return {answer.verdict, {}, std::move(answer.reason)};
+    if (answer.verdict != scrape_verdict::allowed)
+      return {answer.verdict, {}, std::move(answer.reason)};
     return authorize(client, answer.user, deadline);
   }
 

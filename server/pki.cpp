@@ -61,9 +61,11 @@ x509_ptr new_cert(EVP_PKEY* key, const std::string& cn, const std::string& org, 
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   if (!org.empty()) {
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(org.c_str()), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(org.c_str()), -1, -1, 0);
   }
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
   return cert;
 }
 
@@ -90,7 +92,8 @@ core::result<issued> make_ca(const std::string& common_name, int days) {
   if (!cert) return core::fail(core::errc::internal, ssl_error("new certificate"));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get()));
   if (!add_ext(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
-      !add_ext(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") ||
+      !add_ext(cert.get(), cert.get(), NID_key_usage,
+               "critical,keyCertSign,cRLSign,digitalSignature") ||
       !add_ext(cert.get(), cert.get(), NID_subject_key_identifier, "hash")) {
     return core::fail(core::errc::internal, ssl_error("CA extensions"));
   }
@@ -114,7 +117,8 @@ core::result<issued> issue(const issued& ca, const cert_request& req) {
   for (const auto& ip : req.ip_addresses) san += (san.empty() ? "IP:" : ",IP:") + ip;
   bool ok = add_ext(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE") &&
             add_ext(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature") &&
-            add_ext(cert.get(), ca_cert.get(), NID_ext_key_usage, req.server ? "serverAuth" : "clientAuth") &&
+            add_ext(cert.get(), ca_cert.get(), NID_ext_key_usage,
+                    req.server ? "serverAuth" : "clientAuth") &&
             add_ext(cert.get(), ca_cert.get(), NID_subject_key_identifier, "hash") &&
             add_ext(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always");
   if (ok && !san.empty()) ok = add_ext(cert.get(), ca_cert.get(), NID_subject_alt_name, san);

@@ -34,7 +34,8 @@ target_parts split_target(std::string_view target) {
 
 // The value of `name` in a query string (not percent-decoded: every value topogate reads
 // is a duration or a flag). `present` tells `?verbose` from an absent parameter.
-std::string_view query_param(std::string_view query, std::string_view name, bool* present = nullptr) {
+std::string_view query_param(std::string_view query, std::string_view name,
+                             bool* present = nullptr) {
   if (present) *present = false;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -130,12 +131,14 @@ void finish(response& res, http::verb m) {
 
 std::string_view header(const request& req, http::field f) {
   const auto it = req.find(f);
-  return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+  return it == req.end() ? std::string_view{}
+                         : std::string_view(it->value().data(), it->value().size());
 }
 
 std::string_view header(const request& req, std::string_view name) {
   const auto it = req.find(boost::beast::string_view(name.data(), name.size()));
-  return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+  return it == req.end() ? std::string_view{}
+                         : std::string_view(it->value().data(), it->value().size());
 }
 
 std::string_view trim(std::string_view s) {
@@ -146,7 +149,8 @@ std::string_view trim(std::string_view s) {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -155,13 +159,15 @@ enum class access { read, write };
 // Authenticates a request for `name`. Unknown names answer exactly like known ones
 // unless the caller holds credentials valid for some inventory (then 404), so names
 // never leak to an unauthenticated caller.
-std::optional<response> authorize(const request& req, const peer_certificate& peer, const router_context& ctx,
-                                  std::string_view name, access want, request_info& info) {
+std::optional<response> authorize(const request& req, const peer_certificate& peer,
+                                  const router_context& ctx, std::string_view name, access want,
+                                  request_info& info) {
   const std::string_view authorization = header(req, http::field::authorization);
   const auth_state* state = ctx.auth.get();
   const inventory_credentials* creds = nullptr;
   if (state) {
-    if (auto it = state->inventories.find(name); it != state->inventories.end()) creds = &it->second;
+    if (auto it = state->inventories.find(name); it != state->inventories.end())
+      creds = &it->second;
   }
   const bool known = creds && ctx.registry && ctx.registry->find(name);
   auto count = [&](std::string_view inv, std::string_view reason) {
@@ -175,9 +181,9 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
     if (state) {
       for (const auto& [n, c] : state->inventories) {
         if (authenticate(c.readers, n, authorization, peer).status == auth_status::ok ||
-            (c.writers.bearer || c.writers.mtls ? authenticate(c.writers, n, authorization, peer).status ==
-                                                      auth_status::ok
-                                                : false)) {
+            (c.writers.bearer || c.writers.mtls
+                 ? authenticate(c.writers, n, authorization, peer).status == auth_status::ok
+                 : false)) {
           return json_error(http::status::not_found, "no such inventory");
         }
       }
@@ -200,7 +206,8 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
       r = authenticate(creds->writers, name, authorization, peer);
       if (r.status == auth_status::denied) {
         // A reader credential on a write route is a valid identity without the right.
-        if (authenticate(creds->readers, name, authorization, peer).status == auth_status::ok) r.reason = "not_writer";
+        if (authenticate(creds->readers, name, authorization, peer).status == auth_status::ok)
+          r.reason = "not_writer";
       }
     }
   } else {
@@ -223,7 +230,8 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
 // either end (a parser strips them). Beast writes a value as given, so a value with CR or LF
 // would add header lines, or end the header, in the response.
 bool is_field_value(std::string_view v) {
-  if (v.empty() || v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t') return false;
+  if (v.empty() || v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t')
+    return false;
   return std::all_of(v.begin(), v.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
     return c == '\t' || (c >= 0x20 && c != 0x7f);
@@ -234,17 +242,19 @@ response serve_snapshot(const request& req, const router_context& ctx, std::stri
   if (ctx.registry->reads_node_labels(name)) {
     // The consumer reads a nodeLabels source's Nodes itself and never polls a URL for it:
     // there is no snapshot resource to answer with (404, not 503, as none will ever come).
-    return json_error(http::status::not_found,
-                      "inventory \"" + std::string(name) +
-                          "\" reads Node labels (nodeLabels source): topogate serves no snapshot for it; "
-                          "its hierarchy check is at /snapshots/" + std::string(name) + "/status");
+    return json_error(
+        http::status::not_found,
+        "inventory \"" + std::string(name) +
+            "\" reads Node labels (nodeLabels source): topogate serves no snapshot for it; "
+            "its hierarchy check is at /snapshots/" +
+            std::string(name) + "/status");
   }
   inventory::inventory* inv = ctx.registry->find(name);
   const inventory::serve_decision d = inv->serve();
   if (!d.rev) {
-    response res = json_error(http::status::service_unavailable, d.unavailable_reason.empty()
-                                                                     ? "no valid revision"
-                                                                     : d.unavailable_reason);
+    response res =
+        json_error(http::status::service_unavailable,
+                   d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason);
     res.set(http::field::retry_after, "10");
     return res;
   }
@@ -297,7 +307,8 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
         // A finding shown beside the checks, never one of them: mislabelled Nodes must not take
         // the replica (and the admission webhook) out of the Service.
         text += labels->report.ok() ? "[+]" : "[-]";
-        text += "nodelabels/" + inv->name() + (labels->report.ok() ? " ok: " : " failed (not gating): ");
+        text += "nodelabels/" + inv->name() +
+                (labels->report.ok() ? " ok: " : " failed (not gating): ");
         text += inventory::summarize(*labels);
         text += '\n';
       }
@@ -310,8 +321,8 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
   }
   text += ok ? "check passed\n" : "check failed\n";
   if (!verbose) text = ok ? "ok\n" : text;
-  response res = make(ok ? http::status::ok : http::status::service_unavailable, "text/plain; charset=utf-8",
-                      std::move(text));
+  response res = make(ok ? http::status::ok : http::status::service_unavailable,
+                      "text/plain; charset=utf-8", std::move(text));
   res.set(http::field::cache_control, "no-store");
   return res;
 }
@@ -327,16 +338,20 @@ response admission_failure(const admission::outcome& out) {
   };
   const mapping m = [&]() -> mapping {
     switch (out.error) {
-      case admission::failure::too_large: return {http::status::payload_too_large, "RequestEntityTooLarge"};
+      case admission::failure::too_large:
+        return {http::status::payload_too_large, "RequestEntityTooLarge"};
       case admission::failure::unsupported_media_type:
         return {http::status::unsupported_media_type, "UnsupportedMediaType"};
-      case admission::failure::timeout: return {http::status::gateway_timeout, "Timeout"};
+      case admission::failure::timeout:
+        return {http::status::gateway_timeout, "Timeout"};
       case admission::failure::none:
-      case admission::failure::bad_request: break;
+      case admission::failure::bad_request:
+        break;
     }
     return {http::status::bad_request, "BadRequest"};
   }();
-  return make(m.status, json_type, core::failure_status(static_cast<int>(m.status), m.reason, out.message));
+  return make(m.status, json_type,
+              core::failure_status(static_cast<int>(m.status), m.reason, out.message));
 }
 
 bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept {
@@ -374,9 +389,10 @@ bool prefers_yaml(std::string_view accept) noexcept {
       }
     }
     ++pos;
-    const bool is_yaml = iequals(media, "application/yaml") || iequals(media, "application/x-yaml") ||
-                         iequals(media, "text/yaml");
-    const bool is_json = iequals(media, "application/json") || media == "*/*" || iequals(media, "application/*");
+    const bool is_yaml = iequals(media, "application/yaml") ||
+                         iequals(media, "application/x-yaml") || iequals(media, "text/yaml");
+    const bool is_json =
+        iequals(media, "application/json") || media == "*/*" || iequals(media, "application/*");
     if (is_yaml && q > yaml_q) {
       yaml_q = q;
       yaml_pos = pos;
@@ -393,7 +409,8 @@ bool prefers_yaml(std::string_view accept) noexcept {
   return yaml_pos < json_pos;
 }
 
-std::size_t body_limit(http::verb method, std::string_view target, const body_limits& limits) noexcept {
+std::size_t body_limit(http::verb method, std::string_view target,
+                       const body_limits& limits) noexcept {
   const std::string_view path = split_target(target).path;
   if (method == http::verb::post && path.starts_with("/validate/")) return limits.admission;
   if (method == http::verb::put && path.starts_with("/snapshots/")) return limits.push;
@@ -401,8 +418,9 @@ std::size_t body_limit(http::verb method, std::string_view target, const body_li
   return 0;
 }
 
-response handle(const request& req, const peer_certificate& peer, const router_context& ctx, request_info& info,
-                std::chrono::steady_clock::time_point received, deferred_response* later) {
+response handle(const request& req, const peer_certificate& peer, const router_context& ctx,
+                request_info& info, std::chrono::steady_clock::time_point received,
+                deferred_response* later) {
   const auto [path, query] = split_target(req.target());
   const http::verb m = req.method();
   const bool get_like = m == http::verb::get || m == http::verb::head;
@@ -416,7 +434,8 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       bool verbose = false;
       (void)query_param(query, "verbose", &verbose);
       if (path == "/livez") {
-        res = make(http::status::ok, "text/plain; charset=utf-8", verbose ? "[+]process ok\ncheck passed\n" : "ok\n");
+        res = make(http::status::ok, "text/plain; charset=utf-8",
+                   verbose ? "[+]process ok\ncheck passed\n" : "ok\n");
       } else {
         res = readiness(ctx, verbose, path == "/readyz");
       }
@@ -430,8 +449,9 @@ response handle(const request& req, const peer_certificate& peer, const router_c
     } else if (ctx.metrics_auth == nullptr) {
       res = metrics_text(ctx.registry, *ctx.m);
     } else if (ctx.listener != listener_kind::tls && !ctx.metrics_auth->serves_health_port()) {
-      res = json_error(http::status::not_found,
-                       "not found: /metrics is served on the HTTPS port only (metrics.healthPort: false)");
+      res = json_error(
+          http::status::not_found,
+          "not found: /metrics is served on the HTTPS port only (metrics.healthPort: false)");
     } else {
       const std::string_view authorization = header(req, http::field::authorization);
       metrics_authorizer* gate = ctx.metrics_auth;
@@ -446,9 +466,10 @@ response handle(const request& req, const peer_certificate& peer, const router_c
         info.detail = "review";
         *later = [gate, reg = ctx.registry, mm = ctx.m, m,
                   auth = std::string(authorization)](deliver_fn deliver) mutable {
-          gate->check_async(auth, [deliver = std::move(deliver), reg, mm, m](scrape_decision reviewed) {
-            response out =
-                reviewed.verdict == scrape_verdict::allowed ? metrics_text(reg, *mm) : scrape_refused(reviewed);
+          gate->check_async(auth, [deliver = std::move(deliver), reg, mm,
+                                   m](scrape_decision reviewed) {
+            response out = reviewed.verdict == scrape_verdict::allowed ? metrics_text(reg, *mm)
+                                                                       : scrape_refused(reviewed);
             finish(out, m);
             deliver(std::move(out));
           });
@@ -460,7 +481,7 @@ response handle(const request& req, const peer_certificate& peer, const router_c
         info.identity = waited.user;
         info.detail = std::string(to_string(waited.verdict));
         res = waited.verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
-                                                         : scrape_refused(waited);
+                                                        : scrape_refused(waited);
       }
     }
   } else if (ctx.listener != listener_kind::tls) {
@@ -472,7 +493,7 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       res = method_not_allowed("POST");
     } else {
       const auto which = path == "/validate/topologysources" ? admission::route::topology_sources
-                                                              : admission::route::model_deployments;
+                                                             : admission::route::model_deployments;
       admission::request_meta meta;
       meta.content_type = header(req, http::field::content_type);
       bool has_timeout = false;
@@ -481,26 +502,32 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       if (has_timeout) {
         // The apiserver appends ?timeout=<webhook timeoutSeconds>s: past it, nobody waits.
         const auto d = core::parse_go_duration(t);
-        if (!d || d->count() <= 0) bad_timeout = true;
-        else meta.deadline = received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d);
+        if (!d || d->count() <= 0)
+          bad_timeout = true;
+        else
+          meta.deadline =
+              received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d);
       }
       if (bad_timeout) {
-        res = json_error(http::status::bad_request, "the timeout query parameter must be a positive duration such as 10s");
+        res = json_error(http::status::bad_request,
+                         "the timeout query parameter must be a positive duration such as 10s");
         if (ctx.m) ctx.m->admission_decision("other", "errored");
         info.detail = "errored";
       } else {
         static const admission::options defaults;
         // One parser state per worker thread: its buffers are reused by every review.
         thread_local core::json_decoder decoder;
-        auto out = admission::review(which, req.body(), meta, ctx.admission ? *ctx.admission : defaults,
-                                     decoder);
+        auto out = admission::review(which, req.body(), meta,
+                                     ctx.admission ? *ctx.admission : defaults, decoder);
         if (ctx.m) {
           ctx.m->admission_decision(out.kind, admission::to_string(out.result));
-          if (out.result == admission::verdict::denied) ctx.m->admission_denial(out.kind, out.errors);
+          if (out.result == admission::verdict::denied)
+            ctx.m->admission_denial(out.kind, out.errors);
         }
         info.detail = std::string(admission::to_string(out.result));
-        res = out.result == admission::verdict::errored ? admission_failure(out)
-                                                         : make(http::status::ok, json_type, std::move(out.body));
+        res = out.result == admission::verdict::errored
+                  ? admission_failure(out)
+                  : make(http::status::ok, json_type, std::move(out.body));
       }
     }
   } else if (path == "/snapshot" || path.starts_with("/snapshots/")) {
@@ -528,15 +555,19 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       if (auto denied = authorize(req, peer, ctx, name, access::write, info)) {
         res = std::move(*denied);
       } else {
-        inventory::push_request push{std::string(name), req.body(), std::nullopt, info.identity, std::nullopt};
-        if (auto im = header(req, http::field::if_match); !im.empty()) push.if_match = std::string(im);
+        inventory::push_request push{std::string(name), req.body(), std::nullopt, info.identity,
+                                     std::nullopt};
+        if (auto im = header(req, http::field::if_match); !im.empty())
+          push.if_match = std::string(im);
         // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
-        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty()) push.accept_impact = std::string(ai);
+        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty())
+          push.accept_impact = std::string(ai);
         if (later != nullptr) {
           // Validated and stored on the inventory's lane; this thread goes on serving.
           *later = [reg = ctx.registry, push = std::move(push)](deliver_fn deliver) mutable {
             std::string inv = push.name;
-            reg->push_async(std::move(push), [deliver = std::move(deliver), inv = std::move(inv)](inventory::push_result r) {
+            reg->push_async(std::move(push), [deliver = std::move(deliver),
+                                              inv = std::move(inv)](inventory::push_result r) {
               response out = push_response(r, inv);
               finish(out, http::verb::put);
               deliver(std::move(out));
@@ -550,8 +581,9 @@ response handle(const request& req, const peer_certificate& peer, const router_c
       res = method_not_allowed(sub.empty() && path != "/snapshot" ? "GET, HEAD, PUT" : "GET, HEAD");
     } else if (name.empty()) {
       // /snapshot with several inventories: authenticate first so nothing leaks.
-      res = authorize(req, peer, ctx, "", access::read, info).value_or(
-          json_error(http::status::not_found, "several inventories are configured: use /snapshots/{name}"));
+      res = authorize(req, peer, ctx, "", access::read, info)
+                .value_or(json_error(http::status::not_found,
+                                     "several inventories are configured: use /snapshots/{name}"));
     } else if (auto denied = authorize(req, peer, ctx, name, access::read, info)) {
       res = std::move(*denied);
     } else if (sub == "/status") {
@@ -576,9 +608,19 @@ void render_header(const response& res, std::string& out) {
   // throws otherwise), so both fit the fixed-width status line.
   const unsigned version = res.version();
   const unsigned code = res.result_int();
-  const char line[] = {'H', 'T', 'T', 'P', '/', static_cast<char>('0' + version / 10), '.',
-                       static_cast<char>('0' + version % 10), ' ', static_cast<char>('0' + code / 100),
-                       static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10), ' '};
+  const char line[] = {'H',
+                       'T',
+                       'T',
+                       'P',
+                       '/',
+                       static_cast<char>('0' + version / 10),
+                       '.',
+                       static_cast<char>('0' + version % 10),
+                       ' ',
+                       static_cast<char>('0' + code / 100),
+                       static_cast<char>('0' + code / 10 % 10),
+                       static_cast<char>('0' + code % 10),
+                       ' '};
   out.append(line, sizeof line);
   const auto reason = res.reason();
   out.append(reason.data(), reason.size());

@@ -4,10 +4,9 @@
 // transport limits and writes; everything a route decides is here and unit-testable
 // without a socket.
 
+#include <atomic>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -43,7 +42,7 @@ enum class listener_kind { tls, plain_health };
 struct router_context {
   inventory::registry* registry = nullptr;
   std::shared_ptr<const auth_state> auth;
-  metrics* m = nullptr;  // optional
+  metrics* m = nullptr;                        // optional
   metrics_authorizer* metrics_auth = nullptr;  // optional: who may scrape /metrics (metrics.auth)
   const health_state* health = nullptr;
   const admission::options* admission = nullptr;  // null: the defaults
@@ -68,10 +67,10 @@ using deferred_response = std::function<void(deliver_fn)>;
 // The answer to `req`. A push is not answered here when `later` is given: *later is set and
 // the returned response is unused. Without `later` (tests, fuzz targets) a push is waited
 // for on the calling thread.
-[[nodiscard]] response handle(const request& req, const peer_certificate& peer, const router_context& ctx,
-                              request_info& info,
-                              std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now(),
-                              deferred_response* later = nullptr);
+[[nodiscard]] response handle(
+    const request& req, const peer_certificate& peer, const router_context& ctx, request_info& info,
+    std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now(),
+    deferred_response* later = nullptr);
 
 // The answer to a review that could not be made (verdict::errored): 400, 413, 415 or 504 with
 // a Kubernetes Status carrying the reason. `topogate review` prints the same.
@@ -87,7 +86,8 @@ struct body_limits {
   std::size_t push = 1u << 20;
 };
 // The body limit for a request, decided from its header before any body byte is read.
-[[nodiscard]] std::size_t body_limit(http::verb method, std::string_view target, const body_limits& limits) noexcept;
+[[nodiscard]] std::size_t body_limit(http::verb method, std::string_view target,
+                                     const body_limits& limits) noexcept;
 
 // RFC 9110 If-None-Match against one strong ETag (weak comparison, "*" matches).
 [[nodiscard]] bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept;

@@ -79,7 +79,8 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   }
   metrics_gate gate(cfg.metrics, std::move(reviewer), &m);
   if (const auto started = gate.start(); !started) {
-    log(log_level::error, "cannot load the metrics token file", {{"error", started.error().message}});
+    log(log_level::error, "cannot load the metrics token file",
+        {{"error", started.error().message}});
     return 2;
   }
   // audit.enabled: the API must at least be located (in a Pod, or store.apiServer), as for
@@ -90,7 +91,8 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
         core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
     if (hooks.make_audit_source) source = hooks.make_audit_source(cfg);
     if (!source) {
-      log(log_level::error, "audit.enabled: no Kubernetes API to list from (store.apiServer, or run in a Pod)",
+      log(log_level::error,
+          "audit.enabled: no Kubernetes API to list from (store.apiServer, or run in a Pod)",
           {{"error", source.error().message}});
       return 2;
     }
@@ -108,8 +110,10 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   };
   std::unique_ptr<inventory::registry> reg;
   try {
-    auto deps = hooks.dependencies ? hooks.dependencies(cfg) : inventory::make_file_dependencies(cfg.registry.store);
-    reg = std::make_unique<inventory::registry>(cfg.registry, std::move(deps), inventory::system_clock(), std::move(obs));
+    auto deps = hooks.dependencies ? hooks.dependencies(cfg)
+                                   : inventory::make_file_dependencies(cfg.registry.store);
+    reg = std::make_unique<inventory::registry>(cfg.registry, std::move(deps),
+                                                inventory::system_clock(), std::move(obs));
     // Returns at once: the store and the Kubernetes API are read in the background.
     reg->start();
   } catch (const std::exception& e) {
@@ -136,7 +140,9 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   if (!reg->stop(cfg.limits.shutdown_timeout)) {
     // A store call the kernel does not return from (a frozen disk): its lane still uses the
     // registry, so the process ends here instead of destroying it.
-    log(log_level::error, "a store call is still blocked after the shutdown timeout; exiting without waiting for it", {});
+    log(log_level::error,
+        "a store call is still blocked after the shutdown timeout; exiting without waiting for it",
+        {});
     std::fflush(nullptr);
     std::_Exit(0);
   }

@@ -27,7 +27,8 @@ struct serve_hooks {
   std::function<core::result<std::unique_ptr<audit_source>>(const serve_config&)> make_audit_source;
   // Builds the token reviewer of metrics.auth: kubernetes (metrics_auth.hpp's
   // make_kube_token_reviewer, on topogate_kube's client). Unset: that mode stops the start.
-  std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)> make_token_reviewer;
+  std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)>
+      make_token_reviewer;
 };
 
 // Exit status: 0 after a clean shutdown, 1 when the server could not start, 2 for

@@ -7,7 +7,6 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/optional.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -37,8 +37,8 @@ double not_after_of(X509* cert) {
 
 // RFC 7301: pick http/1.1 when offered; otherwise proceed without ALPN rather than
 // agree to h2, which this server does not speak.
-int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
-                void*) {
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                unsigned inlen, void*) {
   static constexpr unsigned char http11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
   unsigned i = 0;
   while (i < inlen) {
@@ -71,8 +71,8 @@ core::result<std::shared_ptr<ssl::context>> make_tls_context(
   SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
   // SSL_OP_CLEANSE_PLAINTEXT: OpenSSL's copy of each decrypted record (a request's bearer
   // token among them) is wiped once read, not left in its buffer until overwritten or freed.
-  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
-                                  SSL_OP_CLEANSE_PLAINTEXT);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+                                  SSL_OP_NO_COMPRESSION | SSL_OP_CLEANSE_PLAINTEXT);
   if (SSL_CTX_set_cipher_list(native, "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
     return core::fail(core::errc::internal, "cipher list: " + openssl_errors());
   }
@@ -104,15 +104,18 @@ core::result<std::shared_ptr<ssl::context>> make_tls_context(
       return core::fail(core::errc::invalid_argument,
                         "private key " + p.key_file + " does not match certificate " + p.cert_file);
     }
-    if (expiries) expiries->push_back({p.cert_file, not_after_of(SSL_CTX_get0_certificate(native))});
+    if (expiries)
+      expiries->push_back({p.cert_file, not_after_of(SSL_CTX_get0_certificate(native))});
   }
   if (!client_ca_files.empty()) {
     STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
     for (const auto& f : client_ca_files) {
       if (SSL_add_file_cert_subjects_to_stack(names, f.c_str()) != 1) ERR_clear_error();
     }
-    if (sk_X509_NAME_num(names) > 0) SSL_CTX_set_client_CA_list(native, names);
-    else sk_X509_NAME_free(names);
+    if (sk_X509_NAME_num(names) > 0)
+      SSL_CTX_set_client_CA_list(native, names);
+    else
+      sk_X509_NAME_free(names);
   }
   return ctx;
 }
@@ -149,12 +152,14 @@ struct tls_channel_bio {
 
   static long ctrl(BIO* bio, int cmd, long, void*) {
     switch (cmd) {
-      case BIO_CTRL_FLUSH: return 1;
+      case BIO_CTRL_FLUSH:
+        return 1;
       case BIO_CTRL_PENDING: {
         auto* ch = static_cast<tls_channel*>(BIO_get_data(bio));
         return static_cast<long>(ch->in_end_ - ch->in_begin_);
       }
-      default: return 0;
+      default:
+        return 0;
     }
   }
 
@@ -165,7 +170,8 @@ struct tls_channel_bio {
 
   static BIO_METHOD* method() {
     static BIO_METHOD* const m = [] {
-      BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "topogate tls channel");
+      BIO_METHOD* bm =
+          BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "topogate tls channel");
       if (bm) {
         BIO_meth_set_read_ex(bm, read);
         BIO_meth_set_write_ex(bm, write);
@@ -213,8 +219,10 @@ std::pair<char*, std::size_t> tls_channel::input_space() {
 
 tls_channel::status tls_channel::settle(int ret) {
   switch (SSL_get_error(ssl_, ret)) {
-    case SSL_ERROR_WANT_READ: return status::want_read;
-    case SSL_ERROR_ZERO_RETURN: return status::closed;
+    case SSL_ERROR_WANT_READ:
+      return status::want_read;
+    case SSL_ERROR_ZERO_RETURN:
+      return status::closed;
     default:
       error_ = ERR_peek_last_error();
       if (error_ == 0) error_ = ERR_PACK(ERR_LIB_SSL, 0, SSL_R_UNEXPECTED_EOF_WHILE_READING);
@@ -273,7 +281,10 @@ bool tls_channel::pending() const noexcept {
 }
 
 credential_watcher::credential_watcher(const serve_config& cfg, metrics* m)
-    : pairs_(cfg.certificates), min_version_(cfg.min_tls_version), session_tickets_(cfg.session_tickets), metrics_(m) {
+    : pairs_(cfg.certificates),
+      min_version_(cfg.min_tls_version),
+      session_tickets_(cfg.session_tickets),
+      metrics_(m) {
   for (const auto& a : cfg.auth) {
     sets_.push_back({a.name, false, a.readers, {}});
     if (!a.writers.empty()) sets_.push_back({a.name, true, a.writers, {}});
@@ -358,7 +369,8 @@ bool credential_watcher::poll(bool force) {
     const auto reloaded = reload_tls();
     if (metrics_) metrics_->credential_reload("tls", reloaded.ok());
     if (reloaded) {
-      log(log_level::info, "reloaded TLS certificates", {{"certificates", static_cast<long long>(pairs_.size())}});
+      log(log_level::info, "reloaded TLS certificates",
+          {{"certificates", static_cast<long long>(pairs_.size())}});
       swapped = true;
     } else {
       log(log_level::error, "TLS certificate reload failed; keeping the previous certificates",
@@ -388,11 +400,13 @@ bool credential_watcher::poll(bool force) {
       next = std::make_shared<auth_state>(*auth_);
     }
     if (metrics_ && set.mtls) {
-      metrics_->certificate_expiry("client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set.ca_not_after);
+      metrics_->certificate_expiry(
+          "client-ca:" + s.inventory + (s.writers ? "/writers" : "/readers"), set.ca_not_after);
     }
     auto& slot = next->inventories[s.inventory];
     (s.writers ? slot.writers : slot.readers) = std::move(set);
-    log(log_level::info, "reloaded credentials", {{"inventory", s.inventory}, {"role", s.writers ? "writers" : "readers"}});
+    log(log_level::info, "reloaded credentials",
+        {{"inventory", s.inventory}, {"role", s.writers ? "writers" : "readers"}});
   }
   if (next) {
     std::lock_guard lock(mu_);

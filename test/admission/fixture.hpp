@@ -14,7 +14,8 @@
 namespace topogate::admission::test {
 
 inline std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) + "/test/integration/fixtures/admission/" + name);
+  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) + "/test/integration/fixtures/admission/" +
+                   name);
   std::stringstream ss;
   ss << in.rdbuf();
   EXPECT_FALSE(ss.str().empty()) << name;

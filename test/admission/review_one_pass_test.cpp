@@ -37,9 +37,8 @@ core::error_list reference_errors(route rt, const std::string& body) {
   EXPECT_EQ(object.raw_json().get(text), simdjson::SUCCESS) << body;
   core::decode_result decoded = core::decode_json(text);
   if (!decoded.ok()) return decoded.errors;
-  return rt == route::topology_sources
-             ? core::validate_topology_source(decoded.root, {}).errors
-             : core::validate_model_deployment(decoded.root).errors;
+  return rt == route::topology_sources ? core::validate_topology_source(decoded.root, {}).errors
+                                       : core::validate_model_deployment(decoded.root).errors;
 }
 
 std::vector<std::string> rendered(const core::error_list& errors) {
@@ -93,8 +92,8 @@ struct review_case {
 
 std::vector<review_case> cases() {
   std::vector<review_case> out;
-  const auto sources = {"allowed.json", "denied.json", "update_denied.json", "warnings.json",
-                        "v1beta1_allowed.json", "v1beta1_denied.json"};
+  const auto sources = {"allowed.json",  "denied.json",          "update_denied.json",
+                        "warnings.json", "v1beta1_allowed.json", "v1beta1_denied.json"};
   for (const char* name : sources) {
     const std::string body = fixture(name);
     out.push_back({route::topology_sources, body});
@@ -146,7 +145,8 @@ TEST(ReviewOnePass, FieldOrderDoesNotChangeTheResponse) {
     SCOPED_TRACE(name);
     const std::string body = fixture(name);
     const outcome in_order = review(route::topology_sources, body, json_meta, {}, shared);
-    const outcome reordered = review(route::topology_sources, object_first(body), json_meta, {}, shared);
+    const outcome reordered =
+        review(route::topology_sources, object_first(body), json_meta, {}, shared);
     EXPECT_EQ(reordered.body, in_order.body);
     EXPECT_EQ(reordered.warning_count, in_order.warning_count);
   }
@@ -176,8 +176,10 @@ TEST(ReviewOnePass, EnvelopeErrorsAfterTheObjectStillWin) {
   second_object.insert(second_object.rfind('}', second_object.rfind('}') - 1),
                        ",\"object\":" + std::string(R"({"apiVersion":"v1","dup":1,"dup":2})"));
   const outcome twice = review(route::topology_sources, second_object, json_meta, {}, shared);
-  EXPECT_EQ(rendered(twice.errors), rendered(reference_errors(route::topology_sources,
-                                                              R"({"request":{"object":{"apiVersion":"v1","dup":1,"dup":2}}})")));
+  EXPECT_EQ(
+      rendered(twice.errors),
+      rendered(reference_errors(route::topology_sources,
+                                R"({"request":{"object":{"apiVersion":"v1","dup":1,"dup":2}}})")));
   EXPECT_EQ(twice.result, verdict::denied);
 }
 

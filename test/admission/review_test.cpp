@@ -1,6 +1,4 @@
 #include "admission/review.hpp"
-#include "core/k8s_status.hpp"
-#include "test/admission/fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -9,6 +7,9 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "core/k8s_status.hpp"
+#include "test/admission/fixture.hpp"
 
 namespace topogate::admission {
 namespace {
@@ -19,7 +20,9 @@ using test::json_meta;
 struct parsed {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  explicit parsed(const std::string& body) { EXPECT_EQ(parser.parse(body).get(root), simdjson::SUCCESS) << body; }
+  explicit parsed(const std::string& body) {
+    EXPECT_EQ(parser.parse(body).get(root), simdjson::SUCCESS) << body;
+  }
   std::string str(std::string_view ptr) {
     std::string_view s;
     if (root.at_pointer(ptr).get(s) != simdjson::SUCCESS) return "<missing>";
@@ -83,11 +86,14 @@ TEST(Review, DeniedListsEveryFieldError) {
   EXPECT_EQ(p.str("/response/status/details/name"), "inventory-service");
   std::vector<std::string> fields;
   const auto rules = cause_rules(p, &fields);
-  for (const char* r : {"T3", "T4", "T6", "T9", "T11", "T13"}) EXPECT_EQ(rules.count(r), 1u) << r << " in " << out.body;
+  for (const char* r : {"T3", "T4", "T6", "T9", "T11", "T13"})
+    EXPECT_EQ(rules.count(r), 1u) << r << " in " << out.body;
   EXPECT_EQ(fields.size(), out.errors.size());
   // The message is apierrors.NewInvalid's: every field error, bracketed when several.
   const std::string msg = p.str("/response/status/message");
-  EXPECT_TRUE(msg.starts_with("TopologySource.worker.gpustack.ai \"inventory-service\" is invalid: [")) << msg;
+  EXPECT_TRUE(
+      msg.starts_with("TopologySource.worker.gpustack.ai \"inventory-service\" is invalid: ["))
+      << msg;
   EXPECT_TRUE(msg.ends_with("]")) << msg;
   for (const auto& f : fields) EXPECT_NE(msg.find(f + ": "), std::string::npos) << f;
 }
@@ -151,20 +157,23 @@ TEST(Review, KindsTheRouteDoesNotHandleAreAllowed) {
 }
 
 TEST(Review, ModelDeploymentRoleTopology) {
-  auto out = review(route::model_deployments, fixture("modeldeployment_denied.json"), json_meta, {});
+  auto out =
+      review(route::model_deployments, fixture("modeldeployment_denied.json"), json_meta, {});
   ASSERT_EQ(out.result, verdict::denied) << out.body;
   parsed p(out.body);
   const auto rules = cause_rules(p);
   EXPECT_EQ(rules.count("M1"), 1u) << out.body;
   EXPECT_EQ(rules.count("M2"), 1u) << out.body;
-  EXPECT_EQ(review(route::model_deployments, fixture("modeldeployment_allowed.json"), json_meta, {}).result,
+  EXPECT_EQ(review(route::model_deployments, fixture("modeldeployment_allowed.json"), json_meta, {})
+                .result,
             verdict::allowed);
 }
 
 TEST(Review, MalformedRequestsAreBadRequestsWithTheReason) {
-  for (const char* f : {"malformed_not_json.txt", "malformed_missing_uid.json", "malformed_no_request.json",
-                        "malformed_wrong_api_version.json", "malformed_wrong_kind.json", "malformed_truncated.json",
-                        "malformed_array.json"}) {
+  for (const char* f :
+       {"malformed_not_json.txt", "malformed_missing_uid.json", "malformed_no_request.json",
+        "malformed_wrong_api_version.json", "malformed_wrong_kind.json", "malformed_truncated.json",
+        "malformed_array.json"}) {
     auto out = review(route::topology_sources, fixture(f), json_meta, {});
     EXPECT_EQ(out.error, failure::bad_request) << f;
     EXPECT_EQ(out.result, verdict::errored) << f;
@@ -194,10 +203,14 @@ TEST(Review, CreateWithoutObjectIs400) {
 TEST(Review, ContentTypeMustBeJson) {
   const std::string body = fixture("allowed.json");
   for (std::string_view ct : {"text/plain", "", "application/yaml", "application/jsonx"}) {
-    EXPECT_EQ(review(route::topology_sources, body, {ct, std::nullopt}, {}).error, failure::unsupported_media_type) << ct;
+    EXPECT_EQ(review(route::topology_sources, body, {ct, std::nullopt}, {}).error,
+              failure::unsupported_media_type)
+        << ct;
   }
-  for (std::string_view ct : {"application/json", "application/json; charset=utf-8", "Application/JSON"}) {
-    EXPECT_EQ(review(route::topology_sources, body, {ct, std::nullopt}, {}).error, failure::none) << ct;
+  for (std::string_view ct :
+       {"application/json", "application/json; charset=utf-8", "Application/JSON"}) {
+    EXPECT_EQ(review(route::topology_sources, body, {ct, std::nullopt}, {}).error, failure::none)
+        << ct;
   }
   // The command line has no Content-Type to check.
   EXPECT_EQ(review(route::topology_sources, body, {}, {}).error, failure::none);
@@ -220,7 +233,8 @@ TEST(Review, ExpiredDeadlineIsATimeout) {
   auto out = review(route::topology_sources, fixture("allowed.json"), meta, {});
   EXPECT_EQ(out.error, failure::timeout);
   meta.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  EXPECT_EQ(review(route::topology_sources, fixture("allowed.json"), meta, {}).error, failure::none);
+  EXPECT_EQ(review(route::topology_sources, fixture("allowed.json"), meta, {}).error,
+            failure::none);
 }
 
 TEST(Review, GenerateNameUsesObjectName) {
@@ -246,7 +260,9 @@ TEST(Review, ReservedPrefixesAreConfigurable) {
 }
 
 TEST(SanitizeWarning, StripsControlsAndCutsOnUtf8Boundary) {
-  EXPECT_EQ(sanitize_warning("a\tb\nc\x7f" "d"), "abcd");
+  EXPECT_EQ(sanitize_warning("a\tb\nc\x7f"
+                             "d"),
+            "abcd");
   EXPECT_EQ(sanitize_warning(std::string(120, 'x')).size(), 120u);
   EXPECT_EQ(sanitize_warning(std::string(121, 'x')).size(), 120u);
   // 119 ASCII bytes then a 2-byte character: cutting at 120 would split it.

@@ -43,11 +43,11 @@ std::string nested(std::size_t depth, bool closed) {
 TEST(JsonDecoder, ReuseGivesTheResultsOfAFreshDecoder) {
   const std::vector<std::string> docs = {
       R"({"a":{"b":[1,2,{"c":null}],"d":"x"},"e":true})",
-      R"({"a":1,"a":2})",                      // duplicate key
-      nested(100, false),                      // depth limit, unterminated
-      R"({"k":[{"x":1},{"y":[[[]]]}]} x)",     // content after the root
+      R"({"a":1,"a":2})",                   // duplicate key
+      nested(100, false),                   // depth limit, unterminated
+      R"({"k":[{"x":1},{"y":[[[]]]}]} x)",  // content after the root
       R"([{"a":"b"},{"a":"b","c":{"d":{}}}])",
-      "{\"a\":\"\\/\"}",                       // an escape yaml.v3 refuses
+      "{\"a\":\"\\/\"}",  // an escape yaml.v3 refuses
       R"({"z":{"y":{"x":{"w":1}}},"v":[1,[2,[3]]]})",
   };
   json_decoder shared;

@@ -64,24 +64,24 @@ std::vector<std::string> corpus() {
       R"({"apiVersion":"v1","metadata":null,"spec":{"levels":[{"a":[1,2,3]},[],{}]}})",
       R"({"spec":{"n":[1,-0,2.5,1e5,-1.5E-3,12345678901234567890],"b":[true,false,null]}})",
       R"({"spec":{"n":[ 1 , 2 ],"s":"tab\there \u00e9 \" \\ end"}})",
-      R"({"a":1,"a":2})",                         // duplicate key
-      R"({"a":{"b":1,"c":2,"b":3}})",             // duplicate key below the root
-      many_keys(20, false),                       // the hashed duplicate check
+      R"({"a":1,"a":2})",              // duplicate key
+      R"({"a":{"b":1,"c":2,"b":3}})",  // duplicate key below the root
+      many_keys(20, false),            // the hashed duplicate check
       many_keys(20, true),
-      "{\"a\\u0041\":1}",                         // an escaped key
-      "{\"a\":\"\\/\"}",                          // an escape yaml.v3 refuses
-      "{\"a\":\"\\ud83d\\ude00\"}",               // escaped surrogates: yaml.v3 refuses
-      "{\"a\"\n:1}",                              // the key's `:` on another line
-      "{\"" + std::string(1030, 'k') + "\":1}",   // a key past yaml.v3's 1024 characters
+      "{\"a\\u0041\":1}",                        // an escaped key
+      "{\"a\":\"\\/\"}",                         // an escape yaml.v3 refuses
+      "{\"a\":\"\\ud83d\\ude00\"}",              // escaped surrogates: yaml.v3 refuses
+      "{\"a\"\n:1}",                             // the key's `:` on another line
+      "{\"" + std::string(1030, 'k') + "\":1}",  // a key past yaml.v3's 1024 characters
       "{\"" + std::string(1000, 'k') + "\":1}",
-      "{\"a\":\"\x01\"}",                         // a control character
-      "{\"a\":\"\xff\"}",                         // invalid UTF-8
-      R"({"a":1} x)",                             // content after the root
+      "{\"a\":\"\x01\"}",  // a control character
+      "{\"a\":\"\xff\"}",  // invalid UTF-8
+      R"({"a":1} x)",      // content after the root
       R"({"a":1}   )",
-      R"({"a":[1,2})",                            // malformed
-      R"({"a":01})",                              // not a JSON number
-      R"([{"a":1}])",                             // not an object
-      nested_objects(63),                         // the depth limit, both sides
+      R"({"a":[1,2})",     // malformed
+      R"({"a":01})",       // not a JSON number
+      R"([{"a":1}])",      // not an object
+      nested_objects(63),  // the depth limit, both sides
       nested_objects(64),
       nested_objects(65),
       R"({})",
@@ -152,7 +152,8 @@ TEST(JsonReuse, BuildsInsideTheCallersDocument) {
     const char* start = v.raw_json_token().data();
     simdjson::ondemand::object obj;
     ASSERT_EQ(v.get_object().get(obj), simdjson::SUCCESS);
-    const std::string_view rest(start, static_cast<std::size_t>(padded.data() + outer.size() - start));
+    const std::string_view rest(start,
+                                static_cast<std::size_t>(padded.data() + outer.size() - start));
     bool built = build_object_reusing(decoder, obj, rest, {});
     const char* end = nullptr;
     built = built && doc.current_location().get(end) == simdjson::SUCCESS;

@@ -18,8 +18,9 @@ std::string json(std::string_view s) {
 }
 
 TEST(AppendJsonString, EscapesAreTheSameAtEveryPosition) {
-  const std::vector<std::string> specials = {"\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f",
-                                             "\xc3\xa9", "\xe2\x80\xa8", "\xff", "\xc2\x85"};
+  const std::vector<std::string> specials = {"\"",           "\\",   "\n",      "\t",
+                                             "\x01",         "\x1f", "\x7f",    "\xc3\xa9",
+                                             "\xe2\x80\xa8", "\xff", "\xc2\x85"};
   for (std::size_t n = 0; n <= 20; ++n) {
     const std::string plain(n, 'a');
     EXPECT_EQ(json(plain), "\"" + plain + "\"");

@@ -26,7 +26,8 @@ topology_source source_with(std::vector<std::string> levels) {
   return s;
 }
 
-snapshot snap(std::string revision, std::vector<std::pair<std::string, std::vector<snapshot_label>>> nodes) {
+snapshot snap(std::string revision,
+              std::vector<std::pair<std::string, std::vector<snapshot_label>>> nodes) {
   snapshot s;
   s.api_version = std::string(snapshot_api_version);
   s.revision = std::move(revision);
@@ -91,11 +92,13 @@ TEST(AssignProfiles, SelectedNodesOutsideTheSnapshotAreManagedToo) {
   auto s = snap("r", {{"worker-a", {L(std_zone, "us-east-1a"), L(rack, "rack-01")}}});
   node_list nodes;
   nodes.nodes.push_back({"worker-a", {{std::string(std_zone), "us-east-1a"}}});
-  nodes.nodes.push_back({"worker-b", {{std::string(rack), "rack-stale"}, {std::string(std_zone), "us-east-1a"}}});
+  nodes.nodes.push_back(
+      {"worker-b", {{std::string(rack), "rack-stale"}, {std::string(std_zone), "us-east-1a"}}});
   nodes.nodes.push_back({"worker-c", {}});
   const auto pa = assign_profiles(src, &s, &nodes);
   ASSERT_EQ(pa.nodes.size(), 3u);
-  EXPECT_EQ(pa.profile_of(*pa.find("worker-a")).id, id_of({std::string(std_zone), std::string(rack)}));
+  EXPECT_EQ(pa.profile_of(*pa.find("worker-a")).id,
+            id_of({std::string(std_zone), std::string(rack)}));
   EXPECT_EQ(pa.profile_of(*pa.find("worker-b")).id, id_of({std::string(std_zone)}));
   EXPECT_EQ(pa.profile_of(*pa.find("worker-c")).id, id_of({}));
   // Without a snapshot (nodeLabels), every level is read from the Node.
@@ -150,7 +153,8 @@ TEST(ProfileImpact, UnchangedRevisionHasEmptyImpact) {
   const auto src = source_with({std::string(zone), std::string(rack)});
   const auto a = zone_and_rack("inventory-42");
   const auto b = zone_and_rack("inventory-43");  // another revision id, same labels
-  const auto im = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
+  const auto im =
+      compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
   EXPECT_TRUE(im.empty());
   EXPECT_EQ(im.profile_changes(), 0u);
   EXPECT_EQ(im.flavor_changes(), 0u);
@@ -163,7 +167,8 @@ TEST(ProfileImpact, MovingANodeToAnotherRackIsNotAProfileChange) {
   const auto a = zone_and_rack("1");
   auto b = zone_and_rack("2");
   b.nodes[0].labels[1].value = "rack-02";
-  const auto im = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
+  const auto im =
+      compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
   EXPECT_TRUE(im.empty());
 }
 
@@ -172,7 +177,8 @@ TEST(ProfileImpact, AddingANodeWithAnExistingProfileDrainsNothing) {
   const auto a = zone_and_rack("1");
   auto b = zone_and_rack("2");
   b.nodes.push_back({"worker-e", {L(zone, "zone-b"), L(rack, "rack-04")}});
-  const auto im = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
+  const auto im =
+      compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
   EXPECT_FALSE(im.empty());
   EXPECT_EQ(im.added_count, 1u);
   ASSERT_EQ(im.added.size(), 1u);
@@ -189,7 +195,8 @@ TEST(ProfileImpact, AddingANodeWithANewProfileChangesTheFlavorSet) {
   const auto a = zone_and_rack("1");
   auto b = zone_and_rack("2");
   b.nodes.push_back({"worker-e", {L(zone, "zone-b")}});
-  const auto im = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
+  const auto im =
+      compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
   EXPECT_EQ(im.added_count, 1u);
   EXPECT_EQ(im.profile_changes(), 0u);
   ASSERT_EQ(im.appeared.size(), 1u);
@@ -203,7 +210,8 @@ TEST(ProfileImpact, RemovedNodeLosesItsProfile) {
   const auto a = zone_and_rack("1");
   auto b = zone_and_rack("2");
   b.nodes.erase(b.nodes.begin() + 3);
-  const auto im = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
+  const auto im =
+      compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr));
   EXPECT_EQ(im.removed_count, 1u);
   ASSERT_EQ(im.removed.size(), 1u);
   EXPECT_EQ(im.removed[0].node, "worker-d");
@@ -219,13 +227,16 @@ TEST(ProfileImpact, TierRunsAreOrderedCoarsestFirst) {
   const auto before = snap("1", {{"n1", {L(tier2, "spine-1")}}});
   const auto after = snap("2", {{"n1", {L(tier2, "spine-1"), L(tier1, "leaf-1")}}});
   for (const auto* src : {&fine_first, &coarse_first}) {
-    const auto im = compute_profile_impact(assign_profiles(*src, &before, nullptr), assign_profiles(*src, &after, nullptr));
+    const auto im = compute_profile_impact(assign_profiles(*src, &before, nullptr),
+                                           assign_profiles(*src, &after, nullptr));
     EXPECT_EQ(im.changed_count, 1u);
     ASSERT_EQ(im.appeared.size(), 1u);
     EXPECT_EQ(im.appeared[0].levels,
-              (std::vector<std::string>{std::string(tier2), std::string(tier1), std::string(hostname_label)}));
+              (std::vector<std::string>{std::string(tier2), std::string(tier1),
+                                        std::string(hostname_label)}));
     ASSERT_EQ(im.disappeared.size(), 1u);
-    EXPECT_EQ(im.disappeared[0].levels, (std::vector<std::string>{std::string(tier2), std::string(hostname_label)}));
+    EXPECT_EQ(im.disappeared[0].levels,
+              (std::vector<std::string>{std::string(tier2), std::string(hostname_label)}));
   }
   // tier-1 alone is a fine suffix without its parent: hostname only.
   const auto leaf_only = snap("3", {{"n1", {L(tier1, "leaf-1")}}});
@@ -242,10 +253,12 @@ TEST(ProfileImpact, ListsAreCappedCountsAreNot) {
     a.nodes.push_back({name, {L(zone, "z")}});
     b.nodes.push_back({name, {L(zone, "z"), L(rack, "r" + std::to_string(i))}});
   }
-  const auto at_cap = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr), 7);
+  const auto at_cap = compute_profile_impact(assign_profiles(src, &a, nullptr),
+                                             assign_profiles(src, &b, nullptr), 7);
   EXPECT_EQ(at_cap.changed.size(), 7u);
   EXPECT_NE(render_impact_json(at_cap).find("\"truncated\":false"), std::string::npos);
-  const auto over = compute_profile_impact(assign_profiles(src, &a, nullptr), assign_profiles(src, &b, nullptr), 6);
+  const auto over = compute_profile_impact(assign_profiles(src, &a, nullptr),
+                                           assign_profiles(src, &b, nullptr), 6);
   EXPECT_EQ(over.changed_count, 7u);
   EXPECT_EQ(over.changed.size(), 6u);
   EXPECT_NE(render_impact_json(over).find("\"truncated\":true"), std::string::npos);
@@ -267,7 +280,8 @@ node_list labelled(std::vector<std::pair<std::string, std::string>> node_profile
     cluster_node n;
     n.name = name;
     n.labels = {{std::string(hostname_label), name}};
-    if (!profile.empty()) n.labels.insert(n.labels.begin(), {"topology.gpustack.ai/profile", profile});
+    if (!profile.empty())
+      n.labels.insert(n.labels.begin(), {"topology.gpustack.ai/profile", profile});
     std::sort(n.labels.begin(), n.labels.end());
     l.nodes.push_back(std::move(n));
   }
@@ -276,8 +290,10 @@ node_list labelled(std::vector<std::pair<std::string, std::string>> node_profile
 
 TEST(ProfilesFromNodeLabels, EachLabelledNodeKeepsTheProfileItCarries) {
   const auto zone_id = id_of({std::string(zone)});
-  const auto pa = profiles_from_node_labels(
-      labelled({{"worker-a", zone_id}, {"worker-b", zone_id}, {"worker-c", ""}, {"worker-d", "fnv64-other"}}));
+  const auto pa = profiles_from_node_labels(labelled({{"worker-a", zone_id},
+                                                      {"worker-b", zone_id},
+                                                      {"worker-c", ""},
+                                                      {"worker-d", "fnv64-other"}}));
   ASSERT_EQ(pa.nodes.size(), 3u);  // worker-c carries no profile: not assigned
   EXPECT_EQ(pa.profiles.size(), 2u);
   ASSERT_NE(pa.find("worker-a"), nullptr);
@@ -295,10 +311,11 @@ TEST(ProfilesFromNodeLabels, HierarchyChangeAfterARestartNamesTheNodesWhoseLabel
   const auto src = source_with({std::string(zone), std::string(rack)});
   const auto zone_id = id_of({std::string(zone)});
   const auto rack_id = id_of({std::string(zone), std::string(rack)});
-  const auto cluster =
-      labelled({{"worker-a", zone_id}, {"worker-b", zone_id}, {"worker-c", rack_id}, {"worker-d", ""}});
+  const auto cluster = labelled(
+      {{"worker-a", zone_id}, {"worker-b", zone_id}, {"worker-c", rack_id}, {"worker-d", ""}});
   const auto s = zone_and_rack("2");
-  auto im = compute_profile_impact(profiles_from_node_labels(cluster), assign_profiles(src, &s, &cluster));
+  auto im = compute_profile_impact(profiles_from_node_labels(cluster),
+                                   assign_profiles(src, &s, &cluster));
   im.baseline = impact_baseline::node_labels;
   ASSERT_EQ(im.changed_count, 2u);
   EXPECT_EQ(im.changed[0].node, "worker-a");
@@ -312,7 +329,8 @@ TEST(ProfilesFromNodeLabels, HierarchyChangeAfterARestartNamesTheNodesWhoseLabel
   EXPECT_TRUE(im.appeared.empty());  // the rack profile is already in use (worker-c)
   const auto json = render_impact_json(im);
   EXPECT_NE(json.find("\"baseline\":\"nodeLabels\""), std::string::npos);
-  EXPECT_NE(render_impact_text(im).find("against the Nodes' topology.gpustack.ai/profile labels"), std::string::npos);
+  EXPECT_NE(render_impact_text(im).find("against the Nodes' topology.gpustack.ai/profile labels"),
+            std::string::npos);
   EXPECT_NE(render_impact_json(compute_profile_impact(profile_assignment{}, profile_assignment{}))
                 .find("\"baseline\":\"revision\""),
             std::string::npos);

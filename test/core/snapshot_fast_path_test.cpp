@@ -25,12 +25,39 @@ bool has_rule(const error_list& errors, const std::string& rule) {
 }
 
 TEST(SnapshotFastPath, NodeNameCheckMatchesDns1123Subdomain) {
-  std::vector<std::string> names = {
-      "a", "n0001", "worker-00001", "worker-0000", "worker-000001", "a.b", "a-b.c-d",
-      "abcdefg.", "abcdefgh.", "abcdefg-", "abcdefgh-", "-abcdefgh", ".abcdefgh", "abcdefgh..x",
-      "abcdefgh.-x", "abcdefgh-.x", "abcdefgh--x", "abc.defgh.ijklmnop.q", "Worker-1",
-      "workeR-000001", "worker_1", "worker/1", "worker:1", "w\xc3\xa9", "wwwwwwww\xc3\xa9",
-      "0", "9-9", "z.", "zzzzzzz,", "a,", "ab{", "a`", "a@"};
+  std::vector<std::string> names = {"a",
+                                    "n0001",
+                                    "worker-00001",
+                                    "worker-0000",
+                                    "worker-000001",
+                                    "a.b",
+                                    "a-b.c-d",
+                                    "abcdefg.",
+                                    "abcdefgh.",
+                                    "abcdefg-",
+                                    "abcdefgh-",
+                                    "-abcdefgh",
+                                    ".abcdefgh",
+                                    "abcdefgh..x",
+                                    "abcdefgh.-x",
+                                    "abcdefgh-.x",
+                                    "abcdefgh--x",
+                                    "abc.defgh.ijklmnop.q",
+                                    "Worker-1",
+                                    "workeR-000001",
+                                    "worker_1",
+                                    "worker/1",
+                                    "worker:1",
+                                    "w\xc3\xa9",
+                                    "wwwwwwww\xc3\xa9",
+                                    "0",
+                                    "9-9",
+                                    "z.",
+                                    "zzzzzzz,",
+                                    "a,",
+                                    "ab{",
+                                    "a`",
+                                    "a@"};
   names.push_back(std::string(253, 'a'));
   names.push_back(std::string(254, 'a'));
   names.push_back(std::string(126, 'a') + "." + std::string(126, 'b'));
@@ -45,8 +72,9 @@ TEST(SnapshotFastPath, NodeNameCheckMatchesDns1123Subdomain) {
 }
 
 TEST(SnapshotFastPath, ScalarValuesAndNullEntriesDecodeAsTheConsumerReadsThem) {
-  const std::string json = R"({"apiVersion":")" + std::string(snapshot_api_version) +
-                           R"(","revision":"r1","nodes":{"a":{"k":true,"l":null,"m":"x","n":false},"b":null,"c":{}}})";
+  const std::string json =
+      R"({"apiVersion":")" + std::string(snapshot_api_version) +
+      R"(","revision":"r1","nodes":{"a":{"k":true,"l":null,"m":"x","n":false},"b":null,"c":{}}})";
   json_decoder decoder;
   const snapshot_decode_result r = decode_snapshot(decoder, json);
   ASSERT_TRUE(r.errors.empty());
@@ -60,16 +88,18 @@ TEST(SnapshotFastPath, ScalarValuesAndNullEntriesDecodeAsTheConsumerReadsThem) {
   EXPECT_TRUE(r.value.nodes[2].labels.empty());
   // A number keeps its literal text (the exact path), an object is a type error: both
   // agree with a fresh decoder.
-  for (const std::string& value : {std::string("1.50"), std::string("{\"x\":1}"), std::string("[1]")}) {
-    const std::string doc = R"({"apiVersion":"v","revision":"r","nodes":{"a":{"k":)" + value + "}}}";
+  for (const std::string& value :
+       {std::string("1.50"), std::string("{\"x\":1}"), std::string("[1]")}) {
+    const std::string doc =
+        R"({"apiVersion":"v","revision":"r","nodes":{"a":{"k":)" + value + "}}}";
     SCOPED_TRACE(doc);
     const snapshot_decode_result reused = decode_snapshot(decoder, doc);
     const snapshot_decode_result fresh = decode_snapshot(doc);
     EXPECT_EQ(reused.errors.size(), fresh.errors.size());
     EXPECT_EQ(reused.value.nodes.size(), fresh.value.nodes.size());
   }
-  const snapshot_decode_result number = decode_snapshot(
-      decoder, R"({"apiVersion":"v","revision":"r","nodes":{"a":{"k":1.50}}})");
+  const snapshot_decode_result number =
+      decode_snapshot(decoder, R"({"apiVersion":"v","revision":"r","nodes":{"a":{"k":1.50}}})");
   ASSERT_TRUE(number.errors.empty());
   EXPECT_EQ(number.value.nodes.at(0).labels.at(0).value, "1.50");
 }

@@ -116,7 +116,8 @@ TEST(NamePredicates, AgreeWithTheChecksAtEveryLength) {
       for (char& c : s) c = usual[rng() % usual.size()];
       const std::size_t sprinkle = rng() % 4;
       for (std::size_t k = 0; k < sprinkle; ++k) s[rng() % n] = other[rng() % other.size()];
-      const bool qualified = is_qualified_name(s), value = is_label_value(s), subdomain = is_dns1123_subdomain(s);
+      const bool qualified = is_qualified_name(s), value = is_label_value(s),
+                 subdomain = is_dns1123_subdomain(s);
       ASSERT_EQ(qualified, detail::qualified_name_errors(s).empty()) << s;
       ASSERT_EQ(value, detail::label_value_errors(s).empty()) << s;
       ASSERT_EQ(subdomain, detail::dns1123_subdomain_errors(s).empty()) << s;

@@ -190,8 +190,8 @@ TEST(RunbookExamples, MutualTlsVariantValid) {
 TEST(ApiVersion, BothVersionsAcceptedOthersNot) {
   for (std::string_view v : {"worker.gpustack.ai/v1", "worker.gpustack.ai/v1alpha1"}) {
     const auto r = validate_both("apiVersion: " + std::string(v) +
-                                                 "\nkind: TopologySource\nmetadata: {name: x}\n"
-                                                 "spec: {levels: [a.b/c], nodeLabels: {}}\n");
+                                 "\nkind: TopologySource\nmetadata: {name: x}\n"
+                                 "spec: {levels: [a.b/c], nodeLabels: {}}\n");
     EXPECT_TRUE(r.ok()) << dump(r);
   }
   const auto r = validate_both(
@@ -217,8 +217,7 @@ TEST(T1, LevelCountBoundaries) {
   EXPECT_TRUE(has_error(empty.errors, "T1", error_type::required, "spec.levels"));
   const auto missing = validate_both(with_spec("  nodeLabels: {}\n"));
   EXPECT_TRUE(has_error(missing.errors, "T1", error_type::required, "spec.levels"));
-  const auto not_list =
-      validate_both(node_labels_source("topology.gpustack.ai/rack"));
+  const auto not_list = validate_both(node_labels_source("topology.gpustack.ai/rack"));
   EXPECT_TRUE(has_error(not_list.errors, "T1", error_type::invalid, "spec.levels"))
       << dump(not_list);
   const auto map = validate_both(node_labels_source("{a: b}"));
@@ -234,8 +233,8 @@ class T2 : public ::testing::TestWithParam<level_case> {};
 
 TEST_P(T2, LevelIsALabelKey) {
   const auto& c = GetParam();
-  const auto r = validate_both(
-      node_labels_source("[topology.gpustack.ai/zone, \"" + c.level + "\"]"));
+  const auto r =
+      validate_both(node_labels_source("[topology.gpustack.ai/zone, \"" + c.level + "\"]"));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.level << "\n" << dump(r);
   } else {
@@ -262,8 +261,8 @@ INSTANTIATE_TEST_SUITE_P(
                       level_case{"topology gpustack", false}));
 
 TEST(T2, NonStringLevelIsAnErrorNotACrash) {
-  const auto r = validate_both(
-      node_labels_source("[topology.gpustack.ai/zone, {a: b}, [x], 12, ~]"));
+  const auto r =
+      validate_both(node_labels_source("[topology.gpustack.ai/zone, {a: b}, [x], 12, ~]"));
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[1]")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[2]")) << dump(r);
   EXPECT_TRUE(has_error(r.errors, "T2", error_type::invalid, "spec.levels[3]")) << dump(r);
@@ -271,8 +270,8 @@ TEST(T2, NonStringLevelIsAnErrorNotACrash) {
 }
 
 TEST(T3, HostnameIsForbidden) {
-  const auto r = validate_both(
-      node_labels_source("[topology.kubernetes.io/zone, kubernetes.io/hostname]"));
+  const auto r =
+      validate_both(node_labels_source("[topology.kubernetes.io/zone, kubernetes.io/hostname]"));
   EXPECT_TRUE(has_error(r.errors, "T3", error_type::forbidden, "spec.levels[1]")) << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T3"});
   // Look-alikes are ordinary keys.
@@ -325,8 +324,7 @@ TEST(T5, ExactlyOneSource) {
   const auto null_extra =
       validate_both(with_spec("  levels: [a/b]\n  nodeLabels: {}\n  webhook: ~\n"));
   EXPECT_TRUE(null_extra.ok()) << dump(null_extra);
-  const auto wrong_type =
-      validate_both(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
+  const auto wrong_type = validate_both(with_spec("  levels: [a/b]\n  nodeLabels: true\n"));
   EXPECT_TRUE(has_error(wrong_type.errors, "T5", error_type::invalid, "spec.nodeLabels"))
       << dump(wrong_type);
 }
@@ -422,26 +420,23 @@ std::string config_map_source(
 }
 
 TEST(T8, KeyMustBeNonBlank) {
-  EXPECT_TRUE(validate_both(
-                  config_map_source("    key: snapshot.yaml\n", "    maxStaleness: 10m\n"))
-                  .ok());
+  EXPECT_TRUE(
+      validate_both(config_map_source("    key: snapshot.yaml\n", "    maxStaleness: 10m\n")).ok());
   for (std::string_view line : {"", "    key: \"\"\n", "    key: \"  \"\n",
                                 "    key: \"\\u00a0\\u2003\"\n", "    key: ~\n"}) {
-    const auto r =
-        validate_both(config_map_source(line, "    maxStaleness: 10m\n"));
+    const auto r = validate_both(config_map_source(line, "    maxStaleness: 10m\n"));
     EXPECT_TRUE(has_error(r.errors, "T8", error_type::required, "spec.configMap.key"))
         << line << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T8"}) << dump(r);
   }
-  const auto number =
-      validate_both(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
+  const auto number = validate_both(config_map_source("    key: 12\n", "    maxStaleness: 10m\n"));
   EXPECT_TRUE(has_error(number.errors, "T8", error_type::invalid, "spec.configMap.key"))
       << dump(number);
 }
 
 TEST(T8, KeyThatNoConfigMapCanHoldWarns) {
-  const auto r = validate_both(
-      config_map_source("    key: snap shot.yaml\n", "    maxStaleness: 10m\n"));
+  const auto r =
+      validate_both(config_map_source("    key: snap shot.yaml\n", "    maxStaleness: 10m\n"));
   EXPECT_TRUE(r.ok()) << dump(r);
   EXPECT_EQ(r.warnings.size(), 1u);
 }
@@ -480,8 +475,7 @@ INSTANTIATE_TEST_SUITE_P(
                       duration_field_case{"2562048h", false}, duration_field_case{"[1m]", false}));
 
 TEST(T13, ConfigMapRefRequired) {
-  const auto r = validate_both(
-      config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
+  const auto r = validate_both(config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
   EXPECT_TRUE(has_error(r.errors, "T13", error_type::required, "spec.configMap.configMapRef"))
       << dump(r);
 }
@@ -556,8 +550,7 @@ TEST(T9, CredentialsRedactedEvenWhenTheUrlDoesNotParse) {
 }
 
 TEST(Json, SameVerdictAsYaml) {
-  const auto yaml =
-      validate_both(node_labels_source("[a/b, a/b, kubernetes.io/hostname]"));
+  const auto yaml = validate_both(node_labels_source("[a/b, a/b, kubernetes.io/hostname]"));
   const auto json = validate_both(
       R"({"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"test"},)"
       R"("spec":{"levels":["a/b","a/b","kubernetes.io/hostname"],"nodeLabels":{}}})");
@@ -585,9 +578,9 @@ TEST(T9, MissingOrNonStringUrl) {
       << dump(missing);
   const auto number =
       validate_both(with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n "
-                                              "   url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
-                                              "    maxStaleness: 5m\n" +
-                                              f.auth));
+                              "   url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
+                              "    maxStaleness: 5m\n" +
+                              f.auth));
   EXPECT_TRUE(has_error(number.errors, "T9", error_type::invalid, "spec.webhook.url"))
       << dump(number);
 }
@@ -812,9 +805,9 @@ TEST(T13, ReferencesStayInTheWorkerNamespace) {
       has_error(scalar.errors, "T13", error_type::invalid, "spec.webhook.bearerTokenSecretRef"))
       << dump(scalar);
 
-  const auto cm = validate_both(
-      config_map_source("    key: k\n", "    maxStaleness: 1m\n",
-                        "    configMapRef: {namespace: other, name: inv}\n"));
+  const auto cm =
+      validate_both(config_map_source("    key: k\n", "    maxStaleness: 1m\n",
+                                      "    configMapRef: {namespace: other, name: inv}\n"));
   EXPECT_TRUE(
       has_error(cm.errors, "T13", error_type::forbidden, "spec.configMap.configMapRef.namespace"))
       << dump(cm);
@@ -834,8 +827,8 @@ TEST(T13, WorkerNamespaceIsConfigurable) {
 
 TEST(T14, SelectorRequirements) {
   auto check = [](std::string_view selector) {
-    return validate_both(node_labels_source(
-        "[topology.kubernetes.io/zone]", "  nodeSelector: " + std::string(selector) + "\n"));
+    return validate_both(node_labels_source("[topology.kubernetes.io/zone]",
+                                            "  nodeSelector: " + std::string(selector) + "\n"));
   };
   EXPECT_TRUE(check("{}").ok());
   EXPECT_TRUE(check("{matchLabels: {node-role.kubernetes.io/worker: \"\"}}").ok());
@@ -965,8 +958,7 @@ TEST(Warnings, WritingSourceWithNothingToPublish) {
   f.levels = "[topology.kubernetes.io/zone, topology.gpustack.ai/rack]";
   EXPECT_TRUE(validate_both(webhook_source_text(f)).warnings.empty());
   // A read-only source publishes nothing by design: no warning.
-  EXPECT_TRUE(validate_both(node_labels_source("[topology.kubernetes.io/zone]"))
-                  .warnings.empty());
+  EXPECT_TRUE(validate_both(node_labels_source("[topology.kubernetes.io/zone]")).warnings.empty());
 }
 
 TEST(Warnings, BoundedAndPrintable) {

@@ -477,15 +477,19 @@ TEST(Pending, PreferredLevelFitsAcrossDomainsUpToTheirSum) {
   EXPECT_EQ(r.fits[0].best_spanning, 4);      // ... both zones hold four together
   EXPECT_TRUE(r.fits[0].fits());
   EXPECT_EQ(step(r, 6).result, verdict::ok);
-  EXPECT_NE(step(r, 6).lines[0].find("falls back to coarser levels"), std::string::npos) << step(r, 6).lines[0];
+  EXPECT_NE(step(r, 6).lines[0].find("falls back to coarser levels"), std::string::npos)
+      << step(r, 6).lines[0];
   const auto json = render_pending_json(r);
-  EXPECT_NE(json.find("\"fitsOneDomain\":false,\"spanningFits\":4,\"fits\":true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"fitsOneDomain\":false,\"spanningFits\":4,\"fits\":true"),
+            std::string::npos)
+      << json;
 
   w->podsets[0].count = 5;  // one more than the zones hold together
   r = diagnose_pending(c, "default", "zone-trio");
   EXPECT_FALSE(r.fits[0].fits());
   EXPECT_EQ(step(r, 6).result, verdict::problem);
-  EXPECT_NE(r.conclusion.find("all topology.kubernetes.io/zone domains together 4"), std::string::npos)
+  EXPECT_NE(r.conclusion.find("all topology.kubernetes.io/zone domains together 4"),
+            std::string::npos)
       << r.conclusion;
   EXPECT_NE(render_pending_json(r).find("\"fits\":false"), std::string::npos);
 

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace topogate;
   if (size < 1) return 0;
   // First byte: route and content type; the rest is the body.
-  const auto r = (data[0] & 1) ? admission::route::model_deployments : admission::route::topology_sources;
+  const auto r =
+      (data[0] & 1) ? admission::route::model_deployments : admission::route::topology_sources;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   admission::request_meta meta;
   if (data[0] & 2) meta.content_type = "application/json; charset=utf-8";
@@ -26,18 +27,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case admission::verdict::allowed:
     case admission::verdict::denied:
       fuzz::check(out.error == admission::failure::none, "a verdict carries no failure", out.body);
-      fuzz::check(out.body.find("\"AdmissionReview\"") != std::string::npos, "a verdict is an AdmissionReview",
-                  out.body);
+      fuzz::check(out.body.find("\"AdmissionReview\"") != std::string::npos,
+                  "a verdict is an AdmissionReview", out.body);
       if (!out.uid.empty()) {
         std::string quoted;
         core::append_json_string(quoted, out.uid);
-        fuzz::check(out.body.find(quoted) != std::string::npos, "the response echoes request.uid", out.body);
+        fuzz::check(out.body.find(quoted) != std::string::npos, "the response echoes request.uid",
+                    out.body);
       }
       break;
     case admission::verdict::errored:
       // Without a deadline in the request, nothing times out: an unprocessable request is a 4xx.
-      fuzz::check(out.error != admission::failure::none && out.error != admission::failure::timeout &&
-                      !out.message.empty() && out.body.empty(),
+      fuzz::check(out.error != admission::failure::none &&
+                      out.error != admission::failure::timeout && !out.message.empty() &&
+                      out.body.empty(),
                   "an unprocessable request names its failure and why", out.message);
       break;
   }

@@ -146,7 +146,9 @@ struct world {
     health.certificates_loaded = true;
   }
   std::string path(const std::string& name) const { return (dir / name).string(); }
-  void write(const std::string& name, std::string_view data) const { std::ofstream(dir / name) << data; }
+  void write(const std::string& name, std::string_view data) const {
+    std::ofstream(dir / name) << data;
+  }
   static X509* load(const std::string& pem) {
     BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
     X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
@@ -180,7 +182,9 @@ bool iequals(std::string_view a, std::string_view b) {
 // The token of `Authorization: Bearer <token>` (RFC 6750 §2.1), "" for anything else.
 std::string_view presented_token(std::string_view authorization) {
   constexpr std::string_view scheme = "Bearer ";
-  if (authorization.size() <= scheme.size() || !iequals(authorization.substr(0, scheme.size()), scheme)) return {};
+  if (authorization.size() <= scheme.size() ||
+      !iequals(authorization.substr(0, scheme.size()), scheme))
+    return {};
   std::string_view t = authorization.substr(scheme.size());
   while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
   while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
@@ -214,7 +218,8 @@ void check_authorization(const server::request& req, unsigned status, bool trust
   const std::string_view name = rest.substr(0, rest.find('/'));
   const std::string_view token = presented_token(req[http::field::authorization]);
   const bool write = req.method() == http::verb::put;
-  fuzz::check(entitled(name, write, token, trusted_cert), "snapshot route served without a valid credential", detail);
+  fuzz::check(entitled(name, write, token, trusted_cert),
+              "snapshot route served without a valid credential", detail);
 }
 
 // Serializes `res` with Beast's serializer and parses it back as a client would; the TLS
@@ -233,15 +238,18 @@ void check_wire_form(server::response& res, bool head, const std::string& detail
     });
   }
   fuzz::check(!ec, "response serializes", ec.message());
-  fuzz::check(wire.compare(0, ours.size(), ours) == 0 && wire.size() - ours.size() == res.body().data.size(),
-              "render_header matches the serializer's header", detail + "\n" + ours + "\n---\n" + wire);
+  fuzz::check(wire.compare(0, ours.size(), ours) == 0 &&
+                  wire.size() - ours.size() == res.body().data.size(),
+              "render_header matches the serializer's header",
+              detail + "\n" + ours + "\n---\n" + wire);
 
   http::response_parser<http::string_body> back;
   back.eager(true);
   back.body_limit(64u << 20);
   if (head) back.skip(true);
   const std::size_t used = back.put(boost::asio::buffer(wire), ec);
-  fuzz::check(!ec && back.is_done(), "response parses back", detail + ": " + ec.message() + "\n" + wire);
+  fuzz::check(!ec && back.is_done(), "response parses back",
+              detail + ": " + ec.message() + "\n" + wire);
   fuzz::check(used == wire.size(), "nothing after the response", detail + "\n" + wire);
   const auto& msg = back.get();
   fuzz::check(msg.result_int() == res.result_int(), "status survives the wire", detail);
@@ -252,9 +260,9 @@ void check_wire_form(server::response& res, bool head, const std::string& detail
 
 // What byte 0 selects.
 struct conditions {
-  int peer;        // 0: no client certificate, 1: one from the inventory CA, 2: one from another CA
-  bool plain;      // the plain-HTTP health listener instead of the TLS one
-  bool draining;   // after SIGTERM
+  int peer;       // 0: no client certificate, 1: one from the inventory CA, 2: one from another CA
+  bool plain;     // the plain-HTTP health listener instead of the TLS one
+  bool draining;  // after SIGTERM
 };
 
 conditions decode(std::uint8_t b) { return {b % 3, (b / 3) % 2 == 1, (b / 6) % 2 == 1}; }
@@ -284,7 +292,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     while (!parser.is_done()) {
       // No byte left, or none the parser can use without more: the peer closed mid-request.
       if (used == wire.size()) return 0;
-      const std::size_t k = parser.put(boost::asio::buffer(wire.data() + used, wire.size() - used), ec);
+      const std::size_t k =
+          parser.put(boost::asio::buffer(wire.data() + used, wire.size() - used), ec);
       used += k;
       if (ec == http::error::need_more || (!ec && k == 0)) {
         if (k == 0) return 0;
@@ -295,7 +304,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         route_limit_set = true;
         const auto& hdr = parser.get();
         const std::size_t limit = server::body_limit(hdr.method(), hdr.target(), w.limits);
-        if (const auto len = parser.content_length(); len && *len > limit) return 0;  // 413 at header time
+        if (const auto len = parser.content_length(); len && *len > limit)
+          return 0;  // 413 at header time
         parser.body_limit(limit);
         parser.eager(true);  // http::async_read reads the body eagerly
       }
@@ -307,21 +317,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     server::response res = server::handle(req, peer, ctx, info);
     const unsigned status = res.result_int();
     const std::string detail = std::string(req.method_string()) + " " + std::string(req.target());
-    fuzz::check(status >= 200 && status <= 599, "a valid status", detail + " -> " + std::to_string(status));
+    fuzz::check(status >= 200 && status <= 599, "a valid status",
+                detail + " -> " + std::to_string(status));
     fuzz::check(status < 300 || status >= 400 || status == 304, "never a redirect", detail);
     fuzz::check(status != 500, "no internal error from the router", detail);
     if (status == 401) {
-      fuzz::check(res[http::field::www_authenticate].starts_with("Bearer"), "401 carries the challenge", detail);
+      fuzz::check(res[http::field::www_authenticate].starts_with("Bearer"),
+                  "401 carries the challenge", detail);
     }
     if (c.plain) {
       const std::string_view t = req.target();
       const std::string_view path = t.substr(0, t.find('?'));
-      const bool probe = path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/metrics";
+      const bool probe =
+          path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/metrics";
       fuzz::check(probe || status == 404, "plain listener serves only probes and metrics", detail);
     }
     if (w.trace) {
-      std::fprintf(stderr, "fuzz_http: peer=%d plain=%d draining=%d %s %s -> %u (%s)\n", c.peer, c.plain, c.draining,
-                   std::string(req.method_string()).c_str(), info.route.c_str(), status, info.identity.c_str());
+      std::fprintf(stderr, "fuzz_http: peer=%d plain=%d draining=%d %s %s -> %u (%s)\n", c.peer,
+                   c.plain, c.draining, std::string(req.method_string()).c_str(),
+                   info.route.c_str(), status, info.identity.c_str());
     }
     check_authorization(req, status, c.peer == 1);
     check_wire_form(res, req.method() == http::verb::head, detail);

@@ -30,9 +30,11 @@ bool same_tree(const core::doc_node& a, const core::doc_node& b) {
       return a.items.size() == b.items.size() &&
              std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_tree);
     case core::doc_node::kind::mapping:
-      return a.map.size() == b.map.size() &&
-             std::equal(a.map.begin(), a.map.end(), b.map.begin(),
-                        [](const auto& x, const auto& y) { return x.first == y.first && same_tree(x.second, y.second); });
+      return a.map.size() == b.map.size() && std::equal(a.map.begin(), a.map.end(), b.map.begin(),
+                                                        [](const auto& x, const auto& y) {
+                                                          return x.first == y.first &&
+                                                                 same_tree(x.second, y.second);
+                                                        });
   }
   return false;
 }
@@ -45,14 +47,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto as_yaml = core::decode_yaml(text);
   const auto as_json = core::decode_json(text);
   if (as_yaml.ok() && as_json.ok()) {
-    fuzz::check(same_tree(as_yaml.root, as_json.root), "decode_json and decode_yaml build different trees", text);
+    fuzz::check(same_tree(as_yaml.root, as_json.root),
+                "decode_json and decode_yaml build different trees", text);
   }
   (void)core::decode_any(text);
 
   const auto source = core::validate_topology_source_text(text);
   for (const auto& w : source.warnings) {
     fuzz::check(w.size() <= 120, "warning longer than 120 bytes", w);
-    for (unsigned char c : w) fuzz::check(c >= 0x20 && c != 0x7f, "control character in a warning", w);
+    for (unsigned char c : w)
+      fuzz::check(c >= 0x20 && c != 0x7f, "control character in a warning", w);
   }
   (void)core::validate_model_deployment_text(text);
   (void)core::parse_node_list(text);

@@ -18,7 +18,9 @@ namespace {
 using namespace topogate;
 
 bool same(const core::snapshot& a, const core::snapshot& b) {
-  if (a.api_version != b.api_version || a.revision != b.revision || a.nodes.size() != b.nodes.size()) return false;
+  if (a.api_version != b.api_version || a.revision != b.revision ||
+      a.nodes.size() != b.nodes.size())
+    return false;
   // Rendering sorts nodes and keys (Go's encoding/json); compare as sorted sets.
   auto sorted = [](const core::snapshot& s) {
     std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> out;
@@ -57,17 +59,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (json.size() <= core::max_snapshot_bytes) {
     const auto back = core::decode_snapshot(json);
     fuzz::check(back.ok(), "rendered JSON decodes", core::render_text(back.errors) + "\n" + json);
-    fuzz::check(same(back.value, decoded.value), "rendered JSON decodes to the same snapshot", json);
+    fuzz::check(same(back.value, decoded.value), "rendered JSON decodes to the same snapshot",
+                json);
     if (rules.empty()) {
-      fuzz::check(core::validate_snapshot(back.value, ctx).empty(), "rendered JSON of a valid snapshot validates",
-                  json);
+      fuzz::check(core::validate_snapshot(back.value, ctx).empty(),
+                  "rendered JSON of a valid snapshot validates", json);
     }
   }
   const std::string yaml = core::render_snapshot_yaml(decoded.value);
   if (yaml.size() <= core::max_snapshot_bytes) {
     const auto back = core::decode_snapshot(yaml);
     fuzz::check(back.ok(), "rendered YAML decodes", core::render_text(back.errors) + "\n" + yaml);
-    fuzz::check(same(back.value, decoded.value), "rendered YAML decodes to the same snapshot", yaml);
+    fuzz::check(same(back.value, decoded.value), "rendered YAML decodes to the same snapshot",
+                yaml);
   }
   return 0;
 }

@@ -39,27 +39,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const auto a = core::decode_snapshot(json);
   const auto b = core::decode_snapshot(yaml);
-  fuzz::check(a.ok() == b.ok(), "JSON and YAML paths disagree on decoding", describe(a.errors, b.errors));
+  fuzz::check(a.ok() == b.ok(), "JSON and YAML paths disagree on decoding",
+              describe(a.errors, b.errors));
   if (a.ok()) {
-    const bool same = a.value.api_version == b.value.api_version && a.value.revision == b.value.revision &&
-                      a.value.nodes.size() == b.value.nodes.size() &&
-                      std::equal(a.value.nodes.begin(), a.value.nodes.end(), b.value.nodes.begin(),
-                                 [](const core::snapshot_node& x, const core::snapshot_node& y) {
-                                   return x.name == y.name && x.labels.size() == y.labels.size() &&
-                                          std::equal(x.labels.begin(), x.labels.end(), y.labels.begin(),
-                                                     [](const auto& l, const auto& m) {
-                                                       return l.key == m.key && l.value == m.value;
-                                                     });
-                                 });
+    const bool same =
+        a.value.api_version == b.value.api_version && a.value.revision == b.value.revision &&
+        a.value.nodes.size() == b.value.nodes.size() &&
+        std::equal(a.value.nodes.begin(), a.value.nodes.end(), b.value.nodes.begin(),
+                   [](const core::snapshot_node& x, const core::snapshot_node& y) {
+                     return x.name == y.name && x.labels.size() == y.labels.size() &&
+                            std::equal(x.labels.begin(), x.labels.end(), y.labels.begin(),
+                                       [](const auto& l, const auto& m) {
+                                         return l.key == m.key && l.value == m.value;
+                                       });
+                   });
     fuzz::check(same, "JSON and YAML paths decode different snapshots",
                 core::render_snapshot_json(a.value) + "\n" + core::render_snapshot_json(b.value));
   } else {
-    fuzz::check(fuzz::keys(a.errors) == fuzz::keys(b.errors), "JSON and YAML paths report different decode errors",
-                describe(a.errors, b.errors));
+    fuzz::check(fuzz::keys(a.errors) == fuzz::keys(b.errors),
+                "JSON and YAML paths report different decode errors", describe(a.errors, b.errors));
   }
   const auto ea = core::check_snapshot(json, ctx);
   const auto eb = core::check_snapshot(yaml, ctx);
-  fuzz::check(fuzz::keys(ea) == fuzz::keys(eb), "JSON and YAML paths report different errors", describe(ea, eb));
+  fuzz::check(fuzz::keys(ea) == fuzz::keys(eb), "JSON and YAML paths report different errors",
+              describe(ea, eb));
   // Behind a byte-order mark the text takes the YAML path with its lines unchanged: the
   // messages are then the same word for word, line numbers included.
   const auto ec = core::check_snapshot("\xef\xbb\xbf" + std::string(json), ctx);

@@ -40,10 +40,12 @@ bool ref_subdomain(std::string_view s) {
          std::regex_match(s.begin(), s.end(), dns_subdomain_re());
 }
 bool ref_label(std::string_view s) {
-  return s.size() <= core::max_dns1123_label_length && std::regex_match(s.begin(), s.end(), dns_label_re());
+  return s.size() <= core::max_dns1123_label_length &&
+         std::regex_match(s.begin(), s.end(), dns_label_re());
 }
 bool ref_label_value(std::string_view s) {
-  return s.size() <= core::max_label_value_length && std::regex_match(s.begin(), s.end(), label_value_re());
+  return s.size() <= core::max_label_value_length &&
+         std::regex_match(s.begin(), s.end(), label_value_re());
 }
 bool ref_qualified_name(std::string_view s) {
   std::string_view name = s;
@@ -67,7 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool value_ok = core::check_label_value(s).empty();
   fuzz::check(value_ok == core::is_label_value(s), "check_label_value vs is_label_value", s);
   const bool sub_ok = core::check_dns1123_subdomain(s).empty();
-  fuzz::check(sub_ok == core::is_dns1123_subdomain(s), "check_dns1123_subdomain vs is_dns1123_subdomain", s);
+  fuzz::check(sub_ok == core::is_dns1123_subdomain(s),
+              "check_dns1123_subdomain vs is_dns1123_subdomain", s);
   const bool label_ok = core::check_dns1123_label(s).empty();
 
   // std::regex recurses per character; bound the length so the reference cannot overflow
@@ -96,8 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   if (const auto u = core::parse_url(s)) {
-    fuzz::check(u->host.size() <= s.size() && u->scheme.size() <= s.size(), "URL parts are bounded by the input",
-                s);
+    fuzz::check(u->host.size() <= s.size() && u->scheme.size() <= s.size(),
+                "URL parts are bounded by the input", s);
   } else {
     fuzz::check(!u.error().message.empty(), "a rejected URL has a message", s);
   }

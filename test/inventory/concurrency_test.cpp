@@ -60,8 +60,9 @@ TEST(Concurrency, PushesFilesNodesAndReadsInParallel) {
         const auto cur = inv->current();
         std::optional<std::string> tag;
         if (cur) tag = cur->etag;
-        const auto a = reg.push("pushed", testing::snapshot_json("w" + std::to_string(w) + "-" + std::to_string(i), 8),
-                                tag, "writer-" + std::to_string(w));
+        const auto a = reg.push(
+            "pushed", testing::snapshot_json("w" + std::to_string(w) + "-" + std::to_string(i), 8),
+            tag, "writer-" + std::to_string(w));
         if (a.outcome == push_outcome::stored || a.outcome == push_outcome::created) {
           acked_conditional.fetch_add(1);
           if (tag) {
@@ -77,10 +78,12 @@ TEST(Concurrency, PushesFilesNodesAndReadsInParallel) {
     });
   }
   threads.emplace_back([&] {
-    for (int i = 1; i <= 60; ++i) testing::write_atomic(snap, testing::snapshot_json("file-" + std::to_string(i)));
+    for (int i = 1; i <= 60; ++i)
+      testing::write_atomic(snap, testing::snapshot_json("file-" + std::to_string(i)));
   });
   threads.emplace_back([&] {
-    for (int i = 0; i < 20; ++i) testing::write_atomic(nodes, testing::nodes_json(8, i % 2 == 0 ? 7 : -1));
+    for (int i = 0; i < 20; ++i)
+      testing::write_atomic(nodes, testing::nodes_json(8, i % 2 == 0 ? 7 : -1));
     testing::write_atomic(nodes, testing::nodes_json(8));
   });
   for (int r = 0; r < 3; ++r) {
@@ -101,8 +104,10 @@ TEST(Concurrency, PushesFilesNodesAndReadsInParallel) {
   }
   for (std::size_t i = 0; i + 3 < threads.size(); ++i) threads[i].join();
   reg.resync();
-  EXPECT_TRUE(testing::eventually([&] { return testing::served_revision(reg.find("filed")) == "file-60"; }));
-  EXPECT_TRUE(testing::eventually([&] { return reg.find("pushed")->selected_node_count() == std::optional<std::size_t>(8); }));
+  EXPECT_TRUE(testing::eventually(
+      [&] { return testing::served_revision(reg.find("filed")) == "file-60"; }));
+  EXPECT_TRUE(testing::eventually(
+      [&] { return reg.find("pushed")->selected_node_count() == std::optional<std::size_t>(8); }));
   done = true;
   for (std::size_t i = threads.size() - 3; i < threads.size(); ++i) threads[i].join();
 

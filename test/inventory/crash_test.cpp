@@ -56,8 +56,9 @@ TEST(CrashChild, PushLoop) {
   long n = revision_number(testing::served_revision(reg.find("dc")));
   for (;;) {
     ++n;
-    const auto a = reg.push("dc", testing::snapshot_json("crash-" + std::to_string(n), nodes_per_revision),
-                            std::nullopt, "crash-test");
+    const auto a =
+        reg.push("dc", testing::snapshot_json("crash-" + std::to_string(n), nodes_per_revision),
+                 std::nullopt, "crash-test");
     if (a.outcome != push_outcome::created && a.outcome != push_outcome::stored) std::_Exit(3);
     const auto line = "ack " + std::to_string(n) + "\n";
     if (::write(1, line.data(), line.size()) != static_cast<ssize_t>(line.size())) std::_Exit(4);
@@ -68,7 +69,8 @@ TEST(CrashConsistency, KillNineWhilePushing) {
   testing::temp_dir dir;
   const auto store = dir / "store";
   std::mt19937 rng(12345);
-  const int kills = std::getenv("TOPOGATE_CRASH_KILLS") ? std::atoi(std::getenv("TOPOGATE_CRASH_KILLS")) : 20;
+  const int kills =
+      std::getenv("TOPOGATE_CRASH_KILLS") ? std::atoi(std::getenv("TOPOGATE_CRASH_KILLS")) : 20;
   int survived = 0;
   long last_ack = 0;
   long total_acks = 0;
@@ -145,12 +147,13 @@ TEST(CrashConsistency, KillNineWhilePushing) {
     reg.stop();
     const long n = revision_number(served);
     const bool ok = !served.empty() && n >= last_ack && n <= last_ack + 1;
-    EXPECT_TRUE(ok) << "kill " << k << ": served '" << served << "', last acknowledged " << last_ack;
+    EXPECT_TRUE(ok) << "kill " << k << ": served '" << served << "', last acknowledged "
+                    << last_ack;
     if (ok) ++survived;
     last_ack = std::max(last_ack, n);  // the next child continues from what is served
   }
-  std::printf("crash consistency: survived %d of %d SIGKILLs (%ld acknowledged pushes)\n", survived, kills,
-              total_acks);
+  std::printf("crash consistency: survived %d of %d SIGKILLs (%ld acknowledged pushes)\n", survived,
+              kills, total_acks);
   RecordProperty("kills_survived", survived);
   RecordProperty("kills", kills);
   EXPECT_EQ(survived, kills);

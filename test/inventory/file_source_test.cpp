@@ -75,7 +75,8 @@ TEST(FileSource, AtomicRenameSeriesEndsOnTheLastRevision) {
   auto* inv = reg.find("dc");
   ASSERT_EQ(served_revision(inv), "rev-0") << "start() loads synchronously";
   watchdog w(inv);
-  for (int i = 1; i <= 50; ++i) testing::write_atomic(path, testing::snapshot_json("rev-" + std::to_string(i)));
+  for (int i = 1; i <= 50; ++i)
+    testing::write_atomic(path, testing::snapshot_json("rev-" + std::to_string(i)));
   EXPECT_TRUE(eventually([&] { return served_revision(inv) == "rev-50"; }));
   w.stop();
   EXPECT_EQ(w.bad(), 0);
@@ -112,7 +113,9 @@ TEST(FileSource, TruncateAndRewriteInPlaceNeverServesATornFile) {
 // a new `..data` symlink over the old one.
 class configmap_volume {
  public:
-  explicit configmap_volume(std::string root) : root_(std::move(root)) { fs::create_directories(root_); }
+  explicit configmap_volume(std::string root) : root_(std::move(root)) {
+    fs::create_directories(root_);
+  }
   void publish(std::string_view key, std::string_view content) {
     const auto ts = root_ + "/..2026_" + std::to_string(++n_);
     fs::create_directory(ts);
@@ -161,7 +164,8 @@ TEST(FileSource, GitSyncWorktreeSymlinkSwap) {
   auto checkout = [&](int n) {
     const auto wt = root + "/.worktrees/" + std::to_string(1000 + n);
     fs::create_directories(wt + "/inventory");
-    testing::write_file(wt + "/inventory/dc.json", testing::snapshot_json("git-" + std::to_string(n)));
+    testing::write_file(wt + "/inventory/dc.json",
+                        testing::snapshot_json("git-" + std::to_string(n)));
     fs::create_directory_symlink(".worktrees/" + std::to_string(1000 + n), root + "/link.tmp");
     fs::rename(root + "/link.tmp", root + "/link");
   };
@@ -173,7 +177,8 @@ TEST(FileSource, GitSyncWorktreeSymlinkSwap) {
   watchdog w(inv);
   for (int i = 1; i <= 10; ++i) {
     checkout(i);
-    EXPECT_TRUE(eventually([&] { return served_revision(inv) == "git-" + std::to_string(i); })) << i;
+    EXPECT_TRUE(eventually([&] { return served_revision(inv) == "git-" + std::to_string(i); }))
+        << i;
     fs::remove_all(root + "/.worktrees/" + std::to_string(1000 + i - 1));
   }
   w.stop();
@@ -199,8 +204,10 @@ TEST(FileSource, DirectoryDeletedAndRecreated) {
     }));
     EXPECT_EQ(served_revision(inv), "dir-" + std::to_string(i - 1));
     fs::create_directory(sub);
-    testing::write_atomic(sub + "/snapshot.json", testing::snapshot_json("dir-" + std::to_string(i)));
-    EXPECT_TRUE(eventually([&] { return served_revision(inv) == "dir-" + std::to_string(i); })) << i;
+    testing::write_atomic(sub + "/snapshot.json",
+                          testing::snapshot_json("dir-" + std::to_string(i)));
+    EXPECT_TRUE(eventually([&] { return served_revision(inv) == "dir-" + std::to_string(i); }))
+        << i;
   }
   reg.stop();
 }
@@ -221,7 +228,8 @@ TEST(FileSource, InvalidInputMidStreamKeepsTheLastValidRevision) {
     return a && !a->accepted && !a->errors.empty();
   }));
   const auto a = inv->last_attempt();
-  EXPECT_TRUE(std::any_of(a->errors.begin(), a->errors.end(), [](const auto& e) { return e.rule == "S4"; }));
+  EXPECT_TRUE(std::any_of(a->errors.begin(), a->errors.end(),
+                          [](const auto& e) { return e.rule == "S4"; }));
   EXPECT_EQ(inv->current()->etag, etag);
   // /status shows the served revision and the rejected attempt with its rules.
   const auto st = reg.status_json("dc");
@@ -298,7 +306,8 @@ TEST(FileSource, SnapshotWaitingForANodeIsServedOnceTheNodeExists) {
   EXPECT_EQ(inv->current(), nullptr);
   const auto last = inv->last_attempt();
   ASSERT_TRUE(last.has_value());
-  EXPECT_TRUE(std::any_of(last->errors.begin(), last->errors.end(), [](const auto& e) { return e.rule == "S3"; }));
+  EXPECT_TRUE(std::any_of(last->errors.begin(), last->errors.end(),
+                          [](const auto& e) { return e.rule == "S3"; }));
   // Only the Node list changes; the snapshot file is not touched.
   testing::write_atomic(nodes, testing::nodes_json(4));
   EXPECT_TRUE(eventually([&] { return served_revision(inv) == "late-1"; }));

@@ -22,9 +22,10 @@ std::string snap(std::string_view revision, int n, int with_rack) {
   out += R"(","nodes":{)";
   for (int i = 0; i < n; ++i) {
     if (i != 0) out += ',';
-    out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(testing::region) + "\":\"region-a\",\"" +
-           std::string(testing::zone) + "\":\"zone-a\"";
-    if (i < with_rack) out += ",\"" + std::string(testing::rack) + "\":\"rack-" + std::to_string(i) + "\"";
+    out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(testing::region) +
+           "\":\"region-a\",\"" + std::string(testing::zone) + "\":\"zone-a\"";
+    if (i < with_rack)
+      out += ",\"" + std::string(testing::rack) + "\":\"rack-" + std::to_string(i) + "\"";
     out += "}";
   }
   out += "}}";
@@ -99,7 +100,8 @@ TEST(ProfileImpactPolicy, OneOverTheLimitIsRefusedAndRecorded) {
 
 TEST(ProfileImpactPolicy, OneOverTheLimitWithTheBaselineETagIsPublished) {
   policy_fixture f;
-  const auto r = f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(f.baseline_etag));
+  const auto r =
+      f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(f.baseline_etag));
   ASSERT_TRUE(r.accepted);
   EXPECT_FALSE(r.impact_refused);
   EXPECT_EQ(served_revision(&f.inv), "four");
@@ -109,13 +111,17 @@ TEST(ProfileImpactPolicy, OneOverTheLimitWithTheBaselineETagIsPublished) {
 TEST(ProfileImpactPolicy, AcceptanceOfAnotherBaselineDoesNotCount) {
   policy_fixture f;
   const std::string other = "\"" + std::string(64, '0') + "\"";
-  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(other)).impact_refused);
-  // A weak tag never matches (strong comparison, as If-Match).
-  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("W/" + f.baseline_etag))
+  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push(other))
                   .impact_refused);
+  // A weak tag never matches (strong comparison, as If-Match).
+  EXPECT_TRUE(
+      f.inv
+          .offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("W/" + f.baseline_etag))
+          .impact_refused);
   EXPECT_EQ(served_revision(&f.inv), "base");
   // "*" accepts whatever the impact is.
-  EXPECT_TRUE(f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("*")).accepted);
+  EXPECT_TRUE(
+      f.inv.offer(snap("four", nodes, 2 + static_cast<int>(limit) + 1), push("*")).accepted);
   EXPECT_EQ(served_revision(&f.inv), "four");
   EXPECT_TRUE(f.inv.impact_refusal().empty());  // a publication clears the refusal
 }
@@ -125,13 +131,15 @@ TEST(ProfileImpactPolicy, ProfilesAppearingOrDisappearingCountAgainstTheLimitToo
   inventory inv(limited(1), clk);
   // worker-0 region only, worker-1 region>zone; then worker-0 gets zone and rack: one Node
   // changes, but one profile appears (rack) and one disappears (region only).
-  const std::string base = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"b","nodes":{)"
-                           R"("worker-0":{"topology.gpustack.ai/region":"r"},)"
-                           R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
-  const std::string next = R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"n","nodes":{)"
-                           R"("worker-0":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z",)"
-                           R"("topology.gpustack.ai/rack":"k"},)"
-                           R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
+  const std::string base =
+      R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"b","nodes":{)"
+      R"("worker-0":{"topology.gpustack.ai/region":"r"},)"
+      R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
+  const std::string next =
+      R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"n","nodes":{)"
+      R"("worker-0":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z",)"
+      R"("topology.gpustack.ai/rack":"k"},)"
+      R"("worker-1":{"topology.gpustack.ai/region":"r","topology.gpustack.ai/zone":"z"}}})";
   ASSERT_TRUE(inv.offer(base, push()).accepted);
   const auto r = inv.offer(next, push());
   ASSERT_NE(r.impact, nullptr);
@@ -166,7 +174,8 @@ core::node_list labelled_nodes(int n, const std::vector<std::string>& profile) {
     auto& node = list.nodes[i];
     const int idx = std::stoi(node.name.substr(7));
     if (!profile[static_cast<std::size_t>(idx)].empty())
-      node.labels.emplace_back("topology.gpustack.ai/profile", profile[static_cast<std::size_t>(idx)]);
+      node.labels.emplace_back("topology.gpustack.ai/profile",
+                               profile[static_cast<std::size_t>(idx)]);
     std::sort(node.labels.begin(), node.labels.end());
   }
   return list;
@@ -183,8 +192,10 @@ TEST(ProfileImpactPolicy, FirstRevisionWithNodesIsMeasuredAgainstTheirProfileLab
   ASSERT_TRUE(before.offer(snap("old", 4, 2), push()).accepted);
   std::vector<std::string> applied;
   for (int i = 0; i < 4; ++i)
-    applied.push_back(before.current()->profiles->profile_of(
-        *before.current()->profiles->find("worker-" + std::to_string(i))).id);
+    applied.push_back(
+        before.current()
+            ->profiles->profile_of(*before.current()->profiles->find("worker-" + std::to_string(i)))
+            .id);
   applied[3].clear();  // worker-3 was never labelled
 
   inventory inv(limited(1), clk);
@@ -203,7 +214,8 @@ TEST(ProfileImpactPolicy, FirstRevisionWithNodesIsMeasuredAgainstTheirProfileLab
   ASSERT_TRUE(last.has_value());
   ASSERT_NE(last->impact, nullptr);
   EXPECT_EQ(last->impact->changed_count, 1u);
-  EXPECT_NE(core::render_impact_json(*last->impact).find("\"baseline\":\"nodeLabels\""), std::string::npos);
+  EXPECT_NE(core::render_impact_json(*last->impact).find("\"baseline\":\"nodeLabels\""),
+            std::string::npos);
 
   // Without a Node list there is nothing to measure against: every Node is added.
   inventory blind(testing::config(), clk);

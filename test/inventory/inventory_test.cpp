@@ -16,7 +16,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::manual_clock;
 
-inventory::offer_options from(std::string origin, std::optional<std::string> if_match = std::nullopt) {
+inventory::offer_options from(std::string origin,
+                              std::optional<std::string> if_match = std::nullopt) {
   return {std::move(origin), "", std::move(if_match), std::nullopt};
 }
 
@@ -94,7 +95,8 @@ TEST(Inventory, InvalidOfferKeepsTheLastValidRevisionAndReportsRules) {
 TEST(Inventory, UndecodableOfferReportsS1) {
   manual_clock clk;
   inventory inv(testing::config(), clk);
-  const auto r = inv.offer(R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"r","extra":1})", from("push"));
+  const auto r = inv.offer(
+      R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"r","extra":1})", from("push"));
   EXPECT_FALSE(r.accepted);
   EXPECT_TRUE(has_rule(r.errors, "S1"));
   EXPECT_EQ(inv.current(), nullptr);
@@ -105,15 +107,20 @@ TEST(Inventory, IfMatchIsAStrongPrecondition) {
   inventory inv(testing::config(), clk);
   // No revision yet: "*" and any tag fail.
   EXPECT_TRUE(inv.prepare(testing::snapshot_json("rev-1"), from("push", "*")).precondition_failed);
-  EXPECT_TRUE(inv.prepare(testing::snapshot_json("rev-1"), from("push", "\"abc\"")).precondition_failed);
+  EXPECT_TRUE(
+      inv.prepare(testing::snapshot_json("rev-1"), from("push", "\"abc\"")).precondition_failed);
   ASSERT_TRUE(inv.offer(testing::snapshot_json("rev-1"), from("push")).accepted);
   const auto etag = inv.current()->etag;
 
   EXPECT_FALSE(inv.prepare(testing::snapshot_json("rev-2"), from("push", "*")).precondition_failed);
-  EXPECT_FALSE(inv.prepare(testing::snapshot_json("rev-2"), from("push", etag)).precondition_failed);
-  EXPECT_FALSE(inv.prepare(testing::snapshot_json("rev-2"), from("push", "\"x\", " + etag)).precondition_failed);
-  EXPECT_TRUE(inv.prepare(testing::snapshot_json("rev-2"), from("push", "W/" + etag)).precondition_failed);
-  EXPECT_TRUE(inv.prepare(testing::snapshot_json("rev-2"), from("push", "\"0000\"")).precondition_failed);
+  EXPECT_FALSE(
+      inv.prepare(testing::snapshot_json("rev-2"), from("push", etag)).precondition_failed);
+  EXPECT_FALSE(inv.prepare(testing::snapshot_json("rev-2"), from("push", "\"x\", " + etag))
+                   .precondition_failed);
+  EXPECT_TRUE(
+      inv.prepare(testing::snapshot_json("rev-2"), from("push", "W/" + etag)).precondition_failed);
+  EXPECT_TRUE(
+      inv.prepare(testing::snapshot_json("rev-2"), from("push", "\"0000\"")).precondition_failed);
 
   // A failed precondition changes nothing, even with a valid body, and is in the history.
   const auto r = inv.offer(testing::snapshot_json("rev-2"), from("push", "\"0000\""));
@@ -122,7 +129,8 @@ TEST(Inventory, IfMatchIsAStrongPrecondition) {
   EXPECT_FALSE(inv.last_attempt()->accepted);
   EXPECT_FALSE(inv.last_attempt()->note.empty());
   // The precondition comes first: an invalid body with a stale tag is a 412, not a 422.
-  EXPECT_TRUE(inv.prepare(testing::snapshot_bad_level("rev-3"), from("push", "\"0000\"")).precondition_failed);
+  EXPECT_TRUE(inv.prepare(testing::snapshot_bad_level("rev-3"), from("push", "\"0000\""))
+                  .precondition_failed);
 }
 
 TEST(Inventory, MaxAgeTurnsAStaleRevisionInto503AtTheBoundary) {
@@ -175,7 +183,8 @@ TEST(Inventory, HistoryIsBoundedAndOrdered) {
   inventory inv(cfg, clk);
   for (int i = 0; i < 5; ++i) {
     clk.advance(1s);
-    inv.offer(testing::snapshot_json("rev-" + std::to_string(i)), {"push", "writer-" + std::to_string(i), {}, {}});
+    inv.offer(testing::snapshot_json("rev-" + std::to_string(i)),
+              {"push", "writer-" + std::to_string(i), {}, {}});
   }
   inv.offer(testing::snapshot_bad_level("bad"), from("push"));
   const auto h = inv.history();

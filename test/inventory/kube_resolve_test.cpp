@@ -26,15 +26,16 @@ struct blocking_lookup : std::enable_shared_from_this<blocking_lookup> {
   bool released = false;
   int entered = 0, left = 0;
   lookup_fn fn() {
-    return [self = shared_from_this()](const std::string&) -> core::result<std::vector<std::string>> {
-      std::unique_lock lk(self->mu);
-      ++self->entered;
-      self->cv.notify_all();
-      self->cv.wait(lk, [&] { return self->released; });
-      ++self->left;
-      self->cv.notify_all();
-      return std::vector<std::string>{"192.0.2.1"};
-    };
+    return
+        [self = shared_from_this()](const std::string&) -> core::result<std::vector<std::string>> {
+          std::unique_lock lk(self->mu);
+          ++self->entered;
+          self->cv.notify_all();
+          self->cv.wait(lk, [&] { return self->released; });
+          ++self->left;
+          self->cv.notify_all();
+          return std::vector<std::string>{"192.0.2.1"};
+        };
   }
   void release() {
     std::lock_guard lk(mu);
@@ -72,7 +73,8 @@ TEST(KubeResolve, AnswersAndFailuresOfTheLookup) {
   EXPECT_EQ(*ok, (std::vector<std::string>{"192.0.2.7", "2001:db8::7"}));
   auto bad = resolve_within("api.example", clock_type::now() + 10s, cancelled,
                             [](const std::string&) -> core::result<std::vector<std::string>> {
-                              return core::fail(core::errc::unavailable, "resolve api.example: Name or service not known");
+                              return core::fail(core::errc::unavailable,
+                                                "resolve api.example: Name or service not known");
                             });
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, core::errc::unavailable);
@@ -145,7 +147,8 @@ TEST(KubeResolve, AbandonedLookupsAreBounded) {
                             return std::vector<std::string>{"192.0.2.9"};
                           });
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "resolve api.example: 8 lookups are still waiting for the name server");
+  EXPECT_EQ(r.error().message,
+            "resolve api.example: 8 lookups are still waiting for the name server");
   EXPECT_FALSE(ninth_called);
   // Addresses need no lookup: still answered.
   EXPECT_TRUE(resolve_within("10.0.0.1", clock_type::now() + 1s, cancelled, dns.fn()));

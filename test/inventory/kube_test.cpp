@@ -3,6 +3,8 @@
 // TOPOGATE_CP_URL, TOPOGATE_CP_CA and TOPOGATE_CP_ADMIN_TOKEN_FILE are not set.
 // Two registries in one process stand for two replicas: they share nothing but the API.
 
+#include "inventory/kube.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,7 +13,6 @@
 #include <random>
 #include <thread>
 
-#include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "inventory/registry.hpp"
 #include "test_util.hpp"
@@ -55,12 +56,13 @@ bool verbose() { return std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr; }
 // What serve builds for the registry (kube.hpp): the kubernetes store and, when asked, the
 // Node watch. The registry builds neither itself.
 registry_deps kube_deps(const registry_config& cfg, bool watch_nodes = false) {
-  return make_dependencies(cfg.store, watch_nodes, [](std::string_view level, std::string_view msg) {
-    if (verbose()) {
-      std::fprintf(stderr, "%.*s %.*s\n", static_cast<int>(level.size()), level.data(), static_cast<int>(msg.size()),
-                   msg.data());
-    }
-  });
+  return make_dependencies(cfg.store, watch_nodes,
+                           [](std::string_view level, std::string_view msg) {
+                             if (verbose()) {
+                               std::fprintf(stderr, "%.*s %.*s\n", static_cast<int>(level.size()),
+                                            level.data(), static_cast<int>(msg.size()), msg.data());
+                             }
+                           });
 }
 
 bool published(const push_result& r) {
@@ -78,7 +80,8 @@ registry_observer quiet() {
   o.on_log = [](std::string_view level, std::string_view inv, std::string_view msg) {
     if (verbose()) {
       std::fprintf(stderr, "%.*s %.*s %.*s\n", static_cast<int>(level.size()), level.data(),
-                   static_cast<int>(inv.size()), inv.data(), static_cast<int>(msg.size()), msg.data());
+                   static_cast<int>(inv.size()), inv.data(), static_cast<int>(msg.size()),
+                   msg.data());
     }
   };
   return o;
@@ -88,12 +91,14 @@ class KubeStore : public ::testing::Test {
  protected:
   void SetUp() override {
     c_ = cp();
-    if (!c_.ok()) GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
+    if (!c_.ok())
+      GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
     std::random_device rd;
     ns_ = "topogate-inv-" + std::to_string(rd() % 1000000);
     auto client = admin(c_);
-    const auto r = client.request("POST", "/api/v1/namespaces",
-                                  R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns_ + R"("}})");
+    const auto r = client.request(
+        "POST", "/api/v1/namespaces",
+        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns_ + R"("}})");
     ASSERT_EQ(r.status, 201) << r.error << r.body;
   }
   void TearDown() override {
@@ -154,19 +159,27 @@ TEST_F(KubeStore, ConcurrentConditionalPushesOneWinsTheOtherGets412) {
   const auto first = a.push("pushed", testing::snapshot_json("base"), std::nullopt, "w");
   ASSERT_EQ(first.outcome, push_outcome::created) << describe(first);
   const auto e1 = etag(first);
-  ASSERT_TRUE(eventually([&] { return b.find("pushed")->current() && b.find("pushed")->current()->etag == e1; }));
+  ASSERT_TRUE(eventually(
+      [&] { return b.find("pushed")->current() && b.find("pushed")->current()->etag == e1; }));
   for (int round = 0; round < 5; ++round) {
     const auto base = a.find("pushed")->current()->etag;
     ASSERT_TRUE(eventually([&] { return b.find("pushed")->current()->etag == base; }));
     push_result ra;
     push_result rb;
-    std::thread ta([&] { ra = a.push("pushed", testing::snapshot_json("a-" + std::to_string(round)), base, "a"); });
-    std::thread tb([&] { rb = b.push("pushed", testing::snapshot_json("b-" + std::to_string(round)), base, "b"); });
+    std::thread ta([&] {
+      ra = a.push("pushed", testing::snapshot_json("a-" + std::to_string(round)), base, "a");
+    });
+    std::thread tb([&] {
+      rb = b.push("pushed", testing::snapshot_json("b-" + std::to_string(round)), base, "b");
+    });
     ta.join();
     tb.join();
-    const bool a_won = ra.outcome == push_outcome::stored && rb.outcome == push_outcome::precondition_failed;
-    const bool b_won = rb.outcome == push_outcome::stored && ra.outcome == push_outcome::precondition_failed;
-    ASSERT_TRUE(a_won || b_won) << "round " << round << ": A " << describe(ra) << " B " << describe(rb);
+    const bool a_won =
+        ra.outcome == push_outcome::stored && rb.outcome == push_outcome::precondition_failed;
+    const bool b_won =
+        rb.outcome == push_outcome::stored && ra.outcome == push_outcome::precondition_failed;
+    ASSERT_TRUE(a_won || b_won) << "round " << round << ": A " << describe(ra) << " B "
+                                << describe(rb);
     const auto winner = (a_won ? "a-" : "b-") + std::to_string(round);
     // Nothing is lost: both replicas converge on the acknowledged winner.
     EXPECT_TRUE(eventually([&] { return served_revision(a.find("pushed")) == winner; })) << winner;
@@ -183,10 +196,14 @@ TEST_F(KubeStore, UnconditionalPushesFromBothReplicasAllSucceed) {
   b.start();
   std::atomic<int> ok{0};
   std::thread ta([&] {
-    for (int i = 0; i < 5; ++i) ok += published(a.push("pushed", testing::snapshot_json("ua-" + std::to_string(i)), std::nullopt, "a"));
+    for (int i = 0; i < 5; ++i)
+      ok += published(
+          a.push("pushed", testing::snapshot_json("ua-" + std::to_string(i)), std::nullopt, "a"));
   });
   std::thread tb([&] {
-    for (int i = 0; i < 5; ++i) ok += published(b.push("pushed", testing::snapshot_json("ub-" + std::to_string(i)), std::nullopt, "b"));
+    for (int i = 0; i < 5; ++i)
+      ok += published(
+          b.push("pushed", testing::snapshot_json("ub-" + std::to_string(i)), std::nullopt, "b"));
   });
   ta.join();
   tb.join();
@@ -223,7 +240,8 @@ class KubeNodes : public ::testing::Test {
  protected:
   void SetUp() override {
     c_ = cp();
-    if (!c_.ok()) GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
+    if (!c_.ok())
+      GTEST_SKIP() << "no kube-apiserver (run test/e2e/control-plane.sh start and eval its env)";
     for (int i = 0; i < 3; ++i) delete_node(i);
     for (int i = 0; i < 3; ++i) ASSERT_EQ(create_node(i, "gpu"), 201);
   }
@@ -237,7 +255,8 @@ class KubeNodes : public ::testing::Test {
     return client
         .request("POST", "/api/v1/nodes",
                  R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
-                     R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","inv-test/pool":")" + pool + R"("}}})")
+                     R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","inv-test/pool":")" +
+                     pool + R"("}}})")
         .status;
   }
   void delete_node(int i) {
@@ -305,7 +324,8 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   EXPECT_TRUE(eventually([&] { return r->serve().rev == nullptr; }));
   EXPECT_TRUE(eventually([&] {
     const auto cur = p->current();
-    return cur && cur->revision_id == "n-1+pruned-1" && cur->json_body.find("worker-2") == std::string::npos;
+    return cur && cur->revision_id == "n-1+pruned-1" &&
+           cur->json_body.find("worker-2") == std::string::npos;
   }));
   ASSERT_EQ(create_node(2, "gpu"), 201);
   EXPECT_TRUE(eventually([&] { return served_revision(r) == "n-1"; }));

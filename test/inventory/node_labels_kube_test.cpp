@@ -93,7 +93,8 @@ class KubeNodeLabels : public ::testing::Test {
 TEST_F(KubeNodeLabels, RelabelledNodeIsCheckedAgain) {
   // The Node watch is built here and handed over: the registry builds none itself.
   const auto cfg = config();
-  registry reg(cfg, make_dependencies(cfg.store, /*watch_nodes=*/true, [](std::string_view, std::string_view) {}));
+  registry reg(cfg, make_dependencies(cfg.store, /*watch_nodes=*/true,
+                                      [](std::string_view, std::string_view) {}));
   reg.start();
   ASSERT_TRUE(testing::eventually([&] {
     const auto c = reg.node_labels("cloud-racks");

@@ -84,7 +84,8 @@ TEST(NodeWatch, TheSnapshotFileWaitsForTheFirstNodeList) {
   ASSERT_FALSE(ready.ok());
   EXPECT_NE(ready.error().message.find("first Node list"), std::string::npos)
       << ready.error().message;
-  EXPECT_EQ(inv->current(), nullptr) << "the file is not read before the Node list (or the grace's end)";
+  EXPECT_EQ(inv->current(), nullptr)
+      << "the file is not read before the Node list (or the grace's end)";
 
   ASSERT_TRUE(f.watch->deliver(testing::nodes(4)));
   ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc").ok(); }));
@@ -139,7 +140,8 @@ TEST(NodeWatch, WithoutAWatchTheErrorIsReportedAndTheFileIsReadWithoutNodes) {
   {
     std::lock_guard lk(mu);
     bool reported = false;
-    for (const auto& l : logs) reported = reported || l.find("no Kubernetes API in this test") != std::string::npos;
+    for (const auto& l : logs)
+      reported = reported || l.find("no Kubernetes API in this test") != std::string::npos;
     EXPECT_TRUE(reported);
   }
   EXPECT_EQ(testing::served_revision(reg.find("dc")), "n-1");

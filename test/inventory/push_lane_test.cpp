@@ -116,7 +116,8 @@ struct fixture {
 };
 
 // Sends a push and returns a future of its result (the registry answers from its threads).
-std::future<push_result> push_later(registry& reg, const std::string& name, const std::string& revision,
+std::future<push_result> push_later(registry& reg, const std::string& name,
+                                    const std::string& revision,
                                     std::optional<std::string> if_match = std::nullopt) {
   auto p = std::make_shared<std::promise<push_result>>();
   auto f = p->get_future();
@@ -125,7 +126,9 @@ std::future<push_result> push_later(registry& reg, const std::string& name, cons
   return f;
 }
 
-double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+double seconds_since(steady::time_point t) {
+  return std::chrono::duration<double>(steady::now() - t).count();
+}
 
 TEST(PushLane, StartDoesNotWaitForTheStoreAndTheInventoryIsNotReadyUntilItAnswers) {
   fixture f(10s);
@@ -153,13 +156,15 @@ TEST(PushLane, StartDoesNotWaitForTheStoreAndTheInventoryIsNotReadyUntilItAnswer
 TEST(PushLane, AHangingStoreDelaysOnlyItsOwnInventory) {
   fixture f(10s);
   f.reg->start();
-  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   f.store->close("a");
   auto hung = push_later(*f.reg, "a", "a-2");
   ASSERT_TRUE(testing::eventually([&] { return f.store->waiting() == 1; }));
   // Another inventory's push, and reads of the hung one, go on.
   const auto t0 = steady::now();
-  EXPECT_EQ(f.reg->push("b", testing::snapshot_json("b-1"), std::nullopt, "w").outcome, push_outcome::created);
+  EXPECT_EQ(f.reg->push("b", testing::snapshot_json("b-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   EXPECT_EQ(testing::served_revision(f.reg->find("a")), "a-1");
   EXPECT_TRUE(f.reg->status_json("a").has_value());
   EXPECT_LT(seconds_since(t0), 2.0);
@@ -172,7 +177,8 @@ TEST(PushLane, AHangingStoreDelaysOnlyItsOwnInventory) {
 TEST(PushLane, APushIsAnsweredAtItsDeadlineAndNothingIsStoredOrServed) {
   fixture f(300ms);
   f.reg->start();
-  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   const auto etag = f.reg->find("a")->current()->etag;
   f.store->close("a", /*honour_deadline=*/false);  // a frozen disk: the call itself never returns
   const auto t0 = steady::now();
@@ -189,7 +195,8 @@ TEST(PushLane, APushIsAnsweredAtItsDeadlineAndNothingIsStoredOrServed) {
   // The disk comes back after the deadline: the file store gives up before its rename, so
   // what was answered 503 is neither stored nor served; the next push succeeds.
   f.store->open_all();
-  EXPECT_EQ(f.reg->push("a", testing::snapshot_json("a-3"), std::nullopt, "w").outcome, push_outcome::stored);
+  EXPECT_EQ(f.reg->push("a", testing::snapshot_json("a-3"), std::nullopt, "w").outcome,
+            push_outcome::stored);
   EXPECT_EQ(testing::served_revision(f.reg->find("a")), "a-3");
   const auto hist = f.reg->find("a")->history();
   bool a2_accepted = false;
@@ -200,10 +207,12 @@ TEST(PushLane, APushIsAnsweredAtItsDeadlineAndNothingIsStoredOrServed) {
 TEST(PushLane, AtMostFourPushesWaitPerInventoryTheNextIsRefusedAtOnce) {
   fixture f(10s);
   f.reg->start();
-  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-0"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-0"), std::nullopt, "w").outcome,
+            push_outcome::created);
   f.store->close("a");
   std::vector<std::future<push_result>> waiting;
-  for (std::size_t i = 1; i <= max_pushes_in_progress; ++i) waiting.push_back(push_later(*f.reg, "a", "a-" + std::to_string(i)));
+  for (std::size_t i = 1; i <= max_pushes_in_progress; ++i)
+    waiting.push_back(push_later(*f.reg, "a", "a-" + std::to_string(i)));
   ASSERT_TRUE(testing::eventually([&] { return f.store->waiting() == 1; }));
   const auto t0 = steady::now();
   auto refused = push_later(*f.reg, "a", "a-refused");
@@ -213,7 +222,8 @@ TEST(PushLane, AtMostFourPushesWaitPerInventoryTheNextIsRefusedAtOnce) {
   EXPECT_EQ(r.outcome, push_outcome::busy);
   EXPECT_EQ(r.retry_after, 1s);
   // Another inventory is not counted against it.
-  EXPECT_EQ(f.reg->push("b", testing::snapshot_json("b-1"), std::nullopt, "w").outcome, push_outcome::created);
+  EXPECT_EQ(f.reg->push("b", testing::snapshot_json("b-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   f.store->open_all();
   // The four that waited all complete, in the order they came.
   for (auto& w : waiting) EXPECT_EQ(w.get().outcome, push_outcome::stored);
@@ -224,13 +234,15 @@ TEST(PushLane, AtMostFourPushesWaitPerInventoryTheNextIsRefusedAtOnce) {
   }
   EXPECT_EQ(order, (std::vector<std::string>{"a-0", "a-1", "a-2", "a-3", "a-4"}));
   // A fifth is accepted again once the queue has room.
-  EXPECT_EQ(f.reg->push("a", testing::snapshot_json("a-5"), std::nullopt, "w").outcome, push_outcome::stored);
+  EXPECT_EQ(f.reg->push("a", testing::snapshot_json("a-5"), std::nullopt, "w").outcome,
+            push_outcome::stored);
 }
 
 TEST(PushLane, IfMatchIsJudgedInOrderAgainstWhatTheEarlierPushesPublished) {
   fixture f(10s);
   f.reg->start();
-  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   const auto etag1 = f.reg->find("a")->current()->etag;
   f.store->close("a");
   // Both name the revision served now; the first to arrive wins, the second sees a-2.
@@ -248,7 +260,8 @@ TEST(PushLane, IfMatchIsJudgedInOrderAgainstWhatTheEarlierPushesPublished) {
 TEST(PushLane, PushesWaitingPastTheirDeadlineAreAnsweredAndNotTriedLater) {
   fixture f(300ms);
   f.reg->start();
-  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f.reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   f.store->close("a", /*honour_deadline=*/false);
   auto running = push_later(*f.reg, "a", "a-2");
   ASSERT_TRUE(testing::eventually([&] { return f.store->waiting() == 1; }));
@@ -272,7 +285,8 @@ TEST(PushLane, PushesWaitingPastTheirDeadlineAreAnsweredAndNotTriedLater) {
 TEST(PushLane, StopAnswersQueuedPushesAndReturnsWhileAStoreCallIsBlocked) {
   auto f = std::make_unique<fixture>(10s);
   f->reg->start();
-  ASSERT_EQ(f->reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(f->reg->push("a", testing::snapshot_json("a-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   f->store->close("a", /*honour_deadline=*/false);
   auto running = push_later(*f->reg, "a", "a-2");
   ASSERT_TRUE(testing::eventually([&] { return f->store->waiting() == 1; }));

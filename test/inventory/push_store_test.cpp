@@ -19,7 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::served_revision;
 
-registry_config push_config(const std::string& store_dir, unknown_nodes_policy policy = unknown_nodes_policy::reject) {
+registry_config push_config(const std::string& store_dir,
+                            unknown_nodes_policy policy = unknown_nodes_policy::reject) {
   registry_config cfg;
   inventory_spec spec;
   spec.config = testing::config("dc");
@@ -61,7 +62,8 @@ TEST(Push, InvalidIs422WithEveryFieldErrorAndNothingChanges) {
   testing::temp_dir dir;
   registry reg(push_config(dir / "store"));
   reg.start();
-  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   const auto served_etag = reg.find("dc")->current()->etag;
   // Two independent errors: an undeclared level (S4) on one node, an invalid value (S7) on another.
   const std::string body =
@@ -80,10 +82,11 @@ TEST(Push, InvalidIs422WithEveryFieldErrorAndNothingChanges) {
   }
   EXPECT_TRUE(rules.contains("S4")) << core::render_text(a.errors);
   EXPECT_TRUE(rules.contains("S7")) << core::render_text(a.errors);
-  EXPECT_TRUE(fields.contains("nodes[worker-0][topology.gpustack.ai/pod]")) << core::render_text(a.errors);
-  EXPECT_TRUE(std::any_of(fields.begin(), fields.end(),
-                          [](const std::string& f) { return f.starts_with("nodes[worker-1]"); }))
+  EXPECT_TRUE(fields.contains("nodes[worker-0][topology.gpustack.ai/pod]"))
       << core::render_text(a.errors);
+  EXPECT_TRUE(std::any_of(fields.begin(), fields.end(), [](const std::string& f) {
+    return f.starts_with("nodes[worker-1]");
+  })) << core::render_text(a.errors);
   EXPECT_EQ(a.candidate, nullptr);
   EXPECT_EQ(reg.find("dc")->current()->etag, served_etag);
   reg.stop();
@@ -130,8 +133,10 @@ TEST(Push, UnknownInventoryIs404AndNoStoreIs503) {
   cfg.inventories.push_back(std::move(spec));
   registry reg(std::move(cfg));
   reg.start();
-  EXPECT_EQ(reg.push("nope", testing::snapshot_json("p"), std::nullopt, "w").outcome, push_outcome::not_found);
-  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p"), std::nullopt, "w").outcome, push_outcome::unavailable);
+  EXPECT_EQ(reg.push("nope", testing::snapshot_json("p"), std::nullopt, "w").outcome,
+            push_outcome::not_found);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p"), std::nullopt, "w").outcome,
+            push_outcome::unavailable);
   EXPECT_EQ(reg.find("dc")->current(), nullptr);
   EXPECT_FALSE(reg.status_json("nope").has_value());
   EXPECT_FALSE(reg.history_json("nope").has_value());
@@ -146,9 +151,11 @@ TEST(Push, AcknowledgedRevisionIsServedAfterRestart) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-1"), std::nullopt, "w").outcome, push_outcome::created);
-    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-2"), std::nullopt, "ci/bot one").outcome,
-              push_outcome::stored);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_yaml("durable-1"), std::nullopt, "w").outcome,
+              push_outcome::created);
+    ASSERT_EQ(
+        reg.push("dc", testing::snapshot_yaml("durable-2"), std::nullopt, "ci/bot one").outcome,
+        push_outcome::stored);
     etag = reg.find("dc")->current()->etag;
     reg.stop();
   }
@@ -176,7 +183,8 @@ TEST(Push, DamagedStoreFileIsNotServed) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_json("d-1"), std::nullopt, "w").outcome, push_outcome::created);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_json("d-1"), std::nullopt, "w").outcome,
+              push_outcome::created);
     reg.stop();
   }
   const auto file = dir / "store/dc.snapshot";
@@ -213,7 +221,8 @@ TEST(Push, DiskErrorIs503AndTheServedRevisionIsUnchanged) {
   testing::temp_dir dir;
   registry reg(push_config(dir / "store"));
   reg.start();
-  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+  ASSERT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
   const auto served_etag = reg.find("dc")->current()->etag;
   // The store directory disappears under the process (an unmounted volume).
   fs::remove_all(dir / "store");
@@ -254,7 +263,8 @@ TEST(Push, StoredRevisionInvalidForTheNodesAtStartIsServedWhenTheyReturn) {
   {
     registry reg(push_config(dir / "store"));
     reg.start();
-    ASSERT_EQ(reg.push("dc", testing::snapshot_json("s-1"), std::nullopt, "w").outcome, push_outcome::created);
+    ASSERT_EQ(reg.push("dc", testing::snapshot_json("s-1"), std::nullopt, "w").outcome,
+              push_outcome::created);
     reg.stop();
   }
   // The replica restarts while worker-1 is missing from the cluster (reject policy).
@@ -287,8 +297,10 @@ TEST(Push, ObserverSeesEveryAttempt) {
   obs.on_log = [](std::string_view, std::string_view, std::string_view) {};
   registry reg(push_config(dir / "store"), system_clock(), obs);
   reg.start();
-  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
-  EXPECT_EQ(reg.push("dc", testing::snapshot_bad_level("p-2"), std::nullopt, "w").outcome, push_outcome::invalid);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
+  EXPECT_EQ(reg.push("dc", testing::snapshot_bad_level("p-2"), std::nullopt, "w").outcome,
+            push_outcome::invalid);
   std::lock_guard lk(mu);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_TRUE(seen[0].second);

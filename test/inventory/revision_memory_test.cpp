@@ -19,7 +19,9 @@ namespace {
 
 using testing::manual_clock;
 
-inventory::offer_options from(std::string origin) { return {std::move(origin), "", std::nullopt, std::nullopt}; }
+inventory::offer_options from(std::string origin) {
+  return {std::move(origin), "", std::nullopt, std::nullopt};
+}
 
 // Nodes out of name order and labels out of key order: the canonical rendering reorders both.
 constexpr std::string_view unordered_yaml = R"(apiVersion: topology.gpustack.ai/v1alpha1
@@ -40,13 +42,16 @@ core::snapshot decoded(std::string_view text) {
 }
 
 bool same(const core::snapshot& a, const core::snapshot& b) {
-  if (a.api_version != b.api_version || a.revision != b.revision || a.nodes.size() != b.nodes.size()) return false;
+  if (a.api_version != b.api_version || a.revision != b.revision ||
+      a.nodes.size() != b.nodes.size())
+    return false;
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     const auto& x = a.nodes[i];
     const auto& y = b.nodes[i];
     if (x.name != y.name || x.labels.size() != y.labels.size()) return false;
     for (std::size_t j = 0; j < x.labels.size(); ++j) {
-      if (x.labels[j].key != y.labels[j].key || x.labels[j].value != y.labels[j].value) return false;
+      if (x.labels[j].key != y.labels[j].key || x.labels[j].value != y.labels[j].value)
+        return false;
     }
   }
   return true;
@@ -84,7 +89,8 @@ TEST(RevisionMemory, ConcurrentFirstYamlReadersShareOneRendering) {
   }
   for (auto& t : threads) t.join();
   for (const char* p : seen) EXPECT_EQ(p, seen.front());
-  EXPECT_EQ(rev->yaml_body(), core::render_snapshot_yaml(decoded(testing::snapshot_json("rev-1", 64))));
+  EXPECT_EQ(rev->yaml_body(),
+            core::render_snapshot_yaml(decoded(testing::snapshot_json("rev-1", 64))));
 }
 
 TEST(RevisionMemory, YamlAfterAReloadIsTheNewRevisionsAndETagsDoNotMove) {
@@ -101,7 +107,8 @@ TEST(RevisionMemory, YamlAfterAReloadIsTheNewRevisionsAndETagsDoNotMove) {
   // The new revision's first YAML reader gets the new revision, never the cached old one.
   EXPECT_NE(second->yaml_body().find("\"rev-2\""), std::string::npos);
   EXPECT_EQ(second->yaml_body().find("\"rev-1\""), std::string::npos);
-  EXPECT_EQ(second->yaml_body(), core::render_snapshot_yaml(decoded(testing::snapshot_json("rev-2", 5))));
+  EXPECT_EQ(second->yaml_body(),
+            core::render_snapshot_yaml(decoded(testing::snapshot_json("rev-2", 5))));
   // A reader still holding the old revision keeps its body.
   EXPECT_NE(first->yaml_body().find("\"rev-1\""), std::string::npos);
   // Rendering YAML changes no validator: the ETag is the JSON body's, before and after.
@@ -164,7 +171,8 @@ TEST(RevisionMemory, PrunedNodesFollowTheDocumentOrderAcrossNodeChanges) {
   EXPECT_EQ(full->node_count, 12u);
 
   auto fewer = testing::nodes(12);
-  std::erase_if(fewer.nodes, [](const auto& n) { return n.name == "worker-2" || n.name == "worker-10"; });
+  std::erase_if(fewer.nodes,
+                [](const auto& n) { return n.name == "worker-2" || n.name == "worker-10"; });
   inv.set_nodes(fewer);
   const auto pruned = inv.current();
   ASSERT_NE(pruned, nullptr);

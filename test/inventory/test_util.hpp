@@ -58,8 +58,8 @@ inline std::string snapshot_json(std::string_view revision, int n = 4, int skip 
     if (!first) out += ',';
     first = false;
     out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(region) + "\":\"region-a\",\"" +
-           std::string(zone) + "\":\"zone-" + std::to_string(i / 8 % 2) + "\",\"" + std::string(rack) +
-           "\":\"rack-" + std::to_string(i / 4) + "\"}";
+           std::string(zone) + "\":\"zone-" + std::to_string(i / 8 % 2) + "\",\"" +
+           std::string(rack) + "\":\"rack-" + std::to_string(i / 4) + "\"}";
   }
   out += "}}";
   return out;
@@ -80,8 +80,8 @@ inline std::string snapshot_yaml(std::string_view revision) {
 
 // An undeclared level key: S4 (and S5 is fine: topology.gpustack.ai/*).
 inline std::string snapshot_bad_level(std::string_view revision) {
-  return std::string(R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":")") + std::string(revision) +
-         R"(","nodes":{"worker-0":{"topology.gpustack.ai/pod":"p1"}}})";
+  return std::string(R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":")") +
+         std::string(revision) + R"(","nodes":{"worker-0":{"topology.gpustack.ai/pod":"p1"}}})";
 }
 
 inline core::node_list nodes(int n, int skip = -1) {
@@ -93,7 +93,8 @@ inline core::node_list nodes(int n, int skip = -1) {
     node.labels = {{"kubernetes.io/hostname", node.name}};
     list.nodes.push_back(std::move(node));
   }
-  std::sort(list.nodes.begin(), list.nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(list.nodes.begin(), list.nodes.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return list;
 }
 
@@ -114,7 +115,8 @@ inline std::string nodes_json(int n, int skip = -1) {
 
 class manual_clock final : public clock {
  public:
-  manual_clock() : now_(std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000))) {}
+  manual_clock()
+      : now_(std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000))) {}
   [[nodiscard]] std::chrono::system_clock::time_point now() const override {
     std::lock_guard lk(mu_);
     return now_;
@@ -142,7 +144,9 @@ class temp_dir {
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
   [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string operator/(std::string_view p) const { return path_ + "/" + std::string(p); }
+  [[nodiscard]] std::string operator/(std::string_view p) const {
+    return path_ + "/" + std::string(p);
+  }
 
  private:
   std::string path_;

@@ -1,13 +1,13 @@
 // wipe_storage: a read buffer's whole storage is wiped, whatever part of it was read, consumed
 // or still held (inventory/wipe.hpp). Each case fills the storage with a secret byte, leaves the
 // buffer in one state, wipes it, then looks at every byte of the storage.
+#include "inventory/wipe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <string_view>
-
-#include "inventory/wipe.hpp"
 
 namespace topogate::inventory {
 namespace {

@@ -23,7 +23,8 @@ spec:
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("topogate-config-" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("topogate-config-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "source.yaml") << source_yaml;
   }
@@ -114,8 +115,8 @@ inventories:
 }
 
 TEST_F(ConfigTest, WebhookOnlyWithoutInventories) {
-  for (const std::string yaml : {"tls: {certFile: a, keyFile: b}\n",
-                                 "tls: {certFile: a, keyFile: b}\ninventories: []\n"}) {
+  for (const std::string yaml :
+       {"tls: {certFile: a, keyFile: b}\n", "tls: {certFile: a, keyFile: b}\ninventories: []\n"}) {
     auto cfg = parse(yaml);
     ASSERT_TRUE(cfg) << yaml << cfg.error().message;
     EXPECT_TRUE(cfg->registry.inventories.empty());
@@ -125,19 +126,36 @@ TEST_F(ConfigTest, WebhookOnlyWithoutInventories) {
 TEST_F(ConfigTest, Rejections) {
   const std::pair<std::string, std::string> cases[] = {
       {"tls: {certFile: a, keyFile: b}\ninventories: {dc: {}}\n", "inventories"},
-      {"inventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "tls"},
+      {"inventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: "
+       "[t]}}]\n",
+       "tls"},
       {minimal + "bogus: 1\n", "bogus"},
       {minimal + "limits: {readTimeout: 30}\n", "readTimeout"},
       {minimal + "limits: {readTimeout: 0s}\n", "readTimeout"},
       {minimal + "limits: {maxConnections: -1}\n", "maxConnections"},
       {minimal + "listen: {port: 70000}\n", "port"},
-      {"tls: {certFile: a, keyFile: b, minVersion: '1.1'}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "minVersion"},
-      {"tls: {certFile: a, keyFile: b, sessionTickets: 'no'}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "sessionTickets"},
-      {"tls: {certFile: a, keyFile: b, sessionTickets: [true]}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "sessionTickets"},
-      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: source.yaml, snapshot: s}]\n", "readers"},
-      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: missing.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "source"},
-      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: Bad_Name, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "name"},
-      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}, {name: dc, source: source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n", "twice"},
+      {"tls: {certFile: a, keyFile: b, minVersion: '1.1'}\ninventories: [{name: dc, source: "
+       "source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n",
+       "minVersion"},
+      {"tls: {certFile: a, keyFile: b, sessionTickets: 'no'}\ninventories: [{name: dc, source: "
+       "source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n",
+       "sessionTickets"},
+      {"tls: {certFile: a, keyFile: b, sessionTickets: [true]}\ninventories: [{name: dc, source: "
+       "source.yaml, snapshot: s, readers: {bearerTokenFiles: [t]}}]\n",
+       "sessionTickets"},
+      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: source.yaml, snapshot: "
+       "s}]\n",
+       "readers"},
+      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: missing.yaml, snapshot: "
+       "s, readers: {bearerTokenFiles: [t]}}]\n",
+       "source"},
+      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: Bad_Name, source: source.yaml, "
+       "snapshot: s, readers: {bearerTokenFiles: [t]}}]\n",
+       "name"},
+      {"tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: source.yaml, snapshot: s, "
+       "readers: {bearerTokenFiles: [t]}}, {name: dc, source: source.yaml, snapshot: s, readers: "
+       "{bearerTokenFiles: [t]}}]\n",
+       "twice"},
       {"tls: [\n", "YAML"},
   };
   for (const auto& [yaml, needle] : cases) {
@@ -145,7 +163,8 @@ TEST_F(ConfigTest, Rejections) {
     ASSERT_FALSE(cfg) << yaml;
     const auto& err = cfg.error().message;
     EXPECT_EQ(cfg.error().code, core::errc::invalid_argument) << err;
-    EXPECT_NE(err.find(needle), std::string::npos) << "error \"" << err << "\" should mention " << needle;
+    EXPECT_NE(err.find(needle), std::string::npos)
+        << "error \"" << err << "\" should mention " << needle;
   }
 }
 
@@ -184,7 +203,8 @@ TEST_F(ConfigTest, ShutdownDelayDefaultAndBothEndsOfItsRange) {
 }
 
 TEST_F(ConfigTest, InvalidTopologySourceIsRefused) {
-  std::ofstream(dir_ / "bad.yaml") << "apiVersion: worker.gpustack.ai/v1\nkind: TopologySource\nmetadata: {name: x}\nspec: {levels: []}\n";
+  std::ofstream(dir_ / "bad.yaml") << "apiVersion: worker.gpustack.ai/v1\nkind: "
+                                      "TopologySource\nmetadata: {name: x}\nspec: {levels: []}\n";
   const auto cfg = parse(
       "tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, source: bad.yaml, snapshot: s, "
       "readers: {bearerTokenFiles: [t]}}]\n");

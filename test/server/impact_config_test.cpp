@@ -13,7 +13,8 @@ namespace {
 class ImpactConfig : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("topogate-impact-config-" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("topogate-impact-config-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "source.yaml") << R"(apiVersion: worker.gpustack.ai/v1
 kind: TopologySource

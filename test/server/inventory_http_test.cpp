@@ -59,10 +59,13 @@ std::string str(simdjson::simdjson_result<simdjson::dom::element> v) {
   if (v.get(s)) return "<not a string>";
   return std::string(s);
 }
-std::string str(simdjson::dom::element e) { return str(simdjson::simdjson_result<simdjson::dom::element>(std::move(e))); }
+std::string str(simdjson::dom::element e) {
+  return str(simdjson::simdjson_result<simdjson::dom::element>(std::move(e)));
+}
 
 // The Kubernetes Status of a failure, as apimachinery writes it for the Snapshot `name`.
-void expect_failure_status(const response& res, unsigned code, std::string_view reason, std::string_view name,
+void expect_failure_status(const response& res, unsigned code, std::string_view reason,
+                           std::string_view name,
                            std::optional<std::string_view> message = std::nullopt) {
   SCOPED_TRACE(::testing::Message() << "HTTP " << code << " " << reason);
   EXPECT_EQ(res.result_int(), code);
@@ -123,7 +126,8 @@ class InventoryHttp : public ::testing::Test {
 
 // A refusal that names no revision and asks for no retry: the Status, neither ETag nor
 // Retry-After.
-void expect_plain_refusal(const response& res, unsigned code, std::string_view reason, std::string_view name,
+void expect_plain_refusal(const response& res, unsigned code, std::string_view reason,
+                          std::string_view name,
                           std::optional<std::string_view> message = std::nullopt) {
   expect_failure_status(res, code, reason, name, message);
   EXPECT_FALSE(has_header(res, http::field::etag));
@@ -160,7 +164,8 @@ void expect_published_body(const response& res, const push_result& r, std::strin
   if (r.impact) {
     simdjson::dom::object impact;
     ASSERT_FALSE(doc.root["impact"].get(impact)) << text;
-    EXPECT_NE(text.find(",\"impact\":" + core::render_impact_json(*r.impact)), std::string::npos) << text;
+    EXPECT_NE(text.find(",\"impact\":" + core::render_impact_json(*r.impact)), std::string::npos)
+        << text;
   } else {
     EXPECT_EQ(doc.root["impact"].error(), simdjson::NO_SUCH_FIELD) << text;
   }
@@ -263,7 +268,8 @@ TEST_F(InventoryHttp, InvalidIs422WithACauseForEveryFieldError) {
   // apierrors.NewInvalid's message: every error's text after the Snapshot's name.
   const auto message = str(doc.root["message"]);
   EXPECT_TRUE(message.starts_with("Snapshot.topology.gpustack.ai \"dc\" is invalid: ")) << message;
-  for (const auto& e : r.errors) EXPECT_NE(message.find(e.to_string()), std::string::npos) << message;
+  for (const auto& e : r.errors)
+    EXPECT_NE(message.find(e.to_string()), std::string::npos) << message;
   // One cause per error, in order: its type, "[RULE] " and the text after the field, the field.
   simdjson::dom::array causes;
   ASSERT_FALSE(doc.root["details"]["causes"].get(causes)) << text;
@@ -285,7 +291,8 @@ TEST_F(InventoryHttp, InvalidIs422WithACauseForEveryFieldError) {
   }
   EXPECT_NE(std::find(rules.begin(), rules.end(), "S4"), rules.end());
   EXPECT_NE(std::find(rules.begin(), rules.end(), "S7"), rules.end());
-  EXPECT_NE(text.find(R"("field":"nodes[worker-0][topology.gpustack.ai/pod]")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("field":"nodes[worker-0][topology.gpustack.ai/pod]")"), std::string::npos)
+      << text;
 }
 
 TEST_F(InventoryHttp, PreconditionFailedIs412WithTheServedETag) {
@@ -318,9 +325,10 @@ std::string racked(std::string_view revision, int n, int with_rack) {
   out += R"(","nodes":{)";
   for (int i = 0; i < n; ++i) {
     if (i != 0) out += ',';
-    out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(t::region) + "\":\"region-a\",\"" +
-           std::string(t::zone) + "\":\"zone-a\"";
-    if (i < with_rack) out += ",\"" + std::string(t::rack) + "\":\"rack-" + std::to_string(i) + "\"";
+    out += "\"worker-" + std::to_string(i) + "\":{\"" + std::string(t::region) +
+           "\":\"region-a\",\"" + std::string(t::zone) + "\":\"zone-a\"";
+    if (i < with_rack)
+      out += ",\"" + std::string(t::rack) + "\":\"rack-" + std::to_string(i) + "\"";
     out += "}";
   }
   out += "}}";
@@ -346,7 +354,8 @@ TEST_F(InventoryHttp, ImpactRefusedIs409WithTheImpactAndHowToAcceptIt) {
   ASSERT_TRUE(doc.ok) << text;
   simdjson::dom::object impact;
   ASSERT_FALSE(doc.root["impact"].get(impact)) << text;
-  EXPECT_NE(text.find(",\"impact\":" + core::render_impact_json(*r.impact)), std::string::npos) << text;
+  EXPECT_NE(text.find(",\"impact\":" + core::render_impact_json(*r.impact)), std::string::npos)
+      << text;
   EXPECT_EQ(str(doc.root["acceptImpact"]["header"]), "Topogate-Accept-Impact") << text;
   EXPECT_EQ(str(doc.root["acceptImpact"]["value"]), r.impact_baseline_etag) << text;
   EXPECT_EQ(r.impact_baseline_etag, base.served->etag);
@@ -355,8 +364,8 @@ TEST_F(InventoryHttp, ImpactRefusedIs409WithTheImpactAndHowToAcceptIt) {
   EXPECT_EQ(limit, 1u);
 
   // The value the answer gives accepts the same body.
-  const auto accepted =
-      reg.push("dc", racked("all-racked", 4, 4), std::nullopt, "w", std::string(str(doc.root["acceptImpact"]["value"])));
+  const auto accepted = reg.push("dc", racked("all-racked", 4, 4), std::nullopt, "w",
+                                 std::string(str(doc.root["acceptImpact"]["value"])));
   ASSERT_EQ(accepted.outcome, push_outcome::stored) << describe(accepted);
   expect_published_body(push_response(accepted, "dc"), accepted, "dc", "all-racked", {});
 }
@@ -396,7 +405,8 @@ TEST_F(InventoryHttp, UnavailableIs503WithRetryAfter) {
   // The store fails under a served revision (its directory is gone).
   {
     auto& reg = start(push_config(dir / "store"));
-    ASSERT_EQ(reg.push("dc", t::snapshot_json("p-1"), std::nullopt, "w").outcome, push_outcome::created);
+    ASSERT_EQ(reg.push("dc", t::snapshot_json("p-1"), std::nullopt, "w").outcome,
+              push_outcome::created);
     std::filesystem::remove_all(dir / "store");
     t::write_file(dir / "store", "not a directory");
     const auto r = reg.push("dc", t::snapshot_json("p-2"), std::nullopt, "w");
@@ -404,13 +414,15 @@ TEST_F(InventoryHttp, UnavailableIs503WithRetryAfter) {
     expect_unavailable(r, std::to_string(std::max<long long>(1, r.retry_after.count())));
   }
   // store.timeout of 7 s: Retry-After says so.
-  expect_unavailable(refusal(push_outcome::unavailable, "the push did not complete within store.timeout (7 s)",
-                             std::chrono::seconds(7)),
-                     "7");
+  expect_unavailable(
+      refusal(push_outcome::unavailable, "the push did not complete within store.timeout (7 s)",
+              std::chrono::seconds(7)),
+      "7");
 }
 
 TEST_F(InventoryHttp, BusyIs503WithRetryAfter) {
-  auto r = refusal(push_outcome::busy, "4 pushes to inventory \"dc\" are already in progress; try again shortly",
+  auto r = refusal(push_outcome::busy,
+                   "4 pushes to inventory \"dc\" are already in progress; try again shortly",
                    std::chrono::seconds(1));
   expect_unavailable(r, "1");
   r.retry_after = std::chrono::seconds(0);
@@ -424,7 +436,8 @@ TEST_F(InventoryHttp, EveryOutcomeHasItsStatus) {
   // A published revision to stand for `served`/`candidate`.
   t::manual_clock clk;
   inv::inventory one(t::config("dc"), clk);
-  const auto offered = one.offer(t::snapshot_json("r-1"), {"push", "w", std::nullopt, std::nullopt});
+  const auto offered =
+      one.offer(t::snapshot_json("r-1"), {"push", "w", std::nullopt, std::nullopt});
   ASSERT_TRUE(offered.accepted);
   const auto rev = one.current();
   ASSERT_NE(rev, nullptr);
@@ -456,7 +469,8 @@ TEST_F(InventoryHttp, EveryOutcomeHasItsStatus) {
     if (row.etag) r.served = rev;
     if (row.code < 300) r.candidate = rev;
     if (row.outcome == push_outcome::invalid) {
-      r.errors.push_back(core::invalid("S7", "nodes[worker-1][topology.gpustack.ai/region]", "-bad-", "bad value"));
+      r.errors.push_back(core::invalid("S7", "nodes[worker-1][topology.gpustack.ai/region]",
+                                       "-bad-", "bad value"));
     }
     if (row.outcome == push_outcome::impact_refused) {
       r.impact = offered.impact;

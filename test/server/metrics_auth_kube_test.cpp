@@ -52,7 +52,8 @@ TEST(TokenReviewAnswer, AuthenticatedUserWithGroupsAndExtra) {
 }
 
 TEST(TokenReviewAnswer, NotAuthenticated) {
-  auto r = read_token_review(R"({"status":{"authenticated":false,"error":"token has expired"}})", {});
+  auto r =
+      read_token_review(R"({"status":{"authenticated":false,"error":"token has expired"}})", {});
   EXPECT_EQ(r.verdict, scrape_verdict::unauthenticated);
   EXPECT_EQ(r.reason, "token not authenticated: token has expired");
   r = read_token_review(R"({"status":{}})", {});
@@ -61,8 +62,9 @@ TEST(TokenReviewAnswer, NotAuthenticated) {
 }
 
 TEST(TokenReviewAnswer, UnusableAnswersAreUnavailable) {
-  for (const std::string_view body : {"not json", R"({"kind":"TokenReview"})", R"({"status":{"authenticated":true}})",
-                                      R"({"status":{"authenticated":true,"user":{"username":""}}})"}) {
+  for (const std::string_view body :
+       {"not json", R"({"kind":"TokenReview"})", R"({"status":{"authenticated":true}})",
+        R"({"status":{"authenticated":true,"user":{"username":""}}})"}) {
     const auto r = read_token_review(std::string(body), {});
     EXPECT_EQ(r.verdict, scrape_verdict::unavailable) << body;
     EXPECT_FALSE(r.reason.empty()) << body;
@@ -73,17 +75,20 @@ TEST(TokenReviewAnswer, AudiencesMustBeConfirmed) {
   const std::string user = R"("user":{"username":"system:serviceaccount:m:prometheus"})";
   const audiences want{"topogate-metrics", "second"};
   // The API confirms one of the audiences asked: authenticated.
-  auto r = read_token_review(R"({"status":{"authenticated":true,)" + user + R"(,"audiences":["second"]}})", want);
+  auto r = read_token_review(
+      R"({"status":{"authenticated":true,)" + user + R"(,"audiences":["second"]}})", want);
   EXPECT_EQ(r.verdict, scrape_verdict::allowed) << r.reason;
   // An authenticator that ignores spec.audiences answers without them, or with others: refused.
-  for (const std::string& status : {R"({"authenticated":true,)" + user + "}",
-                                   R"({"authenticated":true,)" + user + R"(,"audiences":[]})",
-                                   R"({"authenticated":true,)" + user + R"(,"audiences":["https://kubernetes.default.svc"]})",
-                                   R"({"authenticated":true,)" + user + R"(,"audiences":"topogate-metrics"})"}) {
+  for (const std::string& status :
+       {R"({"authenticated":true,)" + user + "}",
+        R"({"authenticated":true,)" + user + R"(,"audiences":[]})",
+        R"({"authenticated":true,)" + user + R"(,"audiences":["https://kubernetes.default.svc"]})",
+        R"({"authenticated":true,)" + user + R"(,"audiences":"topogate-metrics"})"}) {
     r = read_token_review(R"({"status":)" + status + "}", want);
     EXPECT_EQ(r.verdict, scrape_verdict::unauthenticated) << status;
     EXPECT_EQ(r.reason,
-              "the Kubernetes API authenticated \"system:serviceaccount:m:prometheus\" but confirmed none of the "
+              "the Kubernetes API authenticated \"system:serviceaccount:m:prometheus\" but "
+              "confirmed none of the "
               "audiences \"topogate-metrics\", \"second\" (metrics.audiences)")
         << status;
     EXPECT_TRUE(r.user.name.empty());
@@ -114,11 +119,13 @@ TEST(SubjectAccessReview, Answers) {
   auto d = read_subject_access_review(R"({"status":{"allowed":true}})", u);
   EXPECT_EQ(d.verdict, scrape_verdict::allowed);
   EXPECT_EQ(d.user, "alice");
-  d = read_subject_access_review(R"({"status":{"allowed":false,"reason":"no binding","evaluationError":"x"}})", u);
+  d = read_subject_access_review(
+      R"({"status":{"allowed":false,"reason":"no binding","evaluationError":"x"}})", u);
   EXPECT_EQ(d.verdict, scrape_verdict::forbidden);
-  EXPECT_EQ(d.reason,
-            "user \"alice\" may not get /metrics (no binding; x): bind a ClusterRole granting get on the "
-            "non-resource URL /metrics");
+  EXPECT_EQ(
+      d.reason,
+      "user \"alice\" may not get /metrics (no binding; x): bind a ClusterRole granting get on the "
+      "non-resource URL /metrics");
   d = read_subject_access_review(R"({"status":{}})", u);
   EXPECT_EQ(d.verdict, scrape_verdict::forbidden);
   EXPECT_EQ(read_subject_access_review("[]", u).verdict, scrape_verdict::unavailable);

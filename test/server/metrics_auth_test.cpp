@@ -130,11 +130,14 @@ TEST_F(MetricsConfigTest, Audiences) {
   std::string sixteen = "metrics: {auth: kubernetes, audiences: [";
   for (int i = 0; i < 16; ++i) sixteen += (i ? ",a" : "a") + std::to_string(i);
   EXPECT_EQ(refused(sixteen + "]}\n"), "");
-  EXPECT_EQ(refused(sixteen + ",a16]}\n"),
-            "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
-  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: []}\n"),
-            "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
-  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [" + std::string(256, 'x') + "]}\n"), "");
+  EXPECT_EQ(
+      refused(sixteen + ",a16]}\n"),
+      "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
+  EXPECT_EQ(
+      refused("metrics: {auth: kubernetes, audiences: []}\n"),
+      "metrics.audiences: must list 1 to 16 audiences (leave it out for the API server's own)");
+  EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [" + std::string(256, 'x') + "]}\n"),
+            "");
   EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [" + std::string(257, 'x') + "]}\n"),
             "metrics.audiences[0]: must be 1 to 256 characters");
   EXPECT_EQ(refused("metrics: {auth: kubernetes, audiences: [a, '']}\n"),

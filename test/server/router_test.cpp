@@ -4,17 +4,16 @@
 #include <openssl/pem.h>
 #include <unistd.h>
 
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <utility>
-
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/write.hpp>
 
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
@@ -54,8 +53,9 @@ void take(core::result<T> r, T& out) {
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("topogate-router-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("topogate-router-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     write("alpha.token", "alpha-old\nalpha-new\n");
     write("alpha-writer.token", "alpha-writer\n");
@@ -111,11 +111,10 @@ class RouterTest : public ::testing::Test {
   }
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, std::string_view data) {
-    std::ofstream(dir_ / name) << data;
-  }
+  void write(const std::string& name, std::string_view data) { std::ofstream(dir_ / name) << data; }
 
-  response call(http::verb m, std::string target, std::initializer_list<std::pair<http::field, std::string>> headers = {},
+  response call(http::verb m, std::string target,
+                std::initializer_list<std::pair<http::field, std::string>> headers = {},
                 std::string body = {}, const peer_certificate& peer = {}) {
     request req{m, target, 11};
     for (auto& [f, v] : headers) req.set(f, v);
@@ -124,7 +123,8 @@ class RouterTest : public ::testing::Test {
     request_info info;
     return handle(req, peer, ctx_, info);
   }
-  response get(std::string target, std::initializer_list<std::pair<http::field, std::string>> headers = {},
+  response get(std::string target,
+               std::initializer_list<std::pair<http::field, std::string>> headers = {},
                const peer_certificate& peer = {}) {
     return call(http::verb::get, std::move(target), headers, {}, peer);
   }
@@ -156,7 +156,8 @@ TEST_F(RouterTest, SnapshotNeedsCredentials) {
   EXPECT_EQ(r.result_int(), 401u);
   EXPECT_EQ(r[http::field::www_authenticate].substr(0, 6), "Bearer");
   EXPECT_EQ(get("/snapshots/alpha", {bearer("nope")}).result_int(), 403u);
-  EXPECT_EQ(get("/snapshots/alpha", {{http::field::authorization, "Basic YTpi"}}).result_int(), 403u);
+  EXPECT_EQ(get("/snapshots/alpha", {{http::field::authorization, "Basic YTpi"}}).result_int(),
+            403u);
 }
 
 TEST_F(RouterTest, SnapshotServedWithEtagAndBothTokensDuringRotation) {
@@ -179,15 +180,20 @@ TEST_F(RouterTest, IfNoneMatchAndYaml) {
   auto r = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::if_none_match, rev->etag}});
   EXPECT_EQ(r.result_int(), 304u);
   EXPECT_TRUE(r.body().data.empty());
-  EXPECT_EQ(get("/snapshots/alpha", {bearer("alpha-old"), {http::field::if_none_match, "\"other\""}}).result_int(), 200u);
-  auto y = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  EXPECT_EQ(
+      get("/snapshots/alpha", {bearer("alpha-old"), {http::field::if_none_match, "\"other\""}})
+          .result_int(),
+      200u);
+  auto y =
+      get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
   EXPECT_EQ(y.result_int(), 200u);
   EXPECT_EQ(y[http::field::content_type], "application/yaml");
   EXPECT_EQ(body(y), rev->yaml_body());
 }
 
 TEST_F(RouterTest, YamlAfterAReloadIsTheNewRevisionsWithTheSameETagAsJson) {
-  auto y1 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  auto y1 =
+      get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
   ASSERT_EQ(y1.result_int(), 200u);
   EXPECT_NE(body(y1).find("inventory-42"), std::string::npos);
   const std::string etag1(y1[http::field::etag]);
@@ -205,14 +211,16 @@ TEST_F(RouterTest, YamlAfterAReloadIsTheNewRevisionsWithTheSameETagAsJson) {
   ASSERT_EQ(rev->revision_id, "inventory-43");
 
   // The first YAML request after the reload renders the new revision.
-  auto y2 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  auto y2 =
+      get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
   ASSERT_EQ(y2.result_int(), 200u);
   EXPECT_EQ(y2[http::field::content_type], "application/yaml");
   EXPECT_NE(body(y2).find("inventory-43"), std::string::npos);
   EXPECT_EQ(body(y2).find("inventory-42"), std::string::npos);
   EXPECT_EQ(body(y2), rev->yaml_body());
   // Served from the revision's bytes, rendered once: a second request gets the same buffer.
-  auto y3 = get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
+  auto y3 =
+      get("/snapshots/alpha", {bearer("alpha-old"), {http::field::accept, "application/yaml"}});
   EXPECT_EQ(y3.body().data.data(), y2.body().data.data());
   // One validator per revision, whichever representation: the JSON body's ETag.
   const std::string etag2(y2[http::field::etag]);
@@ -220,8 +228,9 @@ TEST_F(RouterTest, YamlAfterAReloadIsTheNewRevisionsWithTheSameETagAsJson) {
   EXPECT_EQ(etag2, rev->etag);
   auto j = get("/snapshots/alpha", {bearer("alpha-old")});
   EXPECT_EQ(std::string(j[http::field::etag]), etag2);
-  auto nm = get("/snapshots/alpha",
-                {bearer("alpha-old"), {http::field::accept, "application/yaml"}, {http::field::if_none_match, etag2}});
+  auto nm = get("/snapshots/alpha", {bearer("alpha-old"),
+                                     {http::field::accept, "application/yaml"},
+                                     {http::field::if_none_match, etag2}});
   EXPECT_EQ(nm.result_int(), 304u);
 }
 
@@ -229,7 +238,8 @@ TEST_F(RouterTest, HeadHasLengthButNoBody) {
   auto r = call(http::verb::head, "/snapshots/alpha", {bearer("alpha-old")});
   EXPECT_EQ(r.result_int(), 200u);
   EXPECT_TRUE(r.body().data.empty());
-  EXPECT_EQ(r[http::field::content_length], std::to_string(registry_->find("alpha")->current()->json_body.size()));
+  EXPECT_EQ(r[http::field::content_length],
+            std::to_string(registry_->find("alpha")->current()->json_body.size()));
 }
 
 TEST_F(RouterTest, NamesDoNotLeak) {
@@ -279,10 +289,14 @@ TEST_F(RouterTest, NoRevisionIs503) {
 }
 
 TEST_F(RouterTest, PushNeedsTheWriterCredential) {
-  EXPECT_EQ(call(http::verb::put, "/snapshots/push", {}, std::string(snapshot_yaml)).result_int(), 401u);
-  EXPECT_EQ(call(http::verb::put, "/snapshots/push", {bearer("beta-token")}, std::string(snapshot_yaml)).result_int(),
-            403u);
-  const auto r = call(http::verb::put, "/snapshots/push", {bearer("push-writer")}, std::string(snapshot_yaml));
+  EXPECT_EQ(call(http::verb::put, "/snapshots/push", {}, std::string(snapshot_yaml)).result_int(),
+            401u);
+  EXPECT_EQ(
+      call(http::verb::put, "/snapshots/push", {bearer("beta-token")}, std::string(snapshot_yaml))
+          .result_int(),
+      403u);
+  const auto r =
+      call(http::verb::put, "/snapshots/push", {bearer("push-writer")}, std::string(snapshot_yaml));
   EXPECT_NE(r.result_int(), 401u);
   EXPECT_NE(r.result_int(), 403u);
 }
@@ -312,19 +326,23 @@ TEST_F(RouterTest, AdmissionRoute) {
     EXPECT_NE(b.find("\"reason\":\"" + std::string(reason) + "\""), std::string::npos) << b;
     EXPECT_NE(b.find("\"code\":" + std::to_string(code)), std::string::npos) << b;
   };
-  auto bad = call(http::verb::post, "/validate/topologysources", {{http::field::content_type, "application/json"}}, "nope");
+  auto bad = call(http::verb::post, "/validate/topologysources",
+                  {{http::field::content_type, "application/json"}}, "nope");
   status_of(bad, 400, "BadRequest");
-  auto ct = call(http::verb::post, "/validate/topologysources", {{http::field::content_type, "text/plain"}}, "{}");
+  auto ct = call(http::verb::post, "/validate/topologysources",
+                 {{http::field::content_type, "text/plain"}}, "{}");
   status_of(ct, 415, "UnsupportedMediaType");
   EXPECT_NE(body(ct).find("Content-Type must be application/json"), std::string::npos) << body(ct);
   // The API server's ?timeout= already spent: 504, not a verdict nobody waits for.
-  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) + "/test/integration/fixtures/admission/allowed.json");
+  std::ifstream in(std::string(TOPOGATE_SOURCE_DIR) +
+                   "/test/integration/fixtures/admission/allowed.json");
   const std::string review((std::istreambuf_iterator<char>(in)), {});
   ASSERT_FALSE(review.empty());
   auto late = call(http::verb::post, "/validate/topologysources?timeout=1ns",
                    {{http::field::content_type, "application/json"}}, review);
   status_of(late, 504, "Timeout");
-  auto t = call(http::verb::post, "/validate/topologysources?timeout=abc", {{http::field::content_type, "application/json"}}, "{}");
+  auto t = call(http::verb::post, "/validate/topologysources?timeout=abc",
+                {{http::field::content_type, "application/json"}}, "{}");
   EXPECT_EQ(t.result_int(), 400u);
 }
 
@@ -345,7 +363,9 @@ TEST_F(RouterTest, Metrics) {
   EXPECT_EQ(r.result_int(), 200u);
   EXPECT_EQ(r[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(body(r).find("topogate_build_info"), std::string::npos);
-  EXPECT_NE(body(r).find("topogate_inventory_snapshot_bytes{inventory=\"alpha\"}"), std::string::npos) << body(r);
+  EXPECT_NE(body(r).find("topogate_inventory_snapshot_bytes{inventory=\"alpha\"}"),
+            std::string::npos)
+      << body(r);
 }
 
 TEST_F(RouterTest, PlainListenerServesOnlyHealthAndMetrics) {
@@ -394,13 +414,13 @@ TEST_F(RouterTest, RevisionHeaderNeverCarriesALineBreak) {
   auto inner = over_the_wire(get("/snapshots/alpha", {bearer("alpha-old")}), &wire);
   EXPECT_EQ(inner["X-Topogate-Revision"], "r 1\t2");
 
-  for (const auto& [scalar, revision] :
-       std::vector<std::pair<std::string, std::string>>{{"\"r2\\r\\nSet-Cookie: session=1\"", "r2\r\nSet-Cookie: session=1"},
-                                                        {"\"r3\\nSet-Cookie: session=1\"", "r3\nSet-Cookie: session=1"},
-                                                        {"\"r4\\rX: y\"", "r4\rX: y"},
-                                                        {"\"r5\\x01\"", "r5\x01"},
-                                                        {"\"r6\\x7f\"", "r6\x7f"},
-                                                        {"\" r7\"", " r7"}}) {
+  for (const auto& [scalar, revision] : std::vector<std::pair<std::string, std::string>>{
+           {"\"r2\\r\\nSet-Cookie: session=1\"", "r2\r\nSet-Cookie: session=1"},
+           {"\"r3\\nSet-Cookie: session=1\"", "r3\nSet-Cookie: session=1"},
+           {"\"r4\\rX: y\"", "r4\rX: y"},
+           {"\"r5\\x01\"", "r5\x01"},
+           {"\"r6\\x7f\"", "r6\x7f"},
+           {"\" r7\"", " r7"}}) {
     SCOPED_TRACE(scalar);
     ASSERT_TRUE(serve_revision(scalar, revision));
     const response r = get("/snapshots/alpha", {bearer("alpha-old")});
@@ -412,7 +432,8 @@ TEST_F(RouterTest, RevisionHeaderNeverCarriesALineBreak) {
     EXPECT_EQ(std::distance(back.begin(), back.end()), std::distance(r.begin(), r.end())) << wire;
     // The body still carries the revision, JSON-escaped.
     EXPECT_EQ(back.body(), std::string(r.body().data));
-    EXPECT_NE(back.body().find("\"revision\":\"" + std::string(revision.substr(0, 2))), std::string::npos);
+    EXPECT_NE(back.body().find("\"revision\":\"" + std::string(revision.substr(0, 2))),
+              std::string::npos);
   }
 }
 

@@ -27,8 +27,9 @@ namespace fs = std::filesystem;
 
 struct TlsChannel : ::testing::Test {
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("tls-channel-" + std::to_string(::getpid()) + "-" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir = fs::temp_directory_path() /
+          ("tls-channel-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir);
     auto made = make_ca("channel test CA", 2);
     ASSERT_TRUE(made) << made.error().message;
@@ -64,7 +65,8 @@ struct TlsChannel : ::testing::Test {
   static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
   void make_client(int max_version = 0) {
-    client = std::make_unique<test_fixtures::tls_memory_client>(client_ctx, max_version, "localhost");
+    client =
+        std::make_unique<test_fixtures::tls_memory_client>(client_ctx, max_version, "localhost");
   }
 
   // Moves up to `limit` bytes of what the client wrote into the channel's input.
@@ -130,7 +132,8 @@ TEST_F(TlsChannel, HandshakeThenRequestAndResponse) {
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.3");
 
   const std::string request = "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
   EXPECT_FALSE(ch.pending());
   feed(ch);
   EXPECT_TRUE(ch.pending());  // ciphertext taken off the "socket", not yet read out
@@ -159,7 +162,8 @@ TEST_F(TlsChannel, InputArrivingOneByteAtATime) {
   tls_channel& ch = *channel;
   EXPECT_STREQ(SSL_get_version(ch.native_handle()), "TLSv1.2");
   const std::string request(3000, 'q');
-  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
   std::string plain;
   tls_channel::status last{};
   for (int i = 0; i < 10000 && plain.size() < request.size(); ++i) {
@@ -176,7 +180,8 @@ TEST_F(TlsChannel, LargestRecordsFromTheClient) {
   ASSERT_TRUE(connect());
   tls_channel& ch = *channel;
   const std::string request(3 * tls_record_plaintext, 'L');
-  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  ASSERT_EQ(SSL_write(client->ssl(), request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
   std::string plain;
   tls_channel::status last{};
   for (int i = 0; i < 100 && plain.size() < request.size(); ++i) {
@@ -208,9 +213,9 @@ TEST_F(TlsChannel, GarbageAfterTheHandshakeFails) {
   ASSERT_TRUE(connect());
   tls_channel& ch = *channel;
   // An application-data record whose ciphertext does not authenticate.
-  const unsigned char forged[] = {0x17, 0x03, 0x03, 0x00, 0x20, 1, 2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
-                                  13,   14,   15,   16,   17,   18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-                                  30,   31,   32};
+  const unsigned char forged[] = {0x17, 0x03, 0x03, 0x00, 0x20, 1,  2,  3,  4,  5,  6,  7,  8,
+                                  9,    10,   11,   12,   13,   14, 15, 16, 17, 18, 19, 20, 21,
+                                  22,   23,   24,   25,   26,   27, 28, 29, 30, 31, 32};
   auto [space, room] = ch.input_space();
   ASSERT_GE(room, sizeof forged);
   std::memcpy(space, forged, sizeof forged);
