@@ -1,6 +1,5 @@
 #include "inventory/kube_client.hpp"
 
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -386,19 +385,6 @@ asio::awaitable<core::result<void>> connect(const kube_endpoint& ep,
   co_return core::result<void>{};
 }
 
-// Wipes, on scope exit, a request body, a read buffer's whole storage (what it holds and what
-// it held before being consumed) and an answer body still owned here.
-struct wipe_on_exit {
-  std::string& request_body;
-  beast::flat_buffer& buffer;
-  std::string& answer;
-  ~wipe_on_exit() {
-    OPENSSL_cleanse(request_body.data(), request_body.size());
-    OPENSSL_cleanse(answer.data(), answer.size());
-    wipe_storage(buffer);
-  }
-};
-
 void set_common(http::request<http::string_body>& req, const kube_endpoint& ep,
                 const std::string& token) {
   req.set(http::field::host, ep.host);
@@ -480,7 +466,9 @@ kube_client::response kube_client::request_once(std::string_view method, const s
         // of it): the request body, the read buffer and an answer not handed out are wiped
         // however the call ends. The answer's room is reserved so that a small answer is
         // never reallocated (which would free a copy unwiped).
-        const wipe_on_exit wipe_call{req.body(), buf, parser.get().body()};
+        const wiped_at_exit wipe_request{req.body()};
+        const wiped_at_exit wipe_buffer{buf};
+        const wiped_at_exit wipe_answer{parser.get().body()};
         set_common(req, ep_, token);
         if (!body.empty()) {
           req.set(http::field::content_type, "application/json");

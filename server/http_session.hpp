@@ -12,7 +12,6 @@
 // The connection's life is one connection_state, changed only by transition(); every error
 // ends in fail(), which decides from the error and the state what it costs.
 
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -29,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -547,13 +547,10 @@ class http_session : public drainable {
     const request req = parser_->release();
     // The bearer token in the request's header fields is wiped when the request goes (its
     // storage is the request's own; the router keeps no copy past its check).
-    struct wipe_authorization {
-      const request& r;
-      ~wipe_authorization() {
-        const std::string_view v = r[http::field::authorization];
-        if (!v.empty()) OPENSSL_cleanse(const_cast<char*>(v.data()), v.size());
-      }
-    } const wipe_auth{req};
+    const std::string_view authorization = req[http::field::authorization];
+    std::span<char> authorization_bytes{const_cast<char*>(authorization.data()),
+                                        authorization.size()};
+    const inventory::wiped_at_exit wipe_authorization{authorization_bytes};
     request_info info;
     deferred_response later;
     response res = handle(req, peer_, srv_.context(kind_), info, started_, &later);

@@ -5,7 +5,6 @@
 
 #include "server/metrics_auth_kube.hpp"
 
-#include <openssl/crypto.h>
 #include <simdjson.h>
 
 #include <mutex>
@@ -14,6 +13,7 @@
 #include "core/field_error.hpp"
 #include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
+#include "inventory/wipe.hpp"
 #include "server/metrics_auth.hpp"
 
 namespace topogate::server {
@@ -26,6 +26,12 @@ namespace {
 std::string text(simdjson::dom::element e, std::string_view key) {
   std::string_view v;
   if (e[key].get_string().get(v)) return {};
+  return std::string(v);
+}
+
+std::string text(simdjson::ondemand::object& o, std::string_view key) {
+  std::string_view v;
+  if (o.find_field_unordered(key).get_string().get(v)) return {};
   return std::string(v);
 }
 
@@ -68,10 +74,7 @@ token_review_answer read_token_review(const std::string& body,
                                       const std::vector<std::string>& audiences) {
   namespace od = simdjson::ondemand;
   simdjson::padded_string json(body);
-  struct wipe {
-    simdjson::padded_string& s;
-    ~wipe() { OPENSSL_cleanse(s.data(), s.size()); }
-  } wipe_copy{json};
+  const inventory::wiped_at_exit wipe_copy{json};
   od::parser parser;
   od::document doc;
   od::object root;
@@ -80,16 +83,10 @@ token_review_answer read_token_review(const std::string& body,
   od::object status;
   if (root.find_field_unordered("status").get_object().get(status))
     return no_answer("the TokenReview answer has no status");
-  // One string field of `o`, or "" when absent or not a string.
-  const auto field = [](od::object& o, std::string_view key) {
-    std::string_view v;
-    if (o.find_field_unordered(key).get_string().get(v)) return std::string();
-    return std::string(v);
-  };
   bool authenticated = false;
   if (status.find_field_unordered("authenticated").get_bool().get(authenticated) ||
       !authenticated) {
-    const std::string why = field(status, "error");
+    const std::string why = text(status, "error");
     return {scrape_verdict::unauthenticated,
             {},
             why.empty() ? "the Kubernetes API did not authenticate the token"
@@ -100,8 +97,8 @@ token_review_answer read_token_review(const std::string& body,
   od::object u;
   if (status.find_field_unordered("user").get_object().get(u))
     return no_answer("the TokenReview answer names no user");
-  user.name = field(u, "username");
-  user.uid = field(u, "uid");
+  user.name = text(u, "username");
+  user.uid = text(u, "uid");
   if (user.name.empty()) return no_answer("the TokenReview answer names no user");
   od::array groups;
   if (!u.find_field_unordered("groups").get_array().get(groups)) {
@@ -265,12 +262,9 @@ class kube_token_reviewer final : public token_reviewer {
     if (budget.count() <= 0) return unavailable("no time left for the token review");
     std::string body = detail::token_review_body(token, audiences_);
     auto r = client.request("POST", std::string(tokenreviews), body, budget);
-    OPENSSL_cleanse(body.data(), body.size());
+    inventory::wipe(body);
     // The answer echoes the token (spec.token): it is read here and wiped, never kept or logged.
-    struct wipe {
-      std::string& s;
-      ~wipe() { OPENSSL_cleanse(s.data(), s.size()); }
-    } wipe_answer{r.body};
+    const inventory::wiped_at_exit wipe_answer{r.body};
     if (r.status != 200 && r.status != 201)
       return unavailable(api_failure("TokenReview", r, "tokenreviews"));
     auto answer = detail::read_token_review(r.body, audiences_);

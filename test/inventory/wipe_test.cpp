@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace topogate::inventory {
@@ -62,6 +63,19 @@ TEST(WipeStorage, WithoutTheWipeTheBytesStay) {
   auto b = filled(1000, 500);
   b.clear();
   EXPECT_EQ(secret_bytes_left(b), b.capacity());
+}
+
+TEST(WipedAtExit, BytesAreWipedWhenTheScopeEnds) {
+  std::string secret(64, 'S');
+  auto b = filled(1000, 500);
+  {
+    const wiped_at_exit wipe_secret{secret};
+    const wiped_at_exit wipe_buffer{b};
+    EXPECT_EQ(std::count(secret.begin(), secret.end(), 'S'), 64);  // not before
+  }
+  EXPECT_EQ(std::count(secret.begin(), secret.end(), 'S'), 0);
+  EXPECT_EQ(secret.size(), 64u);  // wiped in place, not cleared
+  EXPECT_EQ(secret_bytes_left(b), 0u);
 }
 
 TEST(WipeStorage, AnEmptyBufferIsFine) {
