@@ -8,9 +8,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 command -v clang-format >/dev/null || { echo "format.sh: clang-format is not installed (scripts/install-deps.sh)" >&2; exit 2; }
-# Tracked files when this is a clone, else every source under the project's folders.
+# Tracked and new (not ignored) files when this is a clone, else every source under the project's folders.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 else
   mapfile -t files < <(find admission bench cli core diagnose inventory server test -name '*.cpp' -o -name '*.hpp' | sort)
 fi
