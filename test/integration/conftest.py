@@ -44,12 +44,22 @@ def closed_port():
         yield s.getsockname()[1]
 
 
-def start_prometheus(config_file: Path, data: Path, log_path: Path, cwd=None, attempts=5):
-    """Debian's Prometheus on a free loopback port, ready (its own log says so, not whatever
-    answers on the port): (process, port, log file). A port another test takes between its choice and Prometheus's bind is chosen
-    again, up to `attempts` times."""
+def on_free_port(start, attempts=5):
+    """start(port) on a port free when chosen. Another test running at the same time (ctest -j)
+    may take it before the bind: when start fails with "address already in use" (an
+    AssertionError saying so), it is tried again with another port, up to `attempts` times."""
     for attempt in range(attempts):
-        port = free_port()
+        try:
+            return start(free_port())
+        except AssertionError as e:
+            if attempt + 1 == attempts or "address already in use" not in str(e).lower():
+                raise
+
+
+def start_prometheus(config_file: Path, data: Path, log_path: Path, cwd=None):
+    """Debian's Prometheus on a free loopback port (on_free_port), ready when its own log says
+    so, not when whatever answers on the port does: (process, port, log file)."""
+    def start(port):
         log = open(log_path, "w")
         proc = subprocess.Popen(["prometheus", f"--config.file={config_file}", f"--storage.tsdb.path={data}",
                                  f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log, cwd=cwd)
@@ -59,13 +69,13 @@ def start_prometheus(config_file: Path, data: Path, log_path: Path, cwd=None, at
                 return "exited"
             return "Server is ready to receive web requests" in log_path.read_text(errors="replace") or None
 
-        state = wait_for(ready, timeout=60, interval=0.25, what="Prometheus to be ready")
-        if state is True:
+        if wait_for(ready, timeout=60, interval=0.25, what="Prometheus to be ready") is True:
             return proc, port, log
         log.close()
-        text = log_path.read_text(errors="replace")
-        if attempt + 1 == attempts or "address already in use" not in text:
-            raise AssertionError(f"prometheus exited with {proc.returncode}:\n{text[-4000:]}")
+        raise AssertionError(f"prometheus exited with {proc.returncode}:\n"
+                             f"{log_path.read_text(errors='replace')[-4000:]}")
+
+    return on_free_port(start)
 
 
 def run(cmd, check=True, **kw):
@@ -264,9 +274,7 @@ def sanitizer_report(log: str) -> str:
 
 
 # In make_server's configuration text or extra_args: a port that is free when the server
-# starts (the same one wherever it appears; the Server's `free_port`). Another test running at
-# the same time (ctest -j) may take it between the choice and topogate's bind: the start is
-# then tried again with another port.
+# starts (on_free_port; the same one wherever it appears, and the Server's `free_port`).
 FREE_PORT = "@FREE_PORT@"
 
 
@@ -278,18 +286,21 @@ def make_server(binary, tmp_path):
         d = tmp_path / subdir
         d.mkdir(exist_ok=True)
         text = config(d) if callable(config) else config
-        attempts = 5 if FREE_PORT in text or any(FREE_PORT in a for a in extra_args) else 1
-        for attempt in range(attempts):
-            port = str(free_port())
-            s = Server(binary, d, text.replace(FREE_PORT, port), [a.replace(FREE_PORT, port) for a in extra_args])
-            s.free_port = int(port)
+        args = [str(a) for a in extra_args]
+
+        def start(port):
+            s = Server(binary, d, text.replace(FREE_PORT, str(port)), [a.replace(FREE_PORT, str(port)) for a in args])
+            s.free_port = port
             servers.append(s)
             try:
                 return s.start(listen_timeout=listen_timeout)
-            except AssertionError as e:
-                if attempt + 1 == attempts or "Address already in use" not in str(e):
-                    raise
+            except AssertionError:
                 s.stop()
+                raise
+
+        if FREE_PORT in text or any(FREE_PORT in a for a in args):
+            return on_free_port(start)
+        return start(None)
 
     yield factory
     reports = []
