@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -29,6 +30,17 @@ std::string sha256_hex(std::string_view bytes) {
     out.push_back(hex[md[i] & 0x0f]);
   }
   return out;
+}
+
+std::optional<int> version_order(std::string_view a, std::string_view b) {
+  const auto integer = [](std::string_view v) {
+    return !v.empty() && v.front() != '0' &&
+           std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!integer(a) || !integer(b)) return std::nullopt;
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  const int c = a.compare(b);
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
 std::string format_time(std::chrono::system_clock::time_point t) {
@@ -155,9 +167,10 @@ class file_store final : public revision_store {
 
   // A read blocks only where the disk does; the deadline is the caller's to enforce (the
   // lane answers the waiting push; this returns when the disk does).
-  core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+  core::result<void> load(const std::string& inventory, store_state& state,
                           store_deadline /*deadline*/) override {
-    out.reset();
+    state = {};
+    auto& out = state.rev;
     const auto path = dir_ + "/" + file_name(inventory);
     auto r = read_stable(path, 4u << 20);
     if (!r.ok) {
@@ -168,6 +181,7 @@ class file_store final : public revision_store {
     const auto nl = all.find('\n');
     if (!all.starts_with(magic) || nl == std::string_view::npos) {
       out = stored_revision{};
+      state.damaged = true;
       return core::fail(core::errc::damaged, path + ": not a topogate store file");
     }
     std::string_view header = all.substr(magic.size(), nl - magic.size());
@@ -176,6 +190,7 @@ class file_store final : public revision_store {
     const auto sp2 = sp1 == std::string_view::npos ? sp1 : header.find(' ', sp1 + 1);
     if (sp2 == std::string_view::npos) {
       out = stored_revision{};
+      state.damaged = true;
       return core::fail(core::errc::damaged, path + ": bad header");
     }
     long long ns = 0;
@@ -183,6 +198,7 @@ class file_store final : public revision_store {
     const auto digest = header.substr(sp1 + 1, sp2 - sp1 - 1);
     if (digest != sha256_hex(body)) {
       out = stored_revision{};
+      state.damaged = true;
       return core::fail(core::errc::damaged, path + ": digest mismatch (file damaged)");
     }
     stored_revision rev;
@@ -192,6 +208,7 @@ class file_store final : public revision_store {
             std::chrono::nanoseconds(ns)));
     rev.actor = unescape_actor(header.substr(sp2 + 1));
     rev.version.assign(digest);
+    state.as_of = rev.version;
     out = std::move(rev);
     return {};
   }

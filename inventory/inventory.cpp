@@ -509,6 +509,14 @@ void inventory::record_failure(const offer_options& o, std::string note) {
   push_history(std::move(a));
 }
 
+void inventory::withdraw(std::string reason) {
+  std::lock_guard wl(write_mu_);
+  std::lock_guard lk(mu_);
+  base_ = nullptr;
+  current_ = nullptr;
+  unavailable_reason_ = std::move(reason);
+}
+
 std::string inventory::impact_refusal() const {
   std::lock_guard lk(mu_);
   return impact_refusal_;

@@ -170,6 +170,10 @@ class inventory {
   void record_rejection(const prepared& p, const offer_options& o);
   // An attempt that failed before validation (unreadable file, store write failed).
   void record_failure(const offer_options& o, std::string note);
+  // The revision is no longer the input's (a store object deleted, damaged, or replaced by
+  // one that does not validate here): nothing is served, 503 with `reason`, until a new one
+  // is committed. Records no attempt; the caller does.
+  void withdraw(std::string reason);
 
   // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
   void set_nodes(std::optional<core::node_list> nodes);

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "core/field_error.hpp"
@@ -225,6 +226,35 @@ class stopper {
   bool stop_ = false;
 };
 
+// The pause before a list or watch is tried again: 0.5 s doubling to 30 s, with up to a
+// quarter of jitter so replicas that failed together do not retry together; back to the
+// start after a watch that lasted or delivered something.
+class retry_pause {
+ public:
+  std::chrono::milliseconds next() {
+    const auto d = current_;
+    current_ = std::min(current_ * 2, max_);
+    std::uniform_int_distribution<long long> jitter(0, d.count() / 4);
+    return d + std::chrono::milliseconds(jitter(rng_));
+  }
+  void reset() { current_ = min_; }
+  // After a watch ended: true when the next one should wait (it failed, or it ended within a
+  // second having delivered nothing: a proxy cutting streams, a server closing at once).
+  bool after_watch(bool failed, bool delivered, std::chrono::steady_clock::duration lasted) {
+    if (!failed && (delivered || lasted >= std::chrono::seconds(1))) {
+      reset();
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds min_{500};
+  static constexpr std::chrono::milliseconds max_{30'000};
+  std::chrono::milliseconds current_ = min_;
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
 class kube_store final : public revision_store {
  public:
   kube_store(kube_endpoint ep, std::string ns)
@@ -233,31 +263,44 @@ class kube_store final : public revision_store {
 
   [[nodiscard]] std::string describe() const override { return "kubernetes:" + ns_; }
 
-  core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+  // A list of the one object, not a GET: the list's resourceVersion says when the answer
+  // held (a quorum read), also when there is no object, so a watch event older than the
+  // read is recognised as such.
+  core::result<void> load(const std::string& inventory, store_state& out,
                           store_deadline deadline) override {
-    out.reset();
+    out = {};
     const auto budget = remaining(deadline);
     if (budget.count() <= 0)
       return core::fail(core::errc::unavailable, "no time left for the read");
-    const auto r = client_.request("GET", object_path(cm_name(inventory)), {}, budget);
-    if (r.status == 404) return {};
+    const auto name = cm_name(inventory);
+    const auto r = client_.request(
+        "GET", collection_path() + "?fieldSelector=" + url_encode("metadata.name=" + name), {},
+        budget);
     if (r.status != 200) {
-      return core::fail(core::errc::unavailable,
-                        "get ConfigMap " + cm_name(inventory) + ": " + api_message(r));
+      return core::fail(core::errc::unavailable, "get ConfigMap " + name + ": " + api_message(r));
     }
     simdjson::dom::parser p;
     simdjson::dom::element doc;
-    if (p.parse(r.body).get(doc))
+    simdjson::dom::array items;
+    std::string_view rv;
+    if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv) ||
+        doc["items"].get(items))
       return core::fail(core::errc::unavailable, "get ConfigMap: malformed response");
-    stored_revision rev;
-    std::string name;
-    if (auto decoded = decode_configmap(doc, rev, name); !decoded) {
-      stored_revision version_only;
-      version_only.version = std::move(rev.version);
-      out = std::move(version_only);
-      return decoded;
+    out.as_of = std::string(rv);
+    for (auto item : items) {
+      stored_revision rev;
+      std::string item_name;
+      const auto decoded = decode_configmap(item, rev, item_name);
+      if (item_name != name) continue;
+      if (!decoded) {
+        stored_revision version_only;
+        version_only.version = std::move(rev.version);
+        out.rev = std::move(version_only);
+        out.damaged = true;
+        return decoded;
+      }
+      out.rev = std::move(rev);
     }
-    out = std::move(rev);
     return {};
   }
 
@@ -312,45 +355,73 @@ class kube_store final : public revision_store {
     return collection_path() + "/" + url_encode(name);
   }
 
-  void deliver(simdjson::dom::element cm) {
+  // One object of a list or a watch event, as the state of its inventory at `as_of` (the
+  // event's own version; a deletion's is the version that deleted it).
+  void deliver(simdjson::dom::element cm, bool deleted) {
+    store_state state;
     stored_revision rev;
     std::string name;
-    if (const auto decoded = decode_configmap(cm, rev, name); !decoded) {
-      if (by_cm_.contains(name) && log_) log_("warn", decoded.error().message);
-      return;
-    }
+    const auto decoded = decode_configmap(cm, rev, name);
     const auto it = by_cm_.find(name);
-    if (it != by_cm_.end()) fn_(it->second, rev);
+    if (it == by_cm_.end()) return;
+    state.as_of = rev.version;
+    if (deleted) {
+      if (log_) log_("warn", "kubernetes store: ConfigMap " + name + " deleted");
+    } else if (!decoded) {
+      // Hand-edited into something that is no revision: nothing to serve from it (the next
+      // push replaces it). Its version still moves the inventory's view forward.
+      if (log_) log_("warn", decoded.error().message);
+      stored_revision version_only;
+      version_only.version = rev.version;
+      state.rev = std::move(version_only);
+      state.damaged = true;
+    } else {
+      state.rev = std::move(rev);
+    }
+    fn_(it->second, state);
   }
 
   void run() {
     const std::string selector = "labelSelector=" + url_encode(managed_by_selector);
-    auto backoff = std::chrono::milliseconds(500);
+    retry_pause pause;
     while (!stop_.stopped()) {
       const auto list = watch_client_.request("GET", collection_path() + "?" + selector, {},
                                               std::chrono::seconds(30));
-      if (list.status != 200) {
-        if (stop_.stopped()) break;
-        if (log_) log_("warn", "kubernetes store: list ConfigMaps: " + api_message(list));
-        if (!stop_.wait(backoff)) break;
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
-        continue;
-      }
       simdjson::dom::parser p;
       simdjson::dom::element doc;
       std::string_view rv;
-      if (p.parse(list.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) continue;
-      std::string version(rv);
       simdjson::dom::array items;
-      if (!doc["items"].get(items)) {
-        for (auto item : items) deliver(item);
+      if (list.status != 200 || p.parse(list.body).get(doc) ||
+          doc["metadata"]["resourceVersion"].get(rv) || doc["items"].get(items)) {
+        if (stop_.stopped()) break;
+        if (log_)
+          log_("warn",
+               "kubernetes store: list ConfigMaps: " +
+                   (list.status == 200 ? std::string("malformed response") : api_message(list)));
+        if (!stop_.wait(pause.next())) break;
+        continue;
       }
-      backoff = std::chrono::milliseconds(500);
+      std::string version(rv);
+      // Every inventory's state as of the list: its object, or none (deleted while no watch
+      // was open, or never written).
+      std::map<std::string, bool> listed;
+      for (const auto& [cm, inv] : by_cm_) listed[cm] = false;
+      for (auto item : items) {
+        listed[std::string(str_or(item["metadata"], "name"))] = true;
+        deliver(item, false);
+      }
+      for (const auto& [cm, seen] : listed) {
+        const auto it = by_cm_.find(cm);
+        if (!seen && it != by_cm_.end()) fn_(it->second, store_state{std::nullopt, false, version});
+      }
       // Watch from the list's version; resume from the last seen one after a clean end;
-      // relist on 410 Gone (the version was compacted away).
+      // relist on 410 Gone (the version was compacted away). A watch that fails, or ends
+      // at once having delivered nothing, is retried after a growing pause.
       bool relist = false;
       while (!relist && !stop_.stopped()) {
         simdjson::dom::parser ep;
+        bool delivered = false;
+        const auto began = std::chrono::steady_clock::now();
         const auto target = collection_path() + "?" + selector +
                             "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
                             std::to_string(watch_timeout_seconds) +
@@ -370,22 +441,21 @@ class kube_store final : public revision_store {
               }
               std::string_view orv;
               if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
-              if (type == "ADDED" || type == "MODIFIED") deliver(obj);
-              if (type == "DELETED" && log_) {
-                log_("warn", "kubernetes store: ConfigMap " +
-                                 std::string(str_or(obj["metadata"], "name")) +
-                                 " deleted; the last revision stays served");
+              if (type == "ADDED" || type == "MODIFIED" || type == "DELETED") {
+                delivered = true;
+                deliver(obj, type == "DELETED");
               }
               return true;
             },
             watch_idle);
         if (stop_.stopped()) break;
         if (r.status == 410) relist = true;
-        if (r.status != 200 && r.status != 410) {
-          if (log_) log_("warn", "kubernetes store: watch: " + api_message(r));
-          relist = true;
-          if (!stop_.wait(backoff)) break;
-        }
+        const bool failed = r.status != 200 && r.status != 410;
+        if (failed && log_) log_("warn", "kubernetes store: watch: " + api_message(r));
+        if (failed) relist = true;
+        if (!pause.after_watch(failed, delivered, std::chrono::steady_clock::now() - began))
+          continue;
+        if (!stop_.wait(pause.next())) break;
       }
     }
   }
@@ -472,19 +542,19 @@ class api_node_watch final : public node_watch {
   }
 
   void run() {
-    auto backoff = std::chrono::milliseconds(500);
+    retry_pause pause;
     while (!stop_.stopped()) {
       std::string version;
       if (!list_all(version)) {
-        if (!stop_.wait(backoff)) break;
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+        if (!stop_.wait(pause.next())) break;
         continue;
       }
-      backoff = std::chrono::milliseconds(500);
       publish();
       bool relist = false;
       while (!relist && !stop_.stopped()) {
         simdjson::dom::parser ep;
+        bool delivered = false;
+        const auto began = std::chrono::steady_clock::now();
         const auto target = "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
                             std::to_string(watch_timeout_seconds) +
                             "&resourceVersion=" + url_encode(version);
@@ -504,6 +574,7 @@ class api_node_watch final : public node_watch {
               std::string_view orv;
               if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
               if (type == "BOOKMARK") return true;
+              delivered = true;
               const std::string name(str_or(obj["metadata"], "name"));
               bool changed = false;
               if (type == "DELETED") {
@@ -523,11 +594,12 @@ class api_node_watch final : public node_watch {
             watch_idle);
         if (stop_.stopped()) break;
         if (r.status == 410) relist = true;
-        if (r.status != 200 && r.status != 410) {
-          if (log_) log_("warn", "Node watch: " + api_message(r));
-          relist = true;
-          if (!stop_.wait(backoff)) break;
-        }
+        const bool failed = r.status != 200 && r.status != 410;
+        if (failed && log_) log_("warn", "Node watch: " + api_message(r));
+        if (failed) relist = true;
+        if (!pause.after_watch(failed, delivered, std::chrono::steady_clock::now() - began))
+          continue;
+        if (!stop_.wait(pause.next())) break;
       }
     }
   }

@@ -194,25 +194,63 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
         "store unavailable: the stored revision could not be read (" + store_wait_reason(e) + ")",
         std::chrono::seconds(1));
   }
+  // If-Match is judged against the store's current revision, as this replica knows it, and
+  // the write below is a compare-and-swap on exactly that object version: what the replica
+  // happens to serve is never the judge. A mismatch may only mean this replica's view is
+  // behind (its watch lags), so the store is read once before a 412 is answered.
+  if (req.if_match) {
+    if (!head_matches(e, *req.if_match)) {
+      store_state st;
+      const auto loaded = store->load(name, st, call.deadline);
+      note_store_call(e, !loaded.failed_with(core::errc::unavailable));
+      if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) {
+        return refusal(push_outcome::unavailable,
+                       "store unavailable: the stored revision could not be read to check "
+                       "If-Match (" +
+                           loaded.error().message + ")",
+                       std::chrono::seconds(1));
+      }
+      apply_store_state(e, std::move(st), true);
+    }
+    if (!head_matches(e, *req.if_match)) {
+      std::lock_guard lk(e.write_mu);
+      const auto before = inv.attempts_recorded();
+      inv.record_failure(opts, "If-Match does not match the store's current revision");
+      report(e, before);
+      auto r = refusal(push_outcome::precondition_failed,
+                       "If-Match does not match the current revision");
+      r.served = inv.current();
+      return r;
+    }
+    std::lock_guard lk(e.write_mu);
+    if (!e.head.held) {
+      // The store's revision matches, but this replica cannot serve it (it refused it): it
+      // cannot tell what the push would change, so another replica, or a later try, decides.
+      return refusal(push_outcome::unavailable,
+                     "this replica does not serve the store's current revision (" +
+                         inv.serve().unavailable_reason + "); try again or on another replica",
+                     std::chrono::seconds(1));
+    }
+  }
+  const inventory::offer_options checked{opts.origin, opts.actor, std::nullopt, std::nullopt,
+                                         opts.accept_impact};
   std::uint64_t before = 0;
   bool first = false;
   inventory::prepared p;
+  std::string expected;
   {
     // Validation runs here, on the lane: a 1 MiB body never occupies a request thread.
     std::lock_guard lk(e.write_mu);
     before = inv.attempts_recorded();
     first = inv.accepted() == nullptr;
-    p = inv.prepare(req.body, opts);
-    if (p.precondition_failed || p.result.impact_refused || !p.candidate) {
+    p = inv.prepare(req.body, checked);
+    if (p.result.impact_refused || !p.candidate) {
       inv.record_rejection(p, opts);
       report(e, before);
     }
-  }
-  if (p.precondition_failed) {
-    auto r =
-        refusal(push_outcome::precondition_failed, "If-Match does not match the current revision");
-    r.served = inv.current();
-    return r;
+    // Replace exactly the object this replica knows (create when it knows none); a conflict
+    // then means the store moved on, which the precondition must not overlook.
+    if (e.head.state.rev) expected = e.head.state.rev->version;
   }
   if (p.result.impact_refused) {
     // Valid, but it conflicts with the served revision under the inventory's policy; the same
@@ -254,7 +292,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   stored.accepted_at = p.candidate->accepted_at;
   stored.actor = req.actor;
   // The store call holds no lock a reader, a Node change or another inventory needs.
-  auto saved = store->save(name, stored, e.store_version, call.deadline);
+  auto saved = store->save(name, stored, expected, call.deadline);
   note_store_call(e, !saved.failed_with(core::errc::unavailable));
   for (int retry = 0; saved.failed_with(core::errc::conflict) && !req.if_match && retry < 8;
        ++retry) {
@@ -262,11 +300,12 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     // and write over it. Replicas racing the same way back off a little, differently.
     if (retry > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
-    std::optional<stored_revision> latest;
+    store_state latest;
     const auto loaded = store->load(name, latest, call.deadline);
     note_store_call(e, !loaded.failed_with(core::errc::unavailable));
     if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) break;
-    saved = store->save(name, stored, latest ? latest->version : std::string(), call.deadline);
+    saved =
+        store->save(name, stored, latest.rev ? latest.rev->version : std::string(), call.deadline);
     note_store_call(e, !saved.failed_with(core::errc::unavailable));
   }
   std::lock_guard lk(e.write_mu);
@@ -285,8 +324,15 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   }
   inv.commit(p);
   release_freed_memory();
-  e.store_version = std::move(*saved);
-  e.pending_store.reset();
+  // The store's newest state is now this write (a compare-and-swap on the version known
+  // before it); its watch echo is older or the same and changes nothing.
+  stored.version = std::move(*saved);
+  e.head.known = true;
+  e.head.state = store_state{std::move(stored), false, std::string()};
+  e.head.state.as_of = e.head.state.rev->version;
+  e.head.held = true;
+  e.store_behind = false;
+  note_synced(e);
   report(e, before);
 
   push_result r;

@@ -72,11 +72,13 @@ void registry::impl::apply_nodes(entry& e, std::optional<core::node_list> list) 
       wake();
     }
   }
-  // Likewise a stored revision that did not validate when it was loaded (on the lane,
-  // which owns the store bookkeeping).
-  if (store) {
+  // Likewise the store's revision when it did not validate here (on the lane, which owns
+  // the store's view): only while it is still the store's current one.
+  if (store && uses_store(e)) {
     e.lane.post([this, &e] {
-      if (auto retry = e.pending_store) offer_from_store(e, *retry, true);
+      std::lock_guard lk(e.write_mu);
+      if (e.head.known && e.head.state.rev && !e.head.state.damaged && !e.head.held)
+        adopt_head(e, "store");
     });
   }
 }
@@ -258,6 +260,14 @@ void registry::impl::run_loop() {
       full = true;
       next_resync = now + cfg.resync_interval;
     }
+    if (full && store) {
+      // The store too: a watch that is stuck (a proxy holding the stream, a lost event) is
+      // caught up within one interval. One read per inventory at a time.
+      for (auto& e : entries) {
+        if (!uses_store(*e) || e->verify_queued.exchange(true)) continue;
+        e->lane.post([this, ep = e.get()] { verify_store(*ep); });
+      }
+    }
     bool again = false;
     if (full || now >= dirty_at) {
       dirty_at = never;
@@ -275,28 +285,11 @@ void registry::impl::run_loop() {
 
 bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
   if (e.store_loaded.load()) return true;
-  std::optional<stored_revision> rev;
-  const auto st = store->load(e.inv->name(), rev, deadline);
-  note_store_call(e, !st.failed_with(core::errc::unavailable));
-  if (st.failed_with(core::errc::damaged)) {
-    // The store answered; what it holds is no revision. Nothing to serve from it, and the
-    // next push overwrites it (its version, where the store has one, is the one to replace).
-    // Loaded before the note is recorded: whoever sees the note (status, a test) must not
-    // still be told that the store has not answered (readiness).
-    const auto& message = st.error().message;
-    e.store_version = rev ? rev->version : std::string();
-    mark_loaded(e);
-    log("error", e.inv->name(),
-        "store " + store->describe() + " holds no readable revision (" + message +
-            "); the next push replaces it");
-    {
-      std::lock_guard lk(e.write_mu);
-      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + message);
-    }
-    return true;
-  }
-  if (!st.ok()) {
-    const std::string& message = st.error().message;
+  store_state st;
+  const auto loaded = store->load(e.inv->name(), st, deadline);
+  note_store_call(e, !loaded.failed_with(core::errc::unavailable));
+  if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) {
+    const std::string& message = loaded.error().message;
     const std::string why = "waiting for the store " + store->describe() + ": " + message;
     bool changed = false;
     {
@@ -311,7 +304,10 @@ bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
     }
     return false;
   }
-  if (rev) offer_from_store(e, *rev, true);
+  // A damaged object is marked loaded before its note is recorded: whoever sees the note
+  // (status, a test) must not still be told that the store has not answered (readiness).
+  if (st.damaged) mark_loaded(e);
+  apply_store_state(e, std::move(st), true);
   mark_loaded(e);
   return true;
 }
@@ -329,30 +325,96 @@ void registry::impl::first_load(entry& e) {
   timers.at(steady::now() + pause, [this, &e] { e.lane.post([this, &e] { first_load(e); }); });
 }
 
-void registry::impl::offer_from_store(entry& e, const stored_revision& rev, bool initial) {
+void registry::impl::note_synced(entry& e) const {
+  e.store_synced_ms.store(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clk.now().time_since_epoch()).count());
+}
+
+void registry::impl::verify_store(entry& e) {
+  e.verify_queued = false;
+  if (stopping.load() || !e.store_loaded.load()) return;
+  store_state st;
+  const auto loaded = store->load(e.inv->name(), st, steady::now() + cfg.store.timeout);
+  note_store_call(e, !loaded.failed_with(core::errc::unavailable));
+  if (loaded.ok() || loaded.failed_with(core::errc::damaged))
+    apply_store_state(e, std::move(st), true);
+}
+
+void registry::impl::apply_store_state(entry& e, store_state st, bool authoritative) {
   std::lock_guard lk(e.write_mu);
-  if (!initial && rev.version == e.store_version) return;  // our own write, seen again
-  const auto cur = e.inv->accepted();
-  if (!initial && cur && !rev.version.empty() && cur->json_body == rev.json) {
-    e.store_version = rev.version;
+  auto& head = e.head;
+  if (!authoritative && head.known) {
+    // A watch event: applied only when it is newer than what this replica knows. The echo
+    // of this replica's own write, a list after a reconnect, an event a lagging watch
+    // delivers after a read that already saw past it: all older or the same, all ignored.
+    const auto order = detail::version_order(st.as_of, head.state.as_of);
+    if (order ? *order <= 0 : (!st.as_of.empty() && st.as_of == head.state.as_of)) return;
+  }
+  note_synced(e);
+  const bool same_revision = head.known && head.state.rev && st.rev && !head.state.damaged &&
+                             !st.damaged && head.state.rev->json == st.rev->json;
+  head.known = true;
+  head.state.as_of = std::move(st.as_of);
+  if (same_revision) {
+    // The same revision seen again (its echo, a relist, a periodic read): only its version
+    // may be news (a write whose answer did not say it).
+    head.state.rev->version = std::move(st.rev->version);
+    if (!head.held) adopt_head(e, "store");
+    e.store_behind = !head.held;
     return;
   }
+  head.state.rev = std::move(st.rev);
+  head.state.damaged = st.damaged;
+  const auto before = e.inv->attempts_recorded();
+  const bool had = e.inv->accepted() != nullptr;
+  if (head.state.damaged) {
+    head.held = false;
+    const std::string why = "the store's object for this inventory holds no readable revision";
+    log("error", e.inv->name(),
+        "store " + store->describe() + ": " + why + "; the next push replaces it");
+    e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + why);
+    e.inv->withdraw(why + " (the next push replaces it)");
+  } else if (!head.state.rev) {
+    head.held = false;
+    if (had) {
+      // Deleted by hand: every replica then serves what a new one would, nothing. The next
+      // push creates the object again.
+      const std::string why = "the store's object for this inventory was deleted";
+      log("warn", e.inv->name(),
+          "store " + store->describe() + ": " + why + "; push to publish again");
+      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + why);
+      e.inv->withdraw(why + "; push a revision to publish again");
+    }
+  } else {
+    adopt_head(e, "store");
+  }
+  e.store_behind = head.state.rev && !head.held;
+  report(e, before);
+}
+
+void registry::impl::adopt_head(entry& e, const char* origin) {
+  auto& head = e.head;
+  const auto& rev = *head.state.rev;
   const auto before = e.inv->attempts_recorded();
   // The replica that stored it already applied maxProfileChanges (and saw any acceptance).
   // (Initialised here, not assigned afterwards: GCC 12 at -O2 with ASan reports a false
   // -Wmaybe-uninitialized for assigning a string to a disengaged optional.)
-  inventory::offer_options opts{"store", rev.actor, std::nullopt, rev.accepted_at, "*"};
-  // Validated again: the Node list or the configuration may have changed since.
+  inventory::offer_options opts{origin, rev.actor, std::nullopt, rev.accepted_at, "*"};
+  // Validated again: the Node list or the configuration may differ from the writer's.
   auto p = e.inv->prepare(rev.json, opts);
   if (p.candidate) {
     e.inv->commit(p);
     release_freed_memory();
-    e.pending_store.reset();
+    head.held = true;
   } else {
     e.inv->record_rejection(p, opts);
-    e.pending_store = rev;
+    // Not an older revision instead: the consumer would see the store's history backwards.
+    e.inv->withdraw("the store's current revision is not valid on this replica (" +
+                    core::render_text(p.result.errors) +
+                    "); nothing is served until a Node change or a push makes a valid one current");
+    head.held = false;
   }
-  e.store_version = rev.version;
+  e.store_behind = !head.held;
   report(e, before);
 }
 
@@ -421,12 +483,12 @@ void registry::start() {
       names.push_back(e->inv->name());
       e->lane.post([&m, ep = e.get()] { m.first_load(*ep); });
     }
-    m.store->start_watch(names, [&m](const std::string& name, const stored_revision& rev) {
+    m.store->start_watch(names, [&m](const std::string& name, const store_state& st) {
       auto* e = m.find(name);
       if (e == nullptr) return;
-      e->lane.post([&m, e, rev] {
-        // A revision the store lists or another replica wrote: the store has answered.
-        m.offer_from_store(*e, rev, !e->store_loaded.load());
+      e->lane.post([&m, e, st] {
+        // What the store lists or a watch event: the store has answered.
+        m.apply_store_state(*e, st, false);
         m.mark_loaded(*e);
       });
     });
@@ -496,6 +558,19 @@ std::optional<bool> registry::store_available(std::string_view name) const {
   const int answered = e->store_answered.load();
   if (answered < 0) return std::nullopt;
   return answered == 1;
+}
+
+std::optional<registry::store_view_status> registry::store_view(std::string_view name) const {
+  const auto* e = impl_->find(name);
+  if (e == nullptr || !impl_->store || !impl::uses_store(*e)) return std::nullopt;
+  store_view_status v;
+  v.behind = e->store_behind.load();
+  if (const auto ms = e->store_synced_ms.load(); ms > 0) {
+    v.synced_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::milliseconds(ms)));
+  }
+  return v;
 }
 
 core::result<void> registry::inventory_ready(std::string_view name) const {

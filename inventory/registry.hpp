@@ -176,6 +176,14 @@ class registry {
   // of a push-fed inventory got an answer from the store; nullopt before the first call,
   // without a store, and for inventories fed by a file or by Node labels.
   [[nodiscard]] std::optional<bool> store_available(std::string_view name) const;
+  // A push-fed inventory's view of the store: whether the store holds a revision this replica
+  // does not serve (it refused it here), and when the store last confirmed the view (a read,
+  // a write, a watch event). nullopt where store_available is.
+  struct store_view_status {
+    bool behind = false;
+    std::optional<std::chrono::system_clock::time_point> synced_at;
+  };
+  [[nodiscard]] std::optional<store_view_status> store_view(std::string_view name) const;
 
  private:
   [[nodiscard]] std::string node_label_status(std::string_view name) const;

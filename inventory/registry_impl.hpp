@@ -88,9 +88,23 @@ struct registry::impl {
     std::string nodes_error;
     // Last Node list handed to the inventory (write_mu).
     std::optional<core::node_list> nodes;
-    // Store bookkeeping (lane only).
-    std::string store_version;
-    std::optional<stored_revision> pending_store;  // rejected at load; retried on Node changes
+    // The store's object as this replica knows it: the one version of truth a push's
+    // If-Match and compare-and-swap are judged against, and the only revision the inventory
+    // serves. It moves only forward in the store's order (lane only).
+    struct store_head {
+      bool known = false;  // a read, a write or an event has told it
+      store_state state;   // what the store holds, as of state.as_of
+      // The inventory holds state.rev as its accepted revision; false while it is refused
+      // here (a Node this replica's Node view lacks, a configuration that differs), and then
+      // nothing is served: the replica answers 503 and is not ready rather than serve an
+      // older revision. Retried on every Node change.
+      bool held = false;
+    } head;
+    // head.known && the store holds a revision this replica does not hold (metrics).
+    std::atomic<bool> store_behind{false};
+    // When the store last confirmed this replica's view (a read, a write, an event); 0 never.
+    std::atomic<std::int64_t> store_synced_ms{0};
+    std::atomic<bool> verify_queued{false};  // a periodic re-read is waiting on the lane
     // Push inventories with a store: the store answered the first load (or a watch event);
     // until then the inventory is not ready and a push loads first.
     std::atomic<bool> store_loaded{false};
@@ -239,7 +253,29 @@ struct registry::impl {
   // The first load, retried with a growing pause until the store answers. Lane only.
   void first_load(entry& e);
 
-  void offer_from_store(entry& e, const stored_revision& rev, bool initial);
+  // Applies what the store holds (a read's answer when `authoritative`, else a watch event,
+  // ignored unless newer than what this replica knows) and makes the inventory serve it or,
+  // when it does not validate here, nothing. write_mu must not be held. Lane only.
+  void apply_store_state(entry& e, store_state st, bool authoritative);
+  // Offers head.state.rev to the inventory again (write_mu held). Lane only.
+  void adopt_head(entry& e, const char* origin);
+  // The periodic re-read of the store (resyncInterval): bounds how stale a replica's view can
+  // be when its watch is stuck. Lane only.
+  void verify_store(entry& e);
+  // If-Match against the store's current revision as this replica knows it: "*" when there
+  // is one; otherwise the ETag served for it here, or that of its stored bytes (what every
+  // replica that holds it unpruned serves).
+  static bool head_matches(entry& e, std::string_view if_match) {
+    std::lock_guard lk(e.write_mu);
+    const auto& h = e.head;
+    if (!h.known || !h.state.rev || h.state.damaged) return false;
+    if (const auto cur = e.inv->current();
+        h.held && cur && inventory::if_match_matches(if_match, &cur->etag))
+      return true;
+    const auto stored_etag = inventory::etag_of(h.state.rev->json);
+    return inventory::if_match_matches(if_match, &stored_etag);
+  }
+  void note_synced(entry& e) const;
 
   // --- Pushes
   // -------------------------------------------------------------------------------------

@@ -36,15 +36,35 @@ struct stored_revision {
   std::string version;  // store version: resourceVersion (kubernetes), digest (file)
 };
 
+// What the store holds for one inventory at one point of its history: a read's answer or a
+// watch event. `as_of` places it in the store's order (kubernetes: the read's list
+// resourceVersion, or the event's); the registry applies a state only when it is newer than
+// the one it knows, so a watch event that arrives late (the echo of an older write) never
+// takes the served revision back.
+struct store_state {
+  std::optional<stored_revision> rev;  // nullopt: no object (never written, or deleted)
+  bool damaged = false;  // the object holds no readable revision: `rev` has only its version
+  std::string as_of;     // "" when the store cannot tell
+};
+
+namespace detail {
+// The order of two store versions where the store defines one: -1, 0 or 1. Kubernetes
+// resourceVersions are comparable as decimal integers without leading zeros (KEP-5504,
+// stable since Kubernetes 1.35; etcd's revisions before that); anything else (a file store's
+// digest, "") is nullopt: only equality means something.
+std::optional<int> version_order(std::string_view a, std::string_view b);
+}  // namespace detail
+
 using store_deadline = std::chrono::steady_clock::time_point;
 
 class revision_store {
  public:
   virtual ~revision_store() = default;
   [[nodiscard]] virtual std::string describe() const = 0;
-  // The last acknowledged revision of `inventory`, nullopt in `out` when there is none.
-  // Fails with unavailable or damaged (then `out` holds the damaged object's version).
-  virtual core::result<void> load(const std::string& inventory, std::optional<stored_revision>& out,
+  // The last acknowledged revision of `inventory` (`out.rev` nullopt when there is none),
+  // read from the store itself, not from a cache: what any later read will see at least.
+  // Fails with unavailable or damaged (then `out` is a damaged state).
+  virtual core::result<void> load(const std::string& inventory, store_state& out,
                                   store_deadline deadline) = 0;
   // Durable when it succeeds; the value is the new version (empty when the store could not
   // tell it). `expected_version` (empty: none known) makes the write conditional where the
@@ -53,8 +73,10 @@ class revision_store {
   virtual core::result<std::string> save(const std::string& inventory, const stored_revision& rev,
                                          const std::string& expected_version,
                                          store_deadline deadline) = 0;
-  // Revisions written by other replicas. Called from the store's own threads.
-  using change_fn = std::function<void(const std::string& inventory, const stored_revision&)>;
+  // Every change of an inventory's object (another replica's write, this one's own write
+  // seen again, an edit or a deletion by hand), in the store's order, and each object again
+  // after a relist. Called from the store's own threads.
+  using change_fn = std::function<void(const std::string& inventory, const store_state&)>;
   virtual void start_watch(const std::vector<std::string>& /*inventories*/, change_fn /*fn*/) {}
   virtual void stop() {}
 };

@@ -162,6 +162,20 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                "1 when the last store call of a push-fed inventory got an answer, 0 when the store "
                "was unavailable.")
            .Register(r);
+  store_behind_ = &prometheus::BuildGauge()
+                       .Name("topogate_store_view_behind")
+                       .Help(
+                           "1 while the store holds a revision of a push-fed inventory that this "
+                           "replica does not serve (it refused it here: its Node view or "
+                           "configuration differs); it then answers 503 and is not ready.")
+                       .Register(r);
+  store_synced_ = &prometheus::BuildGauge()
+                       .Name("topogate_store_last_sync_timestamp_seconds")
+                       .Help(
+                           "When the store last confirmed this replica's view of a push-fed "
+                           "inventory (a read, a write or a watch event; a read every "
+                           "resyncInterval), as Unix time.")
+                       .Register(r);
   nodelabel_errors_ = &prometheus::BuildGauge()
                            .Name("topogate_nodelabel_hierarchy_errors")
                            .Help(
@@ -327,6 +341,13 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     inventory_ready_->Add({{"inventory", name}}).Set(reg.inventory_ready(name) ? 1 : 0);
     if (const auto available = reg.store_available(name)) {
       store_available_->Add({{"inventory", name}}).Set(*available ? 1 : 0);
+    }
+    if (const auto view = reg.store_view(name)) {
+      store_behind_->Add({{"inventory", name}}).Set(view->behind ? 1 : 0);
+      if (view->synced_at) {
+        store_synced_->Add({{"inventory", name}})
+            .Set(std::chrono::duration<double>(view->synced_at->time_since_epoch()).count());
+      }
     }
     if (!reg.reads_node_labels(name)) {
       max_age_->Add({{"inventory", name}}).Set(static_cast<double>(inv->config().max_age.count()));

@@ -95,6 +95,8 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* staleness_;
   prometheus::Family<prometheus::Gauge>* max_age_;
   prometheus::Family<prometheus::Gauge>* store_available_;
+  prometheus::Family<prometheus::Gauge>* store_behind_;
+  prometheus::Family<prometheus::Gauge>* store_synced_;
   prometheus::Family<prometheus::Gauge>* nodes_;
   prometheus::Family<prometheus::Gauge>* audit_violations_;
   prometheus::Family<prometheus::Gauge>* audit_last_success_;

@@ -218,6 +218,95 @@ TEST_F(KubeStore, UnconditionalPushesFromBothReplicasAllSucceed) {
   b.stop();
 }
 
+// The lost update, on the real API: replica A's Node list (a file, as during a rolling
+// configuration change) lacks worker-4, which B's push names. A then must not serve its
+// older revision, nor accept a push whose If-Match names it.
+TEST_F(KubeStore, AReplicaThatRefusesTheStoredRevisionNeitherServesNorOverwritesTheOlderOne) {
+  testing::temp_dir dir;
+  testing::write_file(dir / "a-nodes.json", testing::nodes_json(4));
+  testing::write_file(dir / "b-nodes.json", testing::nodes_json(5));
+  auto with_nodes = [&](const std::string& file) {
+    auto cfg = replica();
+    cfg.inventories[0].nodes_path = dir / file;
+    return cfg;
+  };
+  registry a(with_nodes("a-nodes.json"), kube_deps(replica()), system_clock(), quiet());
+  registry b(with_nodes("b-nodes.json"), kube_deps(replica()), system_clock(), quiet());
+  a.start();
+  b.start();
+  const auto p0 = a.push("pushed", testing::snapshot_json("p0"), std::nullopt, "w");
+  ASSERT_EQ(p0.outcome, push_outcome::created) << describe(p0);
+  ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "p0"; }));
+  const auto p1 = b.push("pushed", testing::snapshot_json("p1", 5), etag(p0), "w");
+  ASSERT_EQ(p1.outcome, push_outcome::stored) << describe(p1);
+  ASSERT_TRUE(eventually([&] { return a.store_view("pushed")->behind; }));
+  EXPECT_EQ(a.find("pushed")->current(), nullptr) << served_revision(a.find("pushed"));
+  const auto p2 = a.push("pushed", testing::snapshot_json("p2"), etag(p0), "w");
+  EXPECT_EQ(p2.outcome, push_outcome::precondition_failed) << describe(p2);
+  // B still serves the acknowledged p1; nothing overwrote it.
+  EXPECT_EQ(served_revision(b.find("pushed")), "p1");
+  // A's Node list catches up: it serves p1.
+  testing::write_file(dir / "a-nodes.json", testing::nodes_json(5));
+  EXPECT_TRUE(eventually([&] { return served_revision(a.find("pushed")) == "p1"; }));
+  EXPECT_FALSE(a.store_view("pushed")->behind);
+  a.stop();
+  b.stop();
+}
+
+// The reversal, on the real API: every store event a lone replica sees is the echo of its own
+// write, so none may publish anything (an older echo published after a newer write served
+// the older revision again).
+TEST_F(KubeStore, ConcurrentPushesToOneReplicaNeverPublishAnEchoAgain) {
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
+  a.start();
+  for (int round = 0; round < 10; ++round) {
+    push_result r1;
+    push_result r2;
+    std::thread t1([&] {
+      r1 = a.push("pushed", testing::snapshot_json("r-" + std::to_string(round) + "-a"),
+                  std::nullopt, "w");
+    });
+    std::thread t2([&] {
+      r2 = a.push("pushed", testing::snapshot_json("r-" + std::to_string(round) + "-b"),
+                  std::nullopt, "w");
+    });
+    t1.join();
+    t2.join();
+    ASSERT_TRUE(published(r1) && published(r2)) << describe(r1) << " / " << describe(r2);
+  }
+  // Let the last echoes arrive, then read the history.
+  const auto last = a.find("pushed")->current()->revision_id;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (const auto& at : a.find("pushed")->history()) {
+    EXPECT_FALSE(at.accepted && at.origin == "store") << "published again: " << at.revision_id;
+  }
+  EXPECT_EQ(served_revision(a.find("pushed")), last);
+  a.stop();
+}
+
+// A ConfigMap deleted by hand: both replicas serve nothing (as a new replica would), and the
+// next push creates it again.
+TEST_F(KubeStore, ADeletedConfigMapIsServedAsNothingAndThePushAfterItCreatesItAgain) {
+  registry a(replica(), kube_deps(replica()), system_clock(), quiet());
+  registry b(replica(), kube_deps(replica()), system_clock(), quiet());
+  a.start();
+  b.start();
+  ASSERT_EQ(a.push("pushed", testing::snapshot_json("d-1"), std::nullopt, "w").outcome,
+            push_outcome::created);
+  ASSERT_TRUE(eventually([&] { return served_revision(b.find("pushed")) == "d-1"; }));
+  auto client = admin(c_);
+  const auto del =
+      client.request("DELETE", "/api/v1/namespaces/" + ns_ + "/configmaps/topogate-pushed");
+  ASSERT_EQ(del.status, 200) << del.body;
+  EXPECT_TRUE(eventually([&] { return a.find("pushed")->current() == nullptr; }));
+  EXPECT_TRUE(eventually([&] { return b.find("pushed")->current() == nullptr; }));
+  const auto again = b.push("pushed", testing::snapshot_json("d-2"), std::nullopt, "w");
+  EXPECT_EQ(again.outcome, push_outcome::created) << describe(again);
+  EXPECT_TRUE(eventually([&] { return served_revision(a.find("pushed")) == "d-2"; }));
+  a.stop();
+  b.stop();
+}
+
 TEST_F(KubeStore, UnreachableApiIs503AndTheServedRevisionStays) {
   registry a(replica(), kube_deps(replica()), system_clock(), quiet());
   a.start();

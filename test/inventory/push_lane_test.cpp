@@ -50,7 +50,7 @@ class gated_store final : public revision_store {
   }
 
   [[nodiscard]] std::string describe() const override { return "gated:" + inner_->describe(); }
-  core::result<void> load(const std::string& inv, std::optional<stored_revision>& out,
+  core::result<void> load(const std::string& inv, store_state& out,
                           store_deadline deadline) override {
     if (!pass(inv, deadline))
       return core::fail(core::errc::unavailable, "gate closed past the deadline");

@@ -23,7 +23,7 @@ class switchable_store final : public revision_store {
   std::atomic<bool> conflict{false};
 
   [[nodiscard]] std::string describe() const override { return "switchable:" + inner_->describe(); }
-  core::result<void> load(const std::string& inv, std::optional<stored_revision>& out,
+  core::result<void> load(const std::string& inv, store_state& out,
                           store_deadline deadline) override {
     if (down) return core::fail(core::errc::unavailable, "store down");
     return inner_->load(inv, out, deadline);

@@ -56,7 +56,7 @@ ACTIVE = {
 }
 INACTIVE = {
     "TopogateInventoryStale", "TopogateInventoryNearMaxAge", "TopogateProfileChangesAccepted",
-    "TopogateStoreUnavailable", "TopogateAdmissionSlow", "TopogateNoReadyReplica", "TopogateAuditViolations",
+    "TopogateStoreUnavailable", "TopogateStoreViewBehind", "TopogateAdmissionSlow", "TopogateNoReadyReplica", "TopogateAuditViolations",
 }
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,

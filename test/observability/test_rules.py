@@ -39,6 +39,7 @@ NAMES = {
     "TopogateProfileChangesAccepted": "inventory",
     "TopogateInventoryNotReady": "inventory",
     "TopogateStoreUnavailable": "inventory",
+    "TopogateStoreViewBehind": "inventory",
     "TopogateAdmissionErrors": "kind",
     "TopogateAdmissionSlow": "route",
     "TopogateCertificateExpiringSoon": "certificate",
