@@ -199,4 +199,17 @@ node_list select_nodes(const node_list& all, const topology_source& src) {
   return out;
 }
 
+bool reads_node_label(const topology_source& src, std::string_view key) noexcept {
+  if (key == "topology.gpustack.ai/profile" || is_read_only_parent(key)) return true;
+  for (const auto& level : src.levels)
+    if (level == key) return true;
+  if (src.node_selector) {
+    for (const auto& [k, v] : src.node_selector->match_labels)
+      if (k == key) return true;
+    for (const auto& r : src.node_selector->match_expressions)
+      if (r.key == key) return true;
+  }
+  return false;
+}
+
 }  // namespace topogate::core

@@ -34,4 +34,10 @@ node_list_result parse_node_list(std::string_view text);
 // The Nodes the source selects (spec.nodeSelector; absent or {} selects every Node).
 node_list select_nodes(const node_list& all, const topology_source& src);
 
+// Whether any rule reads a Node's label `key` for `src`: its levels (profiles, S7-S9, the
+// impact), its nodeSelector's keys, the profile label, and the read-only parents S6
+// compares. A change to any other label of a Node changes no verdict, no served revision
+// and no impact, so a Node view may keep only these (and a Node's name).
+[[nodiscard]] bool reads_node_label(const topology_source& src, std::string_view key) noexcept;
+
 }  // namespace topogate::core

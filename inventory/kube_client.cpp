@@ -386,10 +386,10 @@ asio::awaitable<core::result<void>> connect(const kube_endpoint& ep,
 }
 
 void set_common(http::request<http::string_body>& req, const kube_endpoint& ep,
-                const std::string& token) {
+                const std::string& token, std::string_view accept) {
   req.set(http::field::host, ep.host);
   req.set(http::field::user_agent, "topogate");
-  req.set(http::field::accept, "application/json");
+  req.set(http::field::accept, accept);
   if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
 }
 
@@ -402,16 +402,18 @@ core::result<void> check_client_identity(std::string_view cert_pem, std::string_
 
 kube_client::response kube_client::request(std::string_view method, const std::string& target,
                                            const std::string& body,
-                                           std::chrono::milliseconds timeout) {
-  response out = request_once(method, target, body, timeout, false);
+                                           std::chrono::milliseconds timeout,
+                                           std::string_view accept) {
+  response out = request_once(method, target, body, timeout, accept, false);
   if (out.status == 401 && ep_.credentials && !cancelled_.load())
-    out = request_once(method, target, body, timeout, true);
+    out = request_once(method, target, body, timeout, accept, true);
   return out;
 }
 
 kube_client::response kube_client::request_once(std::string_view method, const std::string& target,
                                                 const std::string& body,
-                                                std::chrono::milliseconds timeout, bool refresh) {
+                                                std::chrono::milliseconds timeout,
+                                                std::string_view accept, bool refresh) {
   response out;
   if (cancelled_.load()) {
     out.error = "cancelled";
@@ -469,7 +471,7 @@ kube_client::response kube_client::request_once(std::string_view method, const s
         const wiped_at_exit wipe_request{req.body()};
         const wiped_at_exit wipe_buffer{buf};
         const wiped_at_exit wipe_answer{parser.get().body()};
-        set_common(req, ep_, token);
+        set_common(req, ep_, token, accept);
         if (!body.empty()) {
           req.set(http::field::content_type, "application/json");
           req.body() = body;
@@ -507,17 +509,18 @@ kube_client::response kube_client::request_once(std::string_view method, const s
 
 kube_client::response kube_client::stream_lines(
     const std::string& target, const std::function<bool(std::string_view)>& on_line,
-    std::chrono::seconds idle) {
+    std::chrono::seconds idle, std::string_view accept) {
   // A 401 is answered before any line: nothing has been handed on when the call is repeated.
-  response out = stream_once(target, on_line, idle, false);
+  response out = stream_once(target, on_line, idle, accept, false);
   if (out.status == 401 && ep_.credentials && !cancelled_.load())
-    out = stream_once(target, on_line, idle, true);
+    out = stream_once(target, on_line, idle, accept, true);
   return out;
 }
 
 kube_client::response kube_client::stream_once(const std::string& target,
                                                const std::function<bool(std::string_view)>& on_line,
-                                               std::chrono::seconds idle, bool refresh) {
+                                               std::chrono::seconds idle, std::string_view accept,
+                                               bool refresh) {
   response out;
   if (cancelled_.load()) {
     out.error = "cancelled";
@@ -563,7 +566,7 @@ kube_client::response kube_client::stream_once(const std::string& target,
           co_return;
         }
         http::request<http::string_body> req{http::verb::get, target, 11};
-        set_common(req, ep_, token);
+        set_common(req, ep_, token, accept);
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
         auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
         if (wec) {

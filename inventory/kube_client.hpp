@@ -31,15 +31,18 @@ class kube_client {
     std::string error;  // never contains the token
   };
 
+  // `accept`: the Accept header (e.g. a PartialObjectMetadataList for a metadata-only list).
   response request(std::string_view method, const std::string& target, const std::string& body = {},
-                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                   std::string_view accept = json);
 
   // GET `target` (a watch URL) and hand every complete line to `on_line` until the server
   // ends the stream, `on_line` returns false, no byte arrives for `idle`, or cancel().
   // The returned status is the HTTP status of the watch response.
   response stream_lines(const std::string& target,
                         const std::function<bool(std::string_view)>& on_line,
-                        std::chrono::seconds idle);
+                        std::chrono::seconds idle, std::string_view accept = json);
+  static constexpr std::string_view json = "application/json";
 
   // Aborts the call in progress (thread-safe); later calls fail at once.
   void cancel();
@@ -48,10 +51,10 @@ class kube_client {
 
  private:
   response request_once(std::string_view method, const std::string& target, const std::string& body,
-                        std::chrono::milliseconds timeout, bool refresh);
+                        std::chrono::milliseconds timeout, std::string_view accept, bool refresh);
   response stream_once(const std::string& target,
                        const std::function<bool(std::string_view)>& on_line,
-                       std::chrono::seconds idle, bool refresh);
+                       std::chrono::seconds idle, std::string_view accept, bool refresh);
 
   kube_endpoint ep_;
   std::mutex mu_;

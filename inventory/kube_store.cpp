@@ -475,13 +475,13 @@ struct label_set {
   bool operator==(const label_set&) const = default;
 };
 
-label_set labels_of(simdjson::dom::element node) {
+label_set labels_of(simdjson::dom::element node, const node_watch::label_filter& keep) {
   label_set out;
   simdjson::dom::object labels;
   if (!node["metadata"]["labels"].get(labels)) {
     for (auto field : labels) {
       std::string_view v;
-      if (field.value.get(v)) continue;
+      if (field.value.get(v) || (keep && !keep(field.key))) continue;
       out.labels.emplace_back(std::string(field.key), std::string(v));
     }
   }
@@ -494,7 +494,8 @@ class api_node_watch final : public node_watch {
   api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
   ~api_node_watch() override { stop(); }
 
-  void start(std::function<void(core::node_list)> on_change) override {
+  void start(label_filter keep, std::function<void(core::node_list)> on_change) override {
+    keep_ = std::move(keep);
     on_change_ = std::move(on_change);
     thread_ = std::thread([this] { run(); });
   }
@@ -519,7 +520,7 @@ class api_node_watch final : public node_watch {
     do {
       std::string target = "/api/v1/nodes?limit=500";
       if (!cont.empty()) target += "&continue=" + url_encode(cont);
-      const auto r = client_.request("GET", target, {}, std::chrono::seconds(30));
+      const auto r = client_.request("GET", target, {}, std::chrono::seconds(30), metadata_list);
       if (r.status != 200) {
         if (!stop_.stopped() && log_) log_("warn", "Node list: " + api_message(r));
         return false;
@@ -534,7 +535,7 @@ class api_node_watch final : public node_watch {
       simdjson::dom::array items;
       if (!doc["items"].get(items)) {
         for (auto item : items)
-          fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item);
+          fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item, keep_);
       }
     } while (!cont.empty());
     nodes_ = std::move(fresh);
@@ -580,7 +581,7 @@ class api_node_watch final : public node_watch {
               if (type == "DELETED") {
                 changed = nodes_.erase(name) > 0;
               } else if (type == "ADDED" || type == "MODIFIED") {
-                auto ls = labels_of(obj);
+                auto ls = labels_of(obj, keep_);
                 auto it = nodes_.find(name);
                 if (it == nodes_.end() || !(it->second == ls)) {
                   nodes_[name] = std::move(ls);
@@ -591,7 +592,7 @@ class api_node_watch final : public node_watch {
               if (changed) publish();
               return true;
             },
-            watch_idle);
+            watch_idle, metadata_watch);
         if (stop_.stopped()) break;
         if (r.status == 410) relist = true;
         const bool failed = r.status != 200 && r.status != 410;
@@ -604,8 +605,17 @@ class api_node_watch final : public node_watch {
     }
   }
 
+  // Names and labels are all the watch reads: the API sends Nodes as PartialObjectMetadata
+  // (as client-go's metadata informers ask), without the status (conditions, images,
+  // addresses) that makes up most of a Node and changes with every heartbeat.
+  static constexpr std::string_view metadata_list =
+      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+  static constexpr std::string_view metadata_watch =
+      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
   kube_client client_;
   log_fn log_;
+  label_filter keep_;
   std::function<void(core::node_list)> on_change_;
   std::map<std::string, label_set> nodes_;  // watch thread only
   stopper stop_;

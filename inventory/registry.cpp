@@ -83,6 +83,27 @@ void registry::impl::apply_nodes(entry& e, std::optional<core::node_list> list) 
   }
 }
 
+void registry::impl::apply_api_nodes(core::node_list list) {
+  for (auto& e : entries) {
+    if (e->spec.nodes_from_api) apply_nodes(*e, list);
+  }
+}
+
+void registry::impl::on_api_nodes(core::node_list list) {
+  {
+    std::lock_guard lk(api_nodes_mu);
+    if (api_nodes_seen) {
+      api_nodes_pending = std::move(list);
+      if (api_nodes_due == steady::time_point::max()) api_nodes_due = steady::now() + node_coalesce;
+      wake();
+      return;
+    }
+    api_nodes_seen = true;
+  }
+  // The first list at once: what waits for it (a snapshot file, readiness) should not wait more.
+  apply_api_nodes(std::move(list));
+}
+
 void registry::impl::check_node_labels(entry& e) {
   if (!e.nodes) return;
   auto c = std::make_shared<node_label_check>();
@@ -240,7 +261,12 @@ void registry::impl::run_loop() {
   auto dirty_at = never;   // a burst of events is being debounced
   auto settle_at = never;  // an invalid read waits to be confirmed
   while (!stopping.load()) {
-    const auto deadline = std::min({next_resync, dirty_at, settle_at});
+    steady::time_point nodes_due;
+    {
+      std::lock_guard lk(api_nodes_mu);
+      nodes_due = api_nodes_due;
+    }
+    const auto deadline = std::min({next_resync, dirty_at, settle_at, nodes_due});
     const auto wait =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
     pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
@@ -254,6 +280,15 @@ void registry::impl::run_loop() {
     }
     if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never)
       dirty_at = now + debounce;
+    if (now >= nodes_due) {
+      std::optional<core::node_list> list;
+      {
+        std::lock_guard lk(api_nodes_mu);
+        list.swap(api_nodes_pending);
+        api_nodes_due = never;
+      }
+      if (list) apply_api_nodes(std::move(*list));
+    }
 
     bool full = resync_requested.exchange(false);
     if (now >= next_resync) {
@@ -464,11 +499,16 @@ void registry::start() {
       for (auto& e : m.entries) {
         if (e->spec.nodes_from_api) e->awaiting_nodes = true;
       }
-      m.nodes_api->start([&m](core::node_list list) {
-        for (auto& e : m.entries) {
-          if (e->spec.nodes_from_api) m.apply_nodes(*e, list);
-        }
-      });
+      // Only the labels some inventory's rules read are kept (core::reads_node_label).
+      std::vector<core::topology_source> sources;
+      for (const auto& e : m.entries)
+        if (e->spec.nodes_from_api) sources.push_back(e->spec.config.source);
+      m.nodes_api->start(
+          [sources = std::move(sources)](std::string_view key) {
+            return std::any_of(sources.begin(), sources.end(),
+                               [&](const auto& src) { return core::reads_node_label(src, key); });
+          },
+          [&m](core::node_list list) { m.on_api_nodes(std::move(list)); });
     }
   }
   m.armed = m.all_points();

@@ -40,6 +40,8 @@ constexpr std::size_t max_node_list_bytes = 256u << 20;
 // How long a snapshot file whose inventory lists Nodes through the API waits for the first
 // list before it is read without one (and validated again when the list comes).
 constexpr auto nodes_grace = std::chrono::seconds(10);
+// The longest a Node change from the API waits to be applied with the ones after it.
+constexpr auto node_coalesce = std::chrono::milliseconds(200);
 
 inline void add_str(std::string& out, std::string_view key, std::string_view value) {
   core::append_json_string(out, key);
@@ -60,6 +62,7 @@ inline bool same_nodes(const core::node_list& a, const core::node_list& b) {
 using detail::add_str;
 using detail::debounce;
 using detail::max_node_list_bytes;
+using detail::node_coalesce;
 using detail::nodes_grace;
 // Building a revision from a 1 MiB snapshot leaves a few MiB of freed short strings (the
 // decoded snapshot, the pruned copy) interleaved with what the revision keeps. Handing them
@@ -135,6 +138,15 @@ struct registry::impl {
   std::string store_error;
   std::unique_ptr<node_watch> nodes_api;
   std::string nodes_error;
+  // Node lists from the API after the first: the latest one waits here and the loop applies
+  // it once node_coalesce after the first change of a burst (a scale-up of a thousand Nodes
+  // is a handful of re-evaluations, not a thousand), off the watch's thread.
+  std::mutex api_nodes_mu;
+  bool api_nodes_seen = false;
+  std::optional<core::node_list> api_nodes_pending;
+  steady::time_point api_nodes_due = steady::time_point::max();
+  void on_api_nodes(core::node_list list);
+  void apply_api_nodes(core::node_list list);
   steady::time_point nodes_grace_until{};
   detail::timer_queue timers;
 

@@ -85,9 +85,14 @@ class revision_store {
 class node_watch {
  public:
   virtual ~node_watch() = default;
+  // Which label keys to keep (null: all). Every rule reads only a few keys of a Node
+  // (core::reads_node_label); keeping only those makes a change to any other label (a
+  // heartbeat, a controller's stamp) cost a decode and a comparison, and no publication.
+  using label_filter = std::function<bool(std::string_view key)>;
   // Starts listing and watching on its own thread and returns at once; calls `on_change`
-  // (from that thread) with the full list after the first list and after every change.
-  virtual void start(std::function<void(core::node_list)> on_change) = 0;
+  // (from that thread) with the full list, labels filtered by `keep`, after the first list
+  // and after every change of a Node's name or kept labels.
+  virtual void start(label_filter keep, std::function<void(core::node_list)> on_change) = 0;
   virtual void stop() = 0;
 };
 

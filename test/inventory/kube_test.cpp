@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -381,6 +383,59 @@ class KubeNodes : public ::testing::Test {
   }
   control_plane c_;
 };
+
+// Only the labels a rule reads are kept: a change of any other label (a heartbeat a
+// controller stamps) publishes nothing, and the Nodes arrive without their status.
+TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
+  const auto cfg = with_nodes("", unknown_nodes_policy::reject);
+  auto watch = make_node_watch(cfg.store, {});
+  ASSERT_TRUE(watch) << watch.error().message;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<core::node_list> seen;
+  (*watch)->start([](std::string_view key) { return key == "inv-test/pool"; },
+                  [&](core::node_list list) {
+                    std::lock_guard lk(mu);
+                    seen.push_back(std::move(list));
+                    cv.notify_all();
+                  });
+  auto wait_for = [&](std::size_t n) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, std::chrono::seconds(20), [&] { return seen.size() >= n; });
+  };
+  ASSERT_TRUE(wait_for(1));
+  auto client = admin(c_);
+  // A full update (kube_client sends JSON, not a merge patch), as any controller may write.
+  auto relabel = [&](const std::string& key, const std::string& value) {
+    const auto r = client.request("GET", "/api/v1/nodes/worker-0");
+    if (r.status != 200) return r.status;
+    auto body = r.body;
+    const auto at = body.find("\"labels\":{");
+    if (at == std::string::npos) return 0;
+    body.insert(at + 10, "\"" + key + "\":\"" + value + "\",");
+    return client.request("PUT", "/api/v1/nodes/worker-0", body).status;
+  };
+  std::size_t before = 0;
+  {
+    std::lock_guard lk(mu);
+    before = seen.size();
+  }
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(relabel("example.com/heartbeat-" + std::to_string(i), "x"), 200);
+  // A label a rule reads, after them: the watch delivers in order, so once it is seen every
+  // heartbeat before it has been processed, and none published.
+  ASSERT_EQ(label_node(0, "cpu"), 200);
+  ASSERT_TRUE(wait_for(before + 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::lock_guard lk(mu);
+  EXPECT_EQ(seen.size(), before + 1);
+  const auto* n = seen.back().find("worker-0");
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->labels.size(), 1u) << "kept labels no rule reads";
+  EXPECT_EQ(n->labels[0].first, "inv-test/pool");
+  EXPECT_EQ(n->labels[0].second, "cpu");
+  (*watch)->stop();
+}
 
 TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   testing::temp_dir dir;

@@ -18,7 +18,7 @@ namespace {
 
 class fake_node_watch final : public node_watch {
  public:
-  void start(std::function<void(core::node_list)> on_change) override {
+  void start(label_filter, std::function<void(core::node_list)> on_change) override {
     std::lock_guard lk(mu_);
     on_change_ = std::move(on_change);
     ++starts_;

@@ -102,7 +102,7 @@ class scripted_store final : public revision_store {
 class scripted_nodes final : public node_watch {
  public:
   explicit scripted_nodes(int n) : initial_(n) {}
-  void start(std::function<void(core::node_list)> on_change) override {
+  void start(label_filter, std::function<void(core::node_list)> on_change) override {
     on_change_ = std::move(on_change);
     on_change_(testing::nodes(initial_));
   }
@@ -204,10 +204,10 @@ TEST(StoreOrder, IfMatchIsJudgedAgainstTheStoreNotAnOlderServedRevision) {
   EXPECT_EQ(p2.outcome, push_outcome::precondition_failed) << p2.message;
   EXPECT_EQ(a.store->held_json("dc"), p1) << "the acknowledged p1 was overwritten";
 
-  // The Node list catches up: p1 is served, and a push naming its ETag succeeds.
+  // The Node list catches up (the loop applies it, then the lane): p1 is served, and a push
+  // naming its ETag succeeds.
   a.nodes->set(6);
-  a.settle();
-  EXPECT_EQ(a.served(), "p1");
+  ASSERT_TRUE(testing::eventually([&] { return a.served() == "p1"; })) << a.served();
   EXPECT_FALSE(a.reg->store_view("dc")->behind);
   EXPECT_TRUE(a.reg->inventory_ready("dc").ok());
   const auto p3 = a.push(testing::snapshot_json("p3", 6), inventory::etag_of(p1));
@@ -263,6 +263,7 @@ TEST(StoreOrder, ARefusedRevisionIsNotReplayedOnceTheStoreMovedPastIt) {
   a.settle();
   EXPECT_EQ(a.served(), "p0");
   a.nodes->set(6);
+  ASSERT_TRUE(testing::eventually([&] { return a.reg->find("dc")->selected_node_count() == 6u; }));
   a.settle();
   EXPECT_EQ(a.served(), "p0") << "the store holds p0; p1 was replayed";
 }
