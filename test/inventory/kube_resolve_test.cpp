@@ -105,8 +105,10 @@ TEST(KubeResolve, ANameServerThatNeverAnswersFailsAtTheDeadline) {
   EXPECT_EQ(r.error().code, core::errc::unavailable);
   EXPECT_EQ(r.error().message, "resolve api.example: no answer from the name server in time");
   {
-    std::lock_guard lk(dns.mu);
-    EXPECT_EQ(dns.entered, 1);
+    // The lookup thread may not have entered yet when the deadline passed (a loaded machine,
+    // a sanitizer build): wait for it, then it must still be blocked.
+    std::unique_lock lk(dns.mu);
+    EXPECT_TRUE(dns.cv.wait_for(lk, 30s, [&] { return dns.entered == 1; }));
     EXPECT_EQ(dns.left, 0);
   }
   dns.release();
