@@ -96,7 +96,7 @@ TEST(Audit, SameVerdictAsAdmissionOnCreate) {
       {std::string(bad_webhook), "TopologySource"},
       {deployment("default", "ok", "topology.kubernetes.io/zone", "topology.gpustack.ai/rack"),
        "ModelDeployment"},
-      {deployment("default", "bare", "zone", "kubernetes.io/hostname"), "ModelDeployment"},
+      {deployment("default", "bare", "not a key", "kubernetes.io/hostname"), "ModelDeployment"},
   };
   for (const auto& ns : {"gpustack-system", "default"}) {
     core::validation_options v;
@@ -160,8 +160,8 @@ TEST(Audit, OtherKindsAndGroupsAreIgnoredAndCounted) {
 
 TEST(Audit, NamespacesLimitModelDeploymentsOnly) {
   const std::string objects = list({
-      deployment("team-a", "m1", "zone", "topology.kubernetes.io/zone"),
-      deployment("team-b", "m2", "zone", "topology.kubernetes.io/zone"),
+      deployment("team-a", "m1", "not a key", "topology.kubernetes.io/zone"),
+      deployment("team-b", "m2", "not a key", "topology.kubernetes.io/zone"),
       std::string(bad_levels),
   });
   audit_options opts;
@@ -182,8 +182,8 @@ TEST(Audit, NamespacesLimitModelDeploymentsOnly) {
 TEST(Audit, CountsObjectsPerRuleAndErrorsPerRule) {
   // Both roles break M1: one object, two errors.
   const auto r = audit(list({
-      deployment("a", "two-m1", "zone", "rack"),
-      deployment("a", "m1-m2", "zone", "kubernetes.io/hostname"),
+      deployment("a", "two-m1", "not a key", "no key"),
+      deployment("a", "m1-m2", "not a key", "kubernetes.io/hostname"),
       std::string(bad_levels),
       std::string(valid_source),
   }));
@@ -210,14 +210,14 @@ TEST(Audit, RulesSortByLetterThenNumber) {
 
 TEST(Audit, TextOneLinePerViolationThenTheSummary) {
   const auto r = audit(list({std::string(bad_levels),
-                             deployment("team-a", "m", "zone", "topology.kubernetes.io/zone"),
+                             deployment("team-a", "m", "not a key", "topology.kubernetes.io/zone"),
                              std::string(valid_source)}));
   EXPECT_EQ(render_audit_text(r),
             "ModelDeployment team-a/m: M1 spec.roles[0].topology.requiredLevel: Invalid value: "
-            "\"zone\": must be a "
-            "label key such as topology.kubernetes.io/zone or topology.gpustack.ai/rack, not a "
-            "level name (zone) or a "
-            "concrete value (us-east-1a)\n"
+            "\"not a key\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyName', or "
+            "'my.name', or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')\n"
             "TopologySource bad-levels: T3 spec.levels[1]: Forbidden: kubernetes.io/hostname is "
             "always appended as "
             "the final level; remove it from levels\n"
@@ -242,7 +242,7 @@ TEST(Audit, AnErrorWithoutRuleIsShownAsDash) {
 
 TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
   const auto r = audit(list({std::string(bad_webhook),
-                             deployment("team-a", "m", "zone", "topology.kubernetes.io/zone"),
+                             deployment("team-a", "m", "not a key", "topology.kubernetes.io/zone"),
                              R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}})"}));
   const auto d = core::decode_json(render_audit_json(r));
   ASSERT_TRUE(d.ok()) << render_audit_json(r);
@@ -256,7 +256,7 @@ TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
   EXPECT_EQ(first.find("rule")->text, "M1");
   EXPECT_EQ(first.find("path")->text, "spec.roles[0].topology.requiredLevel");
   EXPECT_EQ(first.find("type")->text, "Invalid value");
-  EXPECT_EQ(first.find("message")->text.substr(0, 23), "Invalid value: \"zone\": ");
+  EXPECT_EQ(first.find("message")->text.substr(0, 23), "Invalid value: \"not a k");
   const auto& t13 = v->items[3];
   EXPECT_EQ(t13.find("namespace")->text, "");
   EXPECT_EQ(t13.find("rule")->text, "T13");
