@@ -35,7 +35,7 @@ e2e_on_exit stop_server
 
 section setup
 e2e_cp_start
-k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
+k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
 k wait --for condition=Established --timeout 60s crd/topologysources.worker.gpustack.ai \
   crd/modeldeployments.worker.gpustack.ai >/dev/null
 pass "chart CRDs established"
