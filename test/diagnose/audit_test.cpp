@@ -276,3 +276,67 @@ TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
 
 }  // namespace
 }  // namespace topogate::diagnose
+
+namespace topogate::diagnose {
+namespace {
+
+std::string writing_source(std::string_view name, std::string_view levels,
+                           std::string_view selector) {
+  return R"({"apiVersion":"worker.gpustack.ai/v1alpha1","kind":"TopologySource","metadata":{"name":")" +
+         std::string(name) + R"("},"spec":{"nodeSelector":)" + std::string(selector) +
+         R"(,"levels":)" + std::string(levels) +
+         R"(,"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"inv"},"key":"s.yaml","maxStaleness":"10m"}}})";
+}
+
+std::string node(std::string_view name, std::string_view pool) {
+  return R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + std::string(name) +
+         R"(","labels":{"pool":")" + std::string(pool) + R"("}}})";
+}
+
+// Two writing sources whose levels overlap and whose selectors share Nodes: the consumer
+// publishes neither, so the audit names both sources and the shared Nodes.
+TEST(Audit, OwnershipConflictNamesBothSourcesAndTheSharedNodes) {
+  const std::string rack = R"(["topology.gpustack.ai/rack"])";
+  auto r = audit(list({writing_source("inventory-a", rack, "{}"),
+                       writing_source("inventory-b", rack, R"({"matchLabels":{"pool":"a"}})"),
+                       node("n1", "a"), node("n2", "b")}));
+  ASSERT_EQ(r.conflicts.size(), 1u);
+  EXPECT_EQ(r.conflicts[0].first, "inventory-a");
+  EXPECT_EQ(r.conflicts[0].second, "inventory-b");
+  EXPECT_EQ(r.conflicts[0].nodes, (std::vector<std::string>{"n1"}));
+  EXPECT_EQ(r.nodes, 2u);
+  EXPECT_FALSE(r.clean());
+  EXPECT_TRUE(r.violating.empty());
+  const std::string text = render_audit_text(r);
+  EXPECT_NE(text.find("TopologySource inventory-a: ownership conflict: writing sources "
+                      "inventory-a and inventory-b"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("TopologySource inventory-b: ownership conflict"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 Node (n1)"), std::string::npos) << text;
+  const auto json = parse(render_audit_json(r));
+  const core::doc_node* conflicts = json.find("conflicts");
+  ASSERT_NE(conflicts, nullptr);
+  ASSERT_EQ(conflicts->items.size(), 1u);
+  EXPECT_EQ(conflicts->items[0].find("nodes")->items[0].text, "n1");
+
+  // The other side of each condition: disjoint levels, no shared Node, a read-only source,
+  // no Nodes in the input.
+  for (
+      const auto& objects : std::vector<std::vector<std::string>>{
+          {writing_source("a", rack, "{}"),
+           writing_source("b", R"(["topology.gpustack.ai/zone"])", "{}"), node("n1", "a")},
+          {writing_source("a", rack, R"({"matchLabels":{"pool":"a"}})"),
+           writing_source("b", rack, R"({"matchLabels":{"pool":"b"}})"), node("n1", "a")},
+          {writing_source("a", rack, "{}"),
+           R"({"apiVersion":"worker.gpustack.ai/v1alpha1","kind":"TopologySource","metadata":{"name":"b"},"spec":{"levels":["topology.gpustack.ai/rack"],"nodeLabels":{}}})",
+           node("n1", "a")},
+          {writing_source("a", rack, "{}"), writing_source("b", rack, "{}")}}) {
+    const auto clean = audit(list(objects));
+    EXPECT_TRUE(clean.conflicts.empty()) << render_audit_text(clean);
+    EXPECT_TRUE(clean.clean()) << render_audit_text(clean);
+  }
+}
+
+}  // namespace
+}  // namespace topogate::diagnose
