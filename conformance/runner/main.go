@@ -499,7 +499,13 @@ kind: TopologySource
 metadata: {name: placeholder}
 spec:
   levels: [topology.gpustack.ai/rack]
-  nodeLabels: {}
+  # A writing source: an inventory with writers may not feed a nodeLabels source.
+  webhook:
+    url: https://placeholder.invalid/snapshot
+    pollInterval: 1m
+    timeout: 10s
+    maxStaleness: 5m
+    bearerTokenSecretRef: {namespace: gpustack-system, name: placeholder}
 `
 
 // sourceObject renders the case's TopologySource as a file topogate loads.
