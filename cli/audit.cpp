@@ -213,6 +213,15 @@ core::result<void> read_online(const options& o, diagnose::audit_report& report)
               ".worker.gpustack.ai (its CustomResourceDefinition is not installed); none checked");
     }
   }
+  // The Nodes, for ownership conflicts between writing sources. Best effort: an identity that
+  // may not list Nodes still gets the audit of the rules.
+  auto nodes = list_resource(client, "/api/v1/nodes", [&](const core::doc_node& page) {
+    diagnose::audit_objects(report, page, o.audit);
+  });
+  if (!nodes) {
+    say("note: ", "Nodes not listed (" + nodes.error().message +
+                      "); ownership conflicts between TopologySources not checked");
+  }
   return {};
 }
 

@@ -15,24 +15,19 @@ std::string_view shown(const doc_node& n) noexcept {
   return n.is_scalar() ? n.as_string() : n.kind_name();
 }
 
-constexpr std::string_view label_key_hint =
-    "must be a label key such as topology.kubernetes.io/zone or topology.gpustack.ai/rack, not a "
-    "level name (zone) or a concrete value (us-east-1a)";
-
-// M1/M2 for one role's requiredLevel. Kueue matches the level against the Topology's
-// label keys, so anything but a prefixed key can never match and leaves the role Pending.
-void check_required_level(const doc_node& level, const std::string& path, error_list& errors) {
+// M1/M2 for one role's requiredLevel, with the consumer's verdicts: "" is unset, any
+// qualified name is a valid key, kubernetes.io/hostname is forbidden. Kueue matches the level
+// against the Topology's label keys, so a key without a prefix (a level name such as `zone`)
+// never matches and leaves the role Pending: the consumer accepts it, so topogate warns
+// (docs/rules.md, "Deliberate differences").
+void check_required_level(const doc_node& level, const std::string& path, error_list& errors,
+                          std::vector<std::string>& warnings) {
   if (!is_string_scalar(level)) {
     errors.push_back(invalid("M1", path, shown(level), "must be a string label key"));
     return;
   }
   const std::string_view value = level.as_string();
-  if (value.empty()) {
-    errors.push_back(
-        invalid("M1", path, value,
-                std::string(label_key_hint) + "; omit the field for unconstrained placement"));
-    return;
-  }
+  if (value.empty()) return;  // unset, as the consumer reads it
   if (value == hostname_label) {
     errors.push_back(forbidden("M2", path,
                                "kubernetes.io/hostname is the implicit final level; omit the field "
@@ -42,7 +37,10 @@ void check_required_level(const doc_node& level, const std::string& path, error_
   const auto msgs = check_qualified_name(value);
   for (const auto& msg : msgs) errors.push_back(invalid("M1", path, value, msg));
   if (msgs.empty() && value.find('/') == std::string_view::npos) {
-    errors.push_back(invalid("M1", path, value, std::string(label_key_hint)));
+    // No value in the text: a warning travels in a 120-character header.
+    std::string w = path + " has no prefix (e.g. topology.kubernetes.io/zone): no level matches";
+    if (w.size() > 120) w.resize(120);
+    warnings.push_back(std::move(w));
   }
 }
 
@@ -97,7 +95,7 @@ deployment_result validate_model_deployment(const doc_node& object) {
     }
     const doc_node* level = topology->find("requiredLevel");
     if (level == nullptr || level->is_null()) continue;
-    check_required_level(*level, child(topology_path, "requiredLevel"), errors);
+    check_required_level(*level, child(topology_path, "requiredLevel"), errors, r.warnings);
   }
   return r;
 }

@@ -93,8 +93,14 @@ std::string tuple_text(const std::vector<std::string>& levels, const tuple_t& va
 node_label_report check_node_labels(const topology_source& src, const node_list& all) {
   node_label_report r;
   const node_list selected = select_nodes(all, src);
-  const auto& levels = src.levels;
+  // The consumer checks the hierarchy in its normalized order (tier runs reversed as for
+  // profiles), not in the order listed; `listed[i]` is level i's index in spec.levels.
+  const std::vector<std::string> levels = normalize_levels(src.levels);
   const std::size_t L = levels.size();
+  std::vector<std::size_t> listed(L, 0);
+  for (std::size_t i = 0; i < L; ++i)
+    listed[i] = static_cast<std::size_t>(
+        std::find(src.levels.begin(), src.levels.end(), levels[i]) - src.levels.begin());
   const std::size_t N = selected.nodes.size();
   r.total_nodes = all.nodes.size();
   r.selected_nodes = N;
@@ -110,6 +116,8 @@ node_label_report check_node_labels(const topology_source& src, const node_list&
     std::size_t deepest = L;
     for (std::size_t i = 0; i < L; ++i) {
       mine[i] = node.label(levels[i]);
+      // An empty value is no value to the consumer: the Node simply has a shorter profile.
+      if (mine[i] != nullptr && mine[i]->empty()) mine[i] = nullptr;
       if (!mine[i]) continue;
       deepest = i;
       if (!detail::is_domain_value(*mine[i]))
@@ -201,7 +209,7 @@ node_label_report check_node_labels(const topology_source& src, const node_list&
     if (several_direct >= 2 && several_direct * 2 >= direct_parents.size()) {
       s.verdict = nesting::independent;
       conflict_errors.push_back(
-          invalid("S9", index(child("spec", "levels"), i), levels[i],
+          invalid("S9", index(child("spec", "levels"), listed[i]), levels[i],
                   std::to_string(several_direct) + " of " + std::to_string(direct_parents.size()) +
                       " values of " + levels[i] + " sit under more than one " + levels[i - 1] +
                       ": these labels are two independent dimensions, not a nested hierarchy; list "

@@ -67,7 +67,7 @@ struct node_label_report {
   error_list errors;  // S7, S8, S9, every one
   std::size_t total_nodes = 0;
   std::size_t selected_nodes = 0;
-  std::vector<level_summary> levels;  // in spec.levels order
+  std::vector<level_summary> levels;  // in the consumer's normalized order (normalize_levels)
   std::vector<parent_conflict> conflicts;
   std::vector<node_profile_entry> nodes;  // selected Nodes, sorted by name
   std::vector<profile_summary> profiles;  // sorted by depth (deepest first), then id
@@ -77,8 +77,10 @@ struct node_label_report {
 // The hierarchy checks over the Nodes `src` selects from `all` (Nodes outside
 // spec.nodeSelector are not looked at). Works for any source; it is what the consumer
 // relies on for a nodeLabels source.
-//  - S7 a level's value is empty or not a label value;
-//  - S8 a Node carries a level without every declared level before it;
+// The levels are taken in the consumer's normalized order (tier runs as for profiles), and an
+// empty Node label value counts as absent, as the consumer reads it.
+//  - S7 a level's value is not a label value;
+//  - S8 a Node carries a level without every level before it (in that order);
 //  - S9 a value sits under two different ancestor tuples (paths and messages as for
 //    snapshots), and `spec.levels[i]` when most values of level i sit under several values
 //    of level i-1 (two independent dimensions listed as if nested).

@@ -1,9 +1,11 @@
 #pragma once
 // Profile derivation (diagnostics): a node's longest populated prefix of `levels`
-// plus kubernetes.io/hostname; runs of fabric.topograph.run/tier-N ordered
-// coarsest-first; id = "fnv64-" + 16 hex digits of FNV-1a 64 over the NUL-joined keys.
+// plus kubernetes.io/hostname; runs of fabric.topograph.run/tier-N ordered as the consumer
+// orders them (docs/rules.md, "Profiles"); id = "fnv64-" + 16 hex digits of FNV-1a 64 over the
+// NUL-joined keys.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,7 +21,11 @@ struct profile {
 };
 
 [[nodiscard]] std::uint64_t fnv1a64(std::string_view bytes) noexcept;
-// Orders runs of consecutive fabric.topograph.run/tier-N keys by descending N.
+// N of a fabric.topograph.run/tier-N key, read as Go's strconv.Atoi reads it; nullopt for
+// any other key.
+[[nodiscard]] std::optional<std::int64_t> topograph_tier(std::string_view key) noexcept;
+// Reverses each run of consecutive fabric.topograph.run/tier-N keys whose first N is smaller
+// than its last, as the consumer does before it derives profiles or checks a hierarchy.
 [[nodiscard]] std::vector<std::string> normalize_levels(std::vector<std::string> levels);
 [[nodiscard]] profile derive_profile(
     const std::vector<std::string>& levels,

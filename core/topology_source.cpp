@@ -113,8 +113,9 @@ std::optional<std::chrono::nanoseconds> positive_duration(const doc_node* n, con
                                                           std::string_view rule, error_list& errors,
                                                           std::string_view& raw) {
   if (n == nullptr || n->is_null()) {
-    errors.push_back(
-        required(std::string(rule), path.str(), "a positive duration such as 30s, 1m or 5m"));
+    // Unset is the zero duration to the consumer, which it reports as an invalid value.
+    errors.push_back(invalid(std::string(rule), path.str(), "0s",
+                             "must be positive: a duration such as 30s, 1m or 5m"));
     return std::nullopt;
   }
   if (!is_string_scalar(*n)) {
@@ -145,9 +146,13 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
                                            bool is_required, const validation_options& opts,
                                            error_list& errors, std::vector<std::string>& warnings,
                                            bool keep) {
+  doc_node empty_ref;
+  empty_ref.k = doc_node::kind::mapping;
   if (n == nullptr || n->is_null()) {
-    if (is_required) errors.push_back(required("T13", path.str(), "a reference {namespace, name}"));
-    return std::nullopt;
+    if (!is_required) return std::nullopt;
+    // A required reference the consumer holds by value: unset is {namespace: "", name: ""},
+    // which it reports field by field.
+    n = &empty_ref;
   }
   const doc_node* obj = object_field(n, path, "T13", errors);
   if (obj == nullptr) return std::nullopt;
@@ -157,21 +162,21 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
 
   const field_path ns_path = path.child("namespace");
   const auto ns = string_field(ns_node, ns_path, "T13", errors);
-  if (ns && !ns->empty()) {
-    if (keep) ref.namespace_ = *ns;
-    if (*ns != opts.worker_namespace) {
+  if (ns && keep) ref.namespace_ = *ns;
+  if (ns || ns_node == nullptr || ns_node->is_null()) {
+    // The consumer compares the namespace with the worker namespace and reports any other,
+    // the empty one included, as Forbidden.
+    const std::string_view have = ns ? *ns : std::string_view();
+    if (have != opts.worker_namespace) {
       auto e = forbidden("T13", ns_path.str(),
-                         cat({"\"", *ns, "\" is outside the worker namespace \"",
-                              opts.worker_namespace, "\"; every reference must be in it"}));
-      e.bad_value = *ns;
+                         have.empty()
+                             ? cat({"must be the worker namespace \"", opts.worker_namespace, "\""})
+                             : cat({"\"", have, "\" is outside the worker namespace \"",
+                                    opts.worker_namespace, "\"; every reference must be in it"}));
+      e.bad_value = have;
       e.has_value = true;
       errors.push_back(std::move(e));
     }
-  } else if (!ns && ns_node != nullptr && !ns_node->is_null()) {
-    // wrong type, already reported
-  } else {
-    errors.push_back(
-        required("T13", ns_path.str(), cat({"must be \"", opts.worker_namespace, "\""})));
   }
 
   const field_path name_path = path.child("name");
@@ -180,10 +185,10 @@ std::optional<object_ref> object_reference(const doc_node* n, const field_path& 
     if (keep) ref.name = *name;
     for (auto& msg : check_dns1123_subdomain(*name))
       errors.push_back(invalid("T13", name_path.str(), *name, std::move(msg)));
-  } else if (!name && name_node != nullptr && !name_node->is_null()) {
-    // wrong type, already reported
-  } else {
-    errors.push_back(required("T13", name_path.str()));
+  } else if (name || name_node == nullptr || name_node->is_null()) {
+    // An empty name is not a DNS-1123 subdomain: Invalid, as the consumer reports it.
+    errors.push_back(
+        invalid("T13", name_path.str(), "", "must be a DNS-1123 subdomain (a name is required)"));
   }
   if (!keep) return std::nullopt;
   return ref;
@@ -300,14 +305,15 @@ void check_webhook_url(const doc_node* n, webhook_source* wh, error_list& errors
                        std::vector<std::string>& warnings) {
   constexpr field_path path("spec.webhook.url");
   const auto url = string_field(n, path, "T9", errors);
+  // Unset and empty are the empty URL to the consumer, which it reports as invalid.
   if (!url) {
     if (n == nullptr || n->is_null())
-      errors.push_back(required("T9", path.str(), "an absolute https:// URL"));
+      errors.push_back(invalid("T9", path.str(), "", "must be an absolute https:// URL"));
     return;
   }
   if (wh != nullptr) wh->url = *url;
   if (url->empty()) {
-    errors.push_back(required("T9", path.str(), "an absolute https:// URL"));
+    errors.push_back(invalid("T9", path.str(), "", "must be an absolute https:// URL"));
     return;
   }
   if (detail::plain_https_url(*url)) return;  // nothing below can fail or warn
@@ -407,11 +413,12 @@ std::optional<std::string_view> check_write_prefix(const doc_node* n, topology_s
                                                    error_list& errors) {
   const char* const path = "spec.additionalWritePrefix";
   const auto prefix = string_field(n, field_path(path), "T6", errors);
-  if (!prefix) return prefix;
+  // "" is unset, as the consumer reads it (templated manifests render it routinely).
+  if (!prefix || prefix->empty()) return std::nullopt;
   if (src != nullptr) src->additional_write_prefix = std::string(*prefix);
   constexpr std::string_view shape =
       "must be one DNS subdomain followed by exactly one '/', e.g. topology.example.com/";
-  if (prefix->empty() || prefix->back() != '/') {
+  if (prefix->back() != '/') {
     errors.push_back(invalid("T6", path, *prefix, std::string(shape)));
     return prefix;
   }
@@ -434,9 +441,13 @@ std::optional<std::string_view> check_write_prefix(const doc_node* n, topology_s
                            domain[domain.size() - reserved.size() - 1] == '.' &&
                            ends_with(domain, reserved);
     if (domain == reserved || subdomain) {
-      errors.push_back(invalid(
-          "T6", path, *prefix,
-          cat({"\"", reserved, "\" and its subdomains are reserved and cannot be delegated"})));
+      // Forbidden, as the consumer reports a reserved domain.
+      auto e = forbidden(
+          "T6", path,
+          cat({"\"", reserved, "\" and its subdomains are reserved and cannot be delegated"}));
+      e.bad_value = *prefix;
+      e.has_value = true;
+      errors.push_back(std::move(e));
       break;
     }
   }
@@ -519,14 +530,15 @@ void check_webhook(const doc_node& wh_node, topology_source* src, const validati
                                                  opts, errors, warnings, keep);
   const bool has_bearer = bearer != nullptr && !bearer->is_null();
   const bool has_mtls = mtls != nullptr && !mtls->is_null();
+  // One Invalid at spec.webhook for none or both, as the consumer reports it.
   if (!has_bearer && !has_mtls) {
-    errors.push_back(
-        required("T12", "spec.webhook",
-                 "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef"));
+    errors.push_back(invalid("T12", "spec.webhook", "",
+                             "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef "
+                             "is required; neither is set"));
   } else if (has_bearer && has_mtls) {
-    errors.push_back(forbidden("T12", "spec.webhook.tlsClientCertificateSecretRef",
-                               "may not be set together with bearerTokenSecretRef: use exactly one "
-                               "authentication method"));
+    errors.push_back(invalid("T12", "spec.webhook", "",
+                             "exactly one of bearerTokenSecretRef or tlsClientCertificateSecretRef "
+                             "is required; both are set"));
   }
   wh.bearer_token_secret_ref = object_reference(bearer, path.child("bearerTokenSecretRef"), false,
                                                 opts, errors, warnings, keep);
@@ -751,8 +763,19 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
 
   if (sel != nullptr && !sel->is_null()) {
     label_selector parsed;
-    validate_label_selector(*sel, "spec.nodeSelector", "T14", errors,
+    error_list selector_errors;
+    validate_label_selector(*sel, "spec.nodeSelector", "T14", selector_errors,
                             src != nullptr ? &parsed : nullptr);
+    // The consumer reports one Invalid at spec.nodeSelector (the selector does not convert);
+    // the causes follow with their own paths.
+    if (!selector_errors.empty() &&
+        !(selector_errors.size() == 1 && selector_errors.front().path == "spec.nodeSelector")) {
+      errors.push_back(
+          invalid("T14", "spec.nodeSelector", "",
+                  "not a valid label selector: " + selector_errors.front().to_string()));
+    }
+    errors.insert(errors.end(), std::make_move_iterator(selector_errors.begin()),
+                  std::make_move_iterator(selector_errors.end()));
     if (src != nullptr && sel->is_mapping()) src->node_selector = std::move(parsed);
   }
 
@@ -762,13 +785,18 @@ void check_source(const doc_node& object, const validation_options& opts, topolo
   if (node_labels != nullptr && !node_labels->is_null()) set[set_count++] = "nodeLabels";
   if (config_map != nullptr && !config_map->is_null()) set[set_count++] = "configMap";
   if (webhook != nullptr && !webhook->is_null()) set[set_count++] = "webhook";
+  // One Invalid at spec for none or several, as the consumer reports it.
   if (set_count == 0) {
-    errors.push_back(required("T5", "spec", "exactly one of nodeLabels, configMap or webhook"));
-  }
-  for (std::size_t i = 1; i < set_count; ++i) {
-    errors.push_back(forbidden("T5", child("spec", set[i]),
-                               cat({"may not be set together with spec.", set[0],
-                                    ": exactly one of nodeLabels, configMap or webhook"})));
+    errors.push_back(invalid("T5", "spec", "",
+                             "exactly one of nodeLabels, configMap or webhook is required; none "
+                             "is set"));
+  } else if (set_count > 1) {
+    std::string both =
+        cat({"exactly one of nodeLabels, configMap or webhook is required; "
+             "spec.",
+             set[0]});
+    for (std::size_t i = 1; i < set_count; ++i) both += cat({" and spec.", set[i]});
+    errors.push_back(invalid("T5", "spec", "", both + " are set"));
   }
   if (object_field(node_labels, field_path("spec.nodeLabels"), "T5", errors) != nullptr &&
       src != nullptr)

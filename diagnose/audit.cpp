@@ -30,6 +30,37 @@ bool audited_kind(std::string_view kind) noexcept {
   return kind == topology_source_kind || kind == model_deployment_kind;
 }
 
+// The parts of a TopologySource an ownership conflict depends on.
+void remember_source(audit_report& into, const core::doc_node& o) {
+  audit_report::source_seen s;
+  s.name = std::string(meta_text(o, "name"));
+  const core::doc_node* spec = o.find("spec");
+  if (spec == nullptr || !spec->is_mapping()) return;
+  if (const core::doc_node* levels = spec->find("levels"); levels && levels->is_sequence())
+    for (const auto& l : levels->items)
+      if (l.is_scalar()) s.levels.push_back(l.text);
+  if (const core::doc_node* sel = spec->find("nodeSelector"); sel && sel->is_mapping()) {
+    core::error_list ignored;  // an invalid selector is already a T14 violation
+    core::label_selector parsed;
+    core::validate_label_selector(*sel, "spec.nodeSelector", "T14", ignored, &parsed);
+    if (!ignored.empty()) return;  // the consumer cannot use it either
+    s.selector = std::move(parsed);
+  }
+  for (const char* arm : {"configMap", "webhook"})
+    if (const core::doc_node* a = spec->find(arm); a && !a->is_null()) s.writes = true;
+  into.sources_seen.push_back(std::move(s));
+}
+
+void remember_node(audit_report& into, const core::doc_node& o) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  const core::doc_node* meta = o.find("metadata");
+  if (const core::doc_node* l = meta ? meta->find("labels") : nullptr; l && l->is_mapping())
+    for (const auto& [k, v] : l->map) labels.emplace_back(k, v.is_scalar() ? v.text : "");
+  std::sort(labels.begin(), labels.end());
+  into.nodes_seen.emplace_back(std::string(meta_text(o, "name")), std::move(labels));
+  ++into.nodes;
+}
+
 void check_one(audit_report& into, const core::doc_node& o, std::string_view kind,
                const audit_options& opts) {
   audited_object obj;
@@ -40,6 +71,7 @@ void check_one(audit_report& into, const core::doc_node& o, std::string_view kin
     std::vector<std::string> warnings;
     core::check_topology_source(o, opts.validation, obj.errors, warnings);
     ++into.topology_sources;
+    remember_source(into, o);
   } else {
     obj.namespace_ = std::string(meta_text(o, "namespace"));
     if (!opts.namespaces.empty() && std::find(opts.namespaces.begin(), opts.namespaces.end(),
@@ -150,6 +182,8 @@ void audit_objects(audit_report& into, const core::doc_node& o, const audit_opti
   }
   if (group_of(api_version) == group && audited_kind(kind)) {
     check_one(into, o, kind, opts);
+  } else if (kind == "Node" && api_version == "v1") {
+    remember_node(into, o);
   } else {
     ++into.ignored;
   }
@@ -161,6 +195,12 @@ void finish(audit_report& report) {
                      return std::tie(a.kind, a.namespace_, a.name) <
                             std::tie(b.kind, b.namespace_, b.name);
                    });
+  std::vector<core::ownership_source> owners;
+  for (const auto& s : report.sources_seen)
+    owners.push_back({s.name, &s.levels, s.selector ? &*s.selector : nullptr, s.writes});
+  std::vector<core::ownership_node> nodes;
+  for (const auto& [name, labels] : report.nodes_seen) nodes.push_back({name, &labels});
+  report.conflicts = core::find_ownership_conflicts(owners, nodes);
 }
 
 std::string audit_summary(const audit_report& r) {
@@ -179,6 +219,16 @@ std::string audit_summary(const audit_report& r) {
   return out;
 }
 
+namespace {
+
+std::string conflicts_summary(const audit_report& r) {
+  return r.conflicts.empty() ? std::string()
+                             : "; " + plural(r.conflicts.size(), "ownership conflict") + " over " +
+                                   plural(r.nodes, "Node");
+}
+
+}  // namespace
+
 std::string render_audit_text(const audit_report& r) {
   std::string out;
   for (const auto& o : r.violating) {
@@ -191,7 +241,12 @@ std::string render_audit_text(const audit_report& r) {
       out += '\n';
     }
   }
+  for (const auto& c : r.conflicts)
+    for (const std::string* name : {&c.first, &c.second})
+      out += std::string(topology_source_kind) + " " + *name +
+             ": ownership conflict: " + core::describe(c) + "\n";
   out += audit_summary(r);
+  out += conflicts_summary(r);
   out += '\n';
   return out;
 }
@@ -221,12 +276,36 @@ std::string render_audit_json(const audit_report& r) {
     }
   }
   out += first ? "]" : "\n]";
+  out += R"(,"conflicts":[)";
+  for (std::size_t i = 0; i < r.conflicts.size(); ++i) {
+    const auto& c = r.conflicts[i];
+    out += i ? ",\n  " : "\n  ";
+    out += R"({"sources":[)";
+    core::append_json_string(out, c.first);
+    out += ',';
+    core::append_json_string(out, c.second);
+    out += R"(],"levels":[)";
+    for (std::size_t j = 0; j < c.levels.size(); ++j) {
+      if (j) out += ',';
+      core::append_json_string(out, c.levels[j]);
+    }
+    out += R"(],"nodes":[)";
+    for (std::size_t j = 0; j < c.nodes.size(); ++j) {
+      if (j) out += ',';
+      core::append_json_string(out, c.nodes[j]);
+    }
+    out += R"(],"message":)";
+    core::append_json_string(out, core::describe(c));
+    out += '}';
+  }
+  out += r.conflicts.empty() ? "]" : "\n]";
   out += R"(,"summary":{"checked":)" + std::to_string(r.checked()) + R"(,"topologySources":)" +
          std::to_string(r.topology_sources) + R"(,"modelDeployments":)" +
          std::to_string(r.model_deployments) + R"(,"violating":)" +
          std::to_string(r.violating.size()) + R"(,"violations":)" +
          std::to_string(r.violation_count()) + R"(,"ignored":)" + std::to_string(r.ignored) +
-         R"(,"outOfScope":)" + std::to_string(r.out_of_scope) + R"(,"byRule":{)";
+         R"(,"outOfScope":)" + std::to_string(r.out_of_scope) + R"(,"conflicts":)" +
+         std::to_string(r.conflicts.size()) + R"(,"byRule":{)";
   std::vector<std::pair<std::string, std::size_t>> rules;
   for (const auto& kv : r.violations_by_rule()) rules.emplace_back(kv.first, kv.second);
   std::sort(rules.begin(), rules.end(),

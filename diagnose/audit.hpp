@@ -8,10 +8,13 @@
 // objects and render or export the result.
 //
 // Admission checks UPDATE exactly as CREATE (no rule compares the new object with the old
-// one), so an audit sees every rule admission enforces: T1-T14 and M1-M2.
+// one), so an audit sees every rule admission enforces: T1-T14 and M1-M2. When the objects
+// include the cluster's Nodes, it also finds the ownership conflicts the consumer acts on at
+// run time (core/ownership): writing sources that would each stop the other publishing.
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +22,7 @@
 
 #include "core/document.hpp"
 #include "core/field_error.hpp"
+#include "core/ownership.hpp"
 #include "core/topology_source.hpp"
 
 namespace topogate::diagnose {
@@ -49,16 +53,29 @@ struct audited_object {
 };
 
 struct audit_report {
-  std::size_t topology_sources = 0;       // checked
-  std::size_t model_deployments = 0;      // checked
-  std::size_t ignored = 0;                // objects of other kinds or groups
-  std::size_t out_of_scope = 0;           // ModelDeployments in namespaces not audited
-  std::vector<audited_object> violating;  // sorted by kind, namespace, name (finish())
+  std::size_t topology_sources = 0;                 // checked
+  std::size_t model_deployments = 0;                // checked
+  std::size_t ignored = 0;                          // objects of other kinds or groups
+  std::size_t out_of_scope = 0;                     // ModelDeployments in namespaces not audited
+  std::vector<audited_object> violating;            // sorted by kind, namespace, name (finish())
+  std::size_t nodes = 0;                            // Nodes read (for ownership conflicts)
+  std::vector<core::ownership_conflict> conflicts;  // found by finish()
+
+  // What audit_objects keeps for finish(): each TopologySource's levels, selector and arm,
+  // and each Node's labels.
+  struct source_seen {
+    std::string name;
+    std::vector<std::string> levels;
+    std::optional<core::label_selector> selector;
+    bool writes = false;
+  };
+  std::vector<source_seen> sources_seen;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> nodes_seen;
 
   [[nodiscard]] std::size_t checked() const noexcept {
     return topology_sources + model_deployments;
   }
-  [[nodiscard]] bool clean() const noexcept { return violating.empty(); }
+  [[nodiscard]] bool clean() const noexcept { return violating.empty() && conflicts.empty(); }
   // How many objects of each kind violate each rule: {kind, rule} -> objects.
   [[nodiscard]] std::map<std::pair<std::string, std::string>, std::size_t> objects_by_rule() const;
   // How many field errors name each rule, over every kind (the summary's counts).
@@ -72,11 +89,12 @@ struct audit_report {
 // Checks every object of `object`: a List, a typed list (TopologySourceList, whose items may
 // leave kind and apiVersion to the list) or one object. Other kinds are counted as ignored.
 void audit_objects(audit_report& into, const core::doc_node& object, const audit_options& opts);
-// Sorts `violating` (call once every object was added).
+// Sorts `violating` and finds the ownership conflicts (call once every object was added).
 void finish(audit_report& report);
 
 // One line per violation, `KIND NAMESPACE/NAME: RULE path: message` (NAME alone for a
-// TopologySource, `-` for an error that names no rule), then the summary line.
+// TopologySource, `-` for an error that names no rule), then one line per source in an
+// ownership conflict, then the summary line.
 [[nodiscard]] std::string render_audit_text(const audit_report& report);
 // {"violations":[{kind,namespace,name,rule,path,type,message}...],"summary":{...}}.
 [[nodiscard]] std::string render_audit_json(const audit_report& report);

@@ -332,6 +332,8 @@ void read_source(cluster_objects& c, const doc_node& o, const std::string& path,
     validate_label_selector(*sel, child(path, "spec.nodeSelector"), "T14", errors, &ls);
     s.node_selector = std::move(ls);
   }
+  for (const char* arm : {"configMap", "webhook"})
+    if (const doc_node* a = at(o, {"spec", arm}); a && !a->is_null()) s.writes = true;
   s.conditions = conditions_of(o.find("status"));
   c.sources.push_back(std::move(s));
 }

@@ -153,6 +153,7 @@ struct topology_source_object {
   std::string name;
   std::vector<std::string> levels;
   std::optional<label_selector> node_selector;  // nullopt: selects every Node
+  bool writes = false;                          // spec.configMap or spec.webhook
   std::vector<object_condition> conditions;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/ownership.hpp"
 #include "core/profile.hpp"
 #include "diagnose/quantity.hpp"
 
@@ -305,6 +306,20 @@ chain_report check_chain(const cluster_objects& c) {
   };
   const std::string profile_field = "metadata.labels[" + std::string(profile_label) + "]";
 
+  // Writing sources whose levels overlap and whose selectors share Nodes: the consumer
+  // publishes neither, whatever their snapshots say (core/ownership).
+  {
+    std::vector<ownership_source> owners;
+    for (const auto& s : c.sources)
+      owners.push_back(
+          {s.name, &s.levels, s.node_selector ? &*s.node_selector : nullptr, s.writes});
+    std::vector<ownership_node> nodes;
+    for (const auto& n : c.nodes) nodes.push_back({n.name, &n.labels});
+    for (const auto& conflict : find_ownership_conflicts(owners, nodes))
+      for (const std::string* name : {&conflict.first, &conflict.second})
+        add("source-ownership", "TopologySource/" + *name, "spec.nodeSelector", step_verify_chain,
+            describe(conflict));
+  }
   for (const auto& s : c.sources) {
     const auto* ready = find_condition(s.conditions, "Ready");
     if (!ready || ready->status != "True")

@@ -134,7 +134,7 @@ make_pki() {
 install_crds() {
   local f
   for f in "$KUEUE_CRD_DIR"/*.yaml; do k apply --server-side -f "$f" >/dev/null; done
-  k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
+  k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
   # kubectl wait fails outright on a CRD whose status is not written yet ("accessor error"):
   # retry until every CRD is Established.
   local i

@@ -52,6 +52,28 @@ type expectation struct {
 	Verdict  string    `yaml:"verdict"`
 	Rules    []string  `yaml:"rules"`
 	Warnings yaml.Node `yaml:"warnings"`
+	// Errors the consumer reports, each of which must be among the causes with the same
+	// field and type (more causes may follow).
+	Errors []expectedError `yaml:"errors"`
+	// nodelabels cases: each Node's profile id, as the consumer derives it.
+	Profiles map[string]string `yaml:"profiles"`
+}
+
+type expectedError struct {
+	Path string `yaml:"path"`
+	Type string `yaml:"type"`
+}
+
+// causeReasons maps a field-error type to the cause reason the apiserver's Status carries.
+var causeReasons = map[string]string{
+	"Required value":    "FieldValueRequired",
+	"Invalid value":     "FieldValueInvalid",
+	"Forbidden":         "FieldValueForbidden",
+	"Duplicate value":   "FieldValueDuplicate",
+	"Too many":          "FieldValueTooMany",
+	"Unsupported value": "FieldValueNotSupported",
+	"Too long":          "FieldValueTooLong",
+	"Not found":         "FieldValueNotFound",
 }
 
 type caseFile struct {
@@ -128,6 +150,8 @@ func main() {
 				err = runAdmission(env, c)
 			case "snapshot":
 				err = runSnapshot(env, c)
+			case "nodelabels":
+				err = runNodeLabels(*binary, c)
 			default:
 				err = fmt.Errorf("unknown kind %q", c.file.Kind)
 			}
@@ -475,7 +499,13 @@ kind: TopologySource
 metadata: {name: placeholder}
 spec:
   levels: [topology.gpustack.ai/rack]
-  nodeLabels: {}
+  # A writing source: an inventory with writers may not feed a nodeLabels source.
+  webhook:
+    url: https://placeholder.invalid/snapshot
+    pollInterval: 1m
+    timeout: 10s
+    maxStaleness: 5m
+    bearerTokenSecretRef: {namespace: gpustack-system, name: placeholder}
 `
 
 // sourceObject renders the case's TopologySource as a file topogate loads.
@@ -705,6 +735,7 @@ func runAdmission(e *environment, c *testCase) error {
 				Message string `json:"message"`
 				Details struct {
 					Causes []struct {
+						Reason  string `json:"reason"`
 						Message string `json:"message"`
 						Field   string `json:"field"`
 					} `json:"causes"`
@@ -741,6 +772,19 @@ func runAdmission(e *environment, c *testCase) error {
 	}
 	if err := compareRules(c.file.Expect.Rules, got); err != nil {
 		return fmt.Errorf("%v; message: %s", err, r.Status.Message)
+	}
+	for _, e := range c.file.Expect.Errors {
+		reason, ok := causeReasons[e.Type]
+		if !ok {
+			return fmt.Errorf("expect.errors: unknown type %q", e.Type)
+		}
+		found := false
+		for _, cause := range r.Status.Details.Causes {
+			found = found || (cause.Field == e.Path && cause.Reason == reason)
+		}
+		if !found {
+			return fmt.Errorf("no %s at %s; message: %s", e.Type, e.Path, r.Status.Message)
+		}
 	}
 	for _, w := range r.Warnings {
 		if len(w) > 120 || strings.ContainsFunc(w, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
@@ -808,6 +852,91 @@ func compareWarnings(spec *yaml.Node, got []string) error {
 	for _, s := range subs {
 		if !strings.Contains(all, strings.ToLower(s)) {
 			return fmt.Errorf("no warning mentions %q (got %q)", s, got)
+		}
+	}
+	return nil
+}
+
+// ---- nodelabels cases ----
+
+// runNodeLabels checks a nodeLabels source's hierarchy over the case's Nodes (the input) with
+// `topogate validate nodelabels --output json`: the verdict, the rules, the errors the
+// consumer reports and every Node's profile id.
+func runNodeLabels(binary string, c *testCase) error {
+	want, err := c.file.Expect.allowed()
+	if err != nil {
+		return err
+	}
+	if c.file.Source.Kind == 0 {
+		return errors.New("nodelabels case without source")
+	}
+	dir, err := os.MkdirTemp("", "topogate-nodelabels-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var source any
+	if err := c.file.Source.Decode(&source); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	sourceJSON, err := json.Marshal(source)
+	if err != nil {
+		return err
+	}
+	sourcePath, nodesPath := filepath.Join(dir, "source.json"), filepath.Join(dir, "nodes.json")
+	if err := os.WriteFile(sourcePath, sourceJSON, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(nodesPath, c.input, 0o600); err != nil {
+		return err
+	}
+	out, err := exec.Command(binary, "validate", "nodelabels", "--source", sourcePath, "--nodes", nodesPath,
+		"--output", "json").Output()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return err
+	}
+	var report struct {
+		Valid  bool `json:"valid"`
+		Errors []struct {
+			Rule  string `json:"rule"`
+			Field string `json:"field"`
+			Type  string `json:"type"`
+		} `json:"errors"`
+		Nodes []struct {
+			Name    string `json:"name"`
+			Profile string `json:"profile"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		return fmt.Errorf("validate nodelabels: %v: %s", err, out)
+	}
+	if report.Valid != want {
+		return fmt.Errorf("valid=%v, want %v: %s", report.Valid, want, out)
+	}
+	var rules []string
+	for _, e := range report.Errors {
+		rules = append(rules, e.Rule)
+	}
+	if err := compareRules(c.file.Expect.Rules, rules); err != nil {
+		return err
+	}
+	for _, e := range c.file.Expect.Errors {
+		found := false
+		for _, g := range report.Errors {
+			found = found || (g.Field == e.Path && g.Type == e.Type)
+		}
+		if !found {
+			return fmt.Errorf("no %s at %s: %s", e.Type, e.Path, out)
+		}
+	}
+	got := map[string]string{}
+	for _, n := range report.Nodes {
+		got[n.Name] = n.Profile
+	}
+	for node, id := range c.file.Expect.Profiles {
+		if got[node] != id {
+			return fmt.Errorf("node %s: profile %q, want %q", node, got[node], id)
 		}
 	}
 	return nil

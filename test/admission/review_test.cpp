@@ -146,6 +146,19 @@ TEST(Review, WarningsAreReturnedWithinApiserverLimits) {
   }
 }
 
+// A bare requiredLevel is a valid label key to the consumer: allowed, with a warning naming
+// the role; "" is unset (no warning).
+TEST(Review, BareRequiredLevelIsAWarningNotADenial) {
+  auto out =
+      review(route::model_deployments, fixture("modeldeployment_bare_word.json"), json_meta, {});
+  ASSERT_EQ(out.result, verdict::allowed) << out.body;
+  ASSERT_EQ(out.warning_count, 1u) << out.body;
+  parsed p(out.body);
+  EXPECT_NE(p.str("/response/warnings/0").find("spec.roles[0].topology.requiredLevel"),
+            std::string::npos)
+      << out.body;
+}
+
 TEST(Review, KindsTheRouteDoesNotHandleAreAllowed) {
   auto cm = review(route::topology_sources, fixture("other_kind.json"), json_meta, {});
   EXPECT_EQ(cm.result, verdict::allowed);

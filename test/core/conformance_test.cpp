@@ -3,12 +3,15 @@
 // and, when given, the number of warnings.
 //
 // case.yaml:
-//   kind: topologysource | modeldeployment | snapshot
+//   kind: topologysource | modeldeployment | snapshot | nodelabels
 //   description: "..."
 //   input: input.yaml        # exact bytes, in the case directory
 //   source: ../../sources/x.yaml   # snapshot cases: the TopologySource it feeds
 //   nodes: nodes.json        # optional: the cluster's Nodes (kubectl get nodes -o json)
-//   expect: {verdict: valid | invalid, rules: [S9], warnings: 1}
+//   (nodelabels cases: input is the Nodes, source the nodeLabels TopologySource, and
+//    expect.profiles maps a Node to the profile id the consumer gives it)
+//   expect: {verdict: valid | invalid, rules: [S9], warnings: 1,
+//            errors: [{path: spec, type: Invalid value}]}   # each must be among the errors
 
 #include <gtest/gtest.h>
 
@@ -25,6 +28,7 @@
 
 #include "core/document.hpp"
 #include "core/model_deployment.hpp"
+#include "core/node_labels.hpp"
 #include "core/nodes.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
@@ -92,6 +96,10 @@ TEST_P(Conformance, VerdictRulesAndWarnings) {
   std::set<std::string> want_rules;
   if (const doc_node* rules = expect->find("rules"); rules && rules->is_sequence())
     for (const auto& r : rules->items) want_rules.insert(r.text);
+  // Errors the consumer reports: each {path, type} must be among topogate's (more may follow).
+  std::vector<std::pair<std::string, std::string>> want_errors;
+  if (const doc_node* es = expect->find("errors"); es && es->is_sequence())
+    for (const auto& e : es->items) want_errors.emplace_back(scalar(e, "path"), scalar(e, "type"));
   std::optional<std::size_t> want_warnings;
   if (const doc_node* w = expect->find("warnings"); w && w->is_scalar())
     want_warnings = std::stoul(w->text);
@@ -115,6 +123,23 @@ TEST_P(Conformance, VerdictRulesAndWarnings) {
       nodes = std::move(parsed.list);
     }
     errors = check_snapshot(*input, snapshot_context{&source.source, nodes ? &*nodes : nullptr});
+  } else if (kind == "nodelabels") {
+    const auto source_text = read_file(c.dir / scalar(spec.root, "source"));
+    ASSERT_TRUE(source_text) << "missing source " << scalar(spec.root, "source");
+    const source_result source = validate_topology_source_text(*source_text);
+    ASSERT_TRUE(source.ok()) << render_text(source.errors);
+    node_list_result nodes = parse_node_list(*input);
+    ASSERT_TRUE(nodes.ok()) << render_text(nodes.errors);
+    node_label_report r = check_node_labels(source.source, nodes.list);
+    if (const doc_node* profiles = expect->find("profiles"); profiles && profiles->is_mapping()) {
+      for (const auto& [node, id] : profiles->map) {
+        const auto it = std::find_if(r.nodes.begin(), r.nodes.end(),
+                                     [&](const node_profile_entry& e) { return e.node == node; });
+        ASSERT_NE(it, r.nodes.end()) << "no Node " << node;
+        EXPECT_EQ(it->profile_id, id.text) << node;
+      }
+    }
+    errors = std::move(r.errors);
   } else if (kind == "topologysource") {
     source_result r = validate_topology_source_text(*input);
     errors = std::move(r.errors);
@@ -132,6 +157,12 @@ TEST_P(Conformance, VerdictRulesAndWarnings) {
   const std::string context = scalar(spec.root, "description") + "\n" + render_text(errors);
   EXPECT_EQ(errors.empty() ? "valid" : "invalid", verdict) << context;
   EXPECT_EQ(got_rules, want_rules) << context;
+  for (const auto& [path, type] : want_errors) {
+    const bool found = std::any_of(errors.begin(), errors.end(), [&](const field_error& e) {
+      return e.path == path && to_string(e.type) == type;
+    });
+    EXPECT_TRUE(found) << "no " << type << " at " << path << "\n" << context;
+  }
   if (want_warnings) {
     EXPECT_EQ(warnings.size(), *want_warnings) << context;
   }

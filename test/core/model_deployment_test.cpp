@@ -49,6 +49,7 @@ struct level_case {
   bool valid;
   std::string rule;
   error_type type = error_type::invalid;
+  std::size_t warnings = 0;  // a key the consumer accepts but no Topology can match
 };
 
 class RequiredLevel : public ::testing::TestWithParam<level_case> {};
@@ -58,6 +59,11 @@ TEST_P(RequiredLevel, IsAPrefixedLabelKey) {
   const auto r = validate_model_deployment_text(two_roles(c.level));
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.level << "\n" << render_text(r.errors);
+    EXPECT_EQ(r.warnings.size(), c.warnings) << c.level;
+    for (const auto& w : r.warnings) {
+      EXPECT_LE(w.size(), 120u) << w;
+      EXPECT_NE(w.find("spec.roles[1].topology.requiredLevel"), std::string::npos) << w;
+    }
     return;
   }
   EXPECT_TRUE(has_error(r.errors, c.rule, c.type, "spec.roles[1].topology.requiredLevel"))
@@ -74,9 +80,16 @@ INSTANTIATE_TEST_SUITE_P(
                       level_case{"fabric.topograph.run/tier-1", true, ""},
                       level_case{"topology.example.com/" + std::string(63, 'x'), true, ""},
                       level_case{"topology.example.com/" + std::string(64, 'x'), false, "M1"},
-                      level_case{"zone", false, "M1"}, level_case{"region", false, "M1"},
-                      level_case{"rack", false, "M1"}, level_case{"us-east-1a", false, "M1"},
-                      level_case{"\"\"", false, "M1"}, level_case{"/zone", false, "M1"},
+                      // Valid label keys to the consumer, never matched by a Topology: a
+                      // warning, not a denial.
+                      level_case{"zone", true, "", error_type::invalid, 1},
+                      level_case{"region", true, "", error_type::invalid, 1},
+                      level_case{"rack", true, "", error_type::invalid, 1},
+                      level_case{"us-east-1a", true, "", error_type::invalid, 1},
+                      level_case{std::string(63, 'x'), true, "", error_type::invalid, 1},
+                      level_case{std::string(64, 'x'), false, "M1"},
+                      // "" is unset, as the consumer reads it.
+                      level_case{"\"\"", true, ""}, level_case{"/zone", false, "M1"},
                       level_case{"topology.kubernetes.io/", false, "M1"},
                       level_case{"a/b/c", false, "M1"}, level_case{"us east 1a", false, "M1"},
                       level_case{"Topology.kubernetes.io/zone", false, "M1"},
@@ -94,11 +107,14 @@ TEST(RequiredLevel, OmittedOrNullIsUnconstrained) {
 
 TEST(RequiredLevel, EveryRoleReported) {
   const auto r = validate_model_deployment_text(R"({"spec":{"roles":[
-    {"name":"a","topology":{"requiredLevel":"zone"}},
+    {"name":"a","topology":{"requiredLevel":"not a label"}},
     {"name":"b","topology":{"requiredLevel":"topology.kubernetes.io/zone"}},
-    {"name":"c","topology":{"requiredLevel":"kubernetes.io/hostname"}}]}})");
+    {"name":"c","topology":{"requiredLevel":"kubernetes.io/hostname"}},
+    {"name":"d","topology":{"requiredLevel":"zone"}}]}})");
   EXPECT_TRUE(
       has_error(r.errors, "M1", error_type::invalid, "spec.roles[0].topology.requiredLevel"));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("spec.roles[3]"), std::string::npos) << r.warnings[0];
   EXPECT_TRUE(
       has_error(r.errors, "M2", error_type::forbidden, "spec.roles[2].topology.requiredLevel"));
   EXPECT_EQ(r.errors.size(), 2u) << render_text(r.errors);

@@ -231,10 +231,13 @@ INSTANTIATE_TEST_SUITE_P(
                   cz,
                   {{"worker-a", w({{R, long64}, {Z, "a"}})}},
                   {{"S7", path("worker-a", region), error_type::invalid}}},
-        rule_case{"empty_value",
+        // An empty value is absent to the consumer: a shorter profile, no error...
+        rule_case{"empty_value_is_absent", cz, {{"worker-a", w({{R, "eu"}, {Z, ""}})}}, {}},
+        // ...so an empty parent under a set child is a missing parent (S8), not S7.
+        rule_case{"empty_parent_is_missing",
                   cz,
-                  {{"worker-a", w({{R, "eu"}, {Z, ""}})}},
-                  {{"S7", path("worker-a", zone), error_type::invalid}}},
+                  {{"worker-a", w({{R, ""}, {Z, "a"}})}},
+                  {{"S8", path("worker-a", region), error_type::required}}},
         rule_case{"value_with_space",
                   cz,
                   {{"worker-a", w({{R, "eu west"}, {Z, "a"}})}},
@@ -359,7 +362,7 @@ spec:
       {"n1", {{r, "eu"}, {z, "a"}, {k, "r1"}}},
       {"n2", {{r, "eu"}, {z, "b"}, {k, "r1"}}},
       {"n3", {{z, "c"}}},
-      {"n4", {{r, "eu"}, {z, ""}}}};
+      {"n4", {{r, "eu"}, {z, "b"}, {k, "r4"}}}};
   std::string snap_text = "apiVersion: topology.gpustack.ai/v1alpha1\nrevision: x\nnodes:\n";
   for (const auto& [name, l] : labels) {
     snap_text += "  " + name + ": {";
@@ -377,9 +380,38 @@ spec:
     std::sort(out.begin(), out.end());
     return out;
   };
-  ASSERT_EQ(from_nodes.size(), 3u) << render_text(from_nodes);  // S9 n2, S8 n3, S7 n4
+  ASSERT_EQ(from_nodes.size(), 2u) << render_text(from_nodes);  // S9 n2, S8 n3
   EXPECT_EQ(key_of(from_nodes), key_of(from_snapshot)) << render_text(from_snapshot) << "\n"
                                                        << render_text(from_nodes);
+}
+
+// The consumer checks a nodeLabels hierarchy in its normalized level order: a run of
+// fabric.topograph.run/tier-N listed leaf first is checked coarsest first.
+TEST(NodeLabels, TierRunCheckedInTheConsumersOrder) {
+  const topology_source src = source_from(R"(apiVersion: worker.gpustack.ai/v1alpha1
+kind: TopologySource
+metadata:
+  name: fabric
+spec:
+  levels: [fabric.topograph.run/tier-1, fabric.topograph.run/tier-2]
+  nodeLabels: {}
+)");
+  const std::string t1 = "fabric.topograph.run/tier-1", t2 = "fabric.topograph.run/tier-2";
+  // tier-2 alone: the consumer's first level, so no parent is missing.
+  const node_label_report only_t2 = check_node_labels(src, nodes_of({{"n1", {{t2, "spine-a"}}}}));
+  EXPECT_TRUE(only_t2.ok()) << render_text(only_t2.errors);
+  ASSERT_EQ(only_t2.levels.size(), 2u);
+  EXPECT_EQ(only_t2.levels[0].key, t2);
+  // tier-1 alone: its parent tier-2 is missing.
+  const node_label_report only_t1 = check_node_labels(src, nodes_of({{"n1", {{t1, "leaf-a"}}}}));
+  expect_errors(only_t1.errors, {{"S8", path("n1", t2), error_type::required}});
+  // A leaf under two spines is S9 on tier-1 (the child in that order).
+  const node_label_report two =
+      check_node_labels(src, nodes_of({{"n1", {{t1, "leaf-a"}, {t2, "spine-a"}}},
+                                       {"n2", {{t1, "leaf-a"}, {t2, "spine-b"}}},
+                                       {"n3", {{t1, "leaf-b"}, {t2, "spine-a"}}},
+                                       {"n4", {{t1, "leaf-c"}, {t2, "spine-b"}}}}));
+  expect_errors(two.errors, {{"S9", path("n2", t1), error_type::invalid}});
 }
 
 TEST(NodeLabels, ErrorListIsCapped) {

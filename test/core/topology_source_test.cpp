@@ -222,23 +222,28 @@ TEST(T4, ErrorRendersLikeKubernetes) {
 // T5: exactly one source
 
 TEST(T5, ExactlyOneSource) {
+  // The consumer reports none and several alike: one Invalid at spec.
   const auto none = validate_both(with_spec("  levels: [a/b]\n"));
-  EXPECT_TRUE(has_error(none.errors, "T5", error_type::required, "spec")) << dump(none);
+  EXPECT_TRUE(has_error(none.errors, "T5", error_type::invalid, "spec")) << dump(none);
   EXPECT_EQ(rules_of(none.errors), std::set<std::string>{"T5"});
+  EXPECT_EQ(none.errors.size(), 1u) << dump(none);
 
   webhook_fields f;
   f.extra = "  nodeLabels: {}\n";
   const auto two = validate_both(webhook_source_text(f));
-  EXPECT_TRUE(has_error(two.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(two);
+  EXPECT_TRUE(has_error(two.errors, "T5", error_type::invalid, "spec")) << dump(two);
   EXPECT_EQ(rules_of(two.errors), std::set<std::string>{"T5"});
+  EXPECT_EQ(two.errors.size(), 1u) << dump(two);
 
   f.extra =
       "  nodeLabels: {}\n  configMap: {configMapRef: {namespace: gpustack-system, name: c}, key: "
       "k, maxStaleness: 1m}\n";
   const auto three = validate_both(webhook_source_text(f));
-  EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.configMap"))
-      << dump(three);
-  EXPECT_TRUE(has_error(three.errors, "T5", error_type::forbidden, "spec.webhook")) << dump(three);
+  EXPECT_TRUE(has_error(three.errors, "T5", error_type::invalid, "spec")) << dump(three);
+  EXPECT_EQ(three.errors.size(), 1u) << dump(three);
+
+  // One source alone passes.
+  EXPECT_TRUE(validate_both(with_spec("  levels: [a/b]\n  nodeLabels: {}\n")).ok());
 
   // null counts as unset, as a nil pointer in Go.
   const auto null_extra =
@@ -255,6 +260,8 @@ TEST(T5, ExactlyOneSource) {
 struct prefix_case {
   std::string prefix;
   bool valid;
+  // The consumer's type: Invalid for the shape, Forbidden for a reserved domain.
+  error_type type = error_type::invalid;
 };
 
 class T6 : public ::testing::TestWithParam<prefix_case> {};
@@ -267,9 +274,8 @@ TEST_P(T6, WritePrefix) {
   if (c.valid) {
     EXPECT_TRUE(r.ok()) << c.prefix << "\n" << dump(r);
   } else {
-    EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
-        << c.prefix << "\n"
-        << dump(r);
+    EXPECT_TRUE(has_error(r.errors, "T6", c.type, "spec.additionalWritePrefix")) << c.prefix << "\n"
+                                                                                 << dump(r);
     EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T6"}) << dump(r);
   }
 }
@@ -291,16 +297,24 @@ INSTANTIATE_TEST_SUITE_P(
                         "." + std::string(62, 'd') + "/",
                     false},
         prefix_case{"topology.example.com", false}, prefix_case{"topology.example.com//", false},
-        prefix_case{"a/b/", false}, prefix_case{"/", false}, prefix_case{"", false},
-        prefix_case{"Topology.Example.com/", false}, prefix_case{"-example.com/", false},
-        prefix_case{"example..com/", false}, prefix_case{"kubernetes.io/", false},
-        prefix_case{"sub.kubernetes.io/", false}, prefix_case{"node.kubernetes.io/", false},
-        prefix_case{"k8s.io/", false}, prefix_case{"a.b.k8s.io/", false},
-        prefix_case{"topology.gpustack.ai/", false}, prefix_case{"x.topology.gpustack.ai/", false},
-        prefix_case{"feature.gpustack.ai/", false}, prefix_case{"x.feature.gpustack.ai/", false},
-        prefix_case{"fabric.topograph.run/", false}, prefix_case{"x.fabric.topograph.run/", false},
-        prefix_case{"accelerator.topograph.run/", false},
-        prefix_case{"x.accelerator.topograph.run/", false}));
+        prefix_case{"a/b/", false}, prefix_case{"/", false},
+        // "" is unset, as the consumer reads it.
+        prefix_case{"", true}, prefix_case{"Topology.Example.com/", false},
+        prefix_case{"-example.com/", false}, prefix_case{"example..com/", false},
+        prefix_case{"kubernetes.io/", false, error_type::forbidden},
+        prefix_case{"sub.kubernetes.io/", false, error_type::forbidden},
+        prefix_case{"node.kubernetes.io/", false, error_type::forbidden},
+        prefix_case{"private.kubernetes.io/", false, error_type::forbidden},
+        prefix_case{"k8s.io/", false, error_type::forbidden},
+        prefix_case{"a.b.k8s.io/", false, error_type::forbidden},
+        prefix_case{"topology.gpustack.ai/", false, error_type::forbidden},
+        prefix_case{"x.topology.gpustack.ai/", false, error_type::forbidden},
+        prefix_case{"feature.gpustack.ai/", false, error_type::forbidden},
+        prefix_case{"x.feature.gpustack.ai/", false, error_type::forbidden},
+        prefix_case{"fabric.topograph.run/", false, error_type::forbidden},
+        prefix_case{"x.fabric.topograph.run/", false, error_type::forbidden},
+        prefix_case{"accelerator.topograph.run/", false, error_type::forbidden},
+        prefix_case{"x.accelerator.topograph.run/", false, error_type::forbidden}));
 
 TEST(T6, ReservedListIsConfigurable) {
   webhook_fields f;
@@ -309,7 +323,7 @@ TEST(T6, ReservedListIsConfigurable) {
   EXPECT_TRUE(validate_both(webhook_source_text(f), opts).ok());
   opts.reserved_prefixes.push_back("corp.example/");  // a trailing slash in the list is tolerated
   const auto r = validate_both(webhook_source_text(f), opts);
-  EXPECT_TRUE(has_error(r.errors, "T6", error_type::invalid, "spec.additionalWritePrefix"))
+  EXPECT_TRUE(has_error(r.errors, "T6", error_type::forbidden, "spec.additionalWritePrefix"))
       << dump(r);
 }
 
@@ -327,6 +341,18 @@ TEST(T7, WritePrefixWithNodeLabelsForbidden) {
   EXPECT_TRUE(has_error(r.errors, "T7", error_type::forbidden, "spec.additionalWritePrefix"))
       << dump(r);
   EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T7"});
+}
+
+// "" is unset to the consumer: no T6, and no T7 on a read-only source.
+TEST(T7, EmptyWritePrefixIsUnset) {
+  const auto node_labels = validate_both(
+      node_labels_source("[topology.kubernetes.io/zone]", "  additionalWritePrefix: \"\"\n"));
+  EXPECT_TRUE(node_labels.ok()) << dump(node_labels);
+  webhook_fields f;
+  f.extra = "  additionalWritePrefix: \"\"\n";
+  const auto webhook = validate_both(webhook_source_text(f));
+  EXPECT_TRUE(webhook.ok()) << dump(webhook);
+  EXPECT_FALSE(webhook.source.additional_write_prefix.has_value());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -379,8 +405,8 @@ INSTANTIATE_TEST_SUITE_P(
     Table, T8Staleness,
     ::testing::Values(duration_field_case{"10m", true}, duration_field_case{"1ns", true},
                       duration_field_case{"\"1h2m3.5s\"", true},
-                      duration_field_case{"", false, error_type::required},
-                      duration_field_case{"~", false, error_type::required},
+                      // Unset is the zero duration to the consumer: Invalid.
+                      duration_field_case{"", false}, duration_field_case{"~", false},
                       duration_field_case{"\"0\"", false}, duration_field_case{"0s", false},
                       duration_field_case{"-1m", false}, duration_field_case{"\"10\"", false},
                       duration_field_case{"10", false},  // a number is not a duration
@@ -388,9 +414,15 @@ INSTANTIATE_TEST_SUITE_P(
                       duration_field_case{"2562048h", false}, duration_field_case{"[1m]", false}));
 
 TEST(T13, ConfigMapRefRequired) {
+  // The consumer holds configMapRef by value: unset is an empty namespace (Forbidden) and an
+  // empty name (Invalid).
   const auto r = validate_both(config_map_source("    key: k\n", "    maxStaleness: 1m\n", ""));
-  EXPECT_TRUE(has_error(r.errors, "T13", error_type::required, "spec.configMap.configMapRef"))
+  EXPECT_TRUE(
+      has_error(r.errors, "T13", error_type::forbidden, "spec.configMap.configMapRef.namespace"))
       << dump(r);
+  EXPECT_TRUE(has_error(r.errors, "T13", error_type::invalid, "spec.configMap.configMapRef.name"))
+      << dump(r);
+  EXPECT_EQ(r.errors.size(), 2u) << dump(r);
 }
 
 }  // namespace

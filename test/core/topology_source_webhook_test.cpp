@@ -114,8 +114,13 @@ TEST(T9, MissingOrNonStringUrl) {
       with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    pollInterval: 1m\n    "
                 "timeout: 10s\n    maxStaleness: 5m\n" +
                 f.auth));
-  EXPECT_TRUE(has_error(missing.errors, "T9", error_type::required, "spec.webhook.url"))
+  // The empty URL to the consumer, which reports it as invalid.
+  EXPECT_TRUE(has_error(missing.errors, "T9", error_type::invalid, "spec.webhook.url"))
       << dump(missing);
+  f.url = "";
+  const auto empty = validate_both(webhook_source_text(f));
+  EXPECT_TRUE(has_error(empty.errors, "T9", error_type::invalid, "spec.webhook.url"))
+      << dump(empty);
   const auto number =
       validate_both(with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n "
                               "   url: 42\n    pollInterval: 1m\n    timeout: 10s\n"
@@ -214,8 +219,7 @@ TEST(T10, EachDurationRequiredAndPositive) {
       *target = bad;
       if (field == "pollInterval") f.timeout = "1ns";  // keep T11 out of the way
       const auto r = validate_both(webhook_source_text(f));
-      EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook." + field) ||
-                  has_error(r.errors, "T10", error_type::required, "spec.webhook." + field))
+      EXPECT_TRUE(has_error(r.errors, "T10", error_type::invalid, "spec.webhook." + field))
           << field << "=" << bad << "\n"
           << dump(r);
       EXPECT_EQ(rules_of(r.errors), std::set<std::string>{"T10"}) << field << "=" << bad << "\n"
@@ -225,9 +229,10 @@ TEST(T10, EachDurationRequiredAndPositive) {
   const auto missing = validate_both(
       with_spec("  levels: [topology.gpustack.ai/rack]\n  webhook:\n    url: https://x/\n"
                 "    bearerTokenSecretRef: {namespace: gpustack-system, name: t}\n"));
-  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.pollInterval"));
-  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.timeout"));
-  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::required, "spec.webhook.maxStaleness"));
+  // Unset is the zero duration to the consumer: Invalid ("must be positive").
+  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::invalid, "spec.webhook.pollInterval"));
+  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::invalid, "spec.webhook.timeout"));
+  EXPECT_TRUE(has_error(missing.errors, "T10", error_type::invalid, "spec.webhook.maxStaleness"));
 }
 
 TEST(T10, JsonNumberIsNotADuration) {

@@ -96,7 +96,7 @@ TEST(Audit, SameVerdictAsAdmissionOnCreate) {
       {std::string(bad_webhook), "TopologySource"},
       {deployment("default", "ok", "topology.kubernetes.io/zone", "topology.gpustack.ai/rack"),
        "ModelDeployment"},
-      {deployment("default", "bare", "zone", "kubernetes.io/hostname"), "ModelDeployment"},
+      {deployment("default", "bare", "not a key", "kubernetes.io/hostname"), "ModelDeployment"},
   };
   for (const auto& ns : {"gpustack-system", "default"}) {
     core::validation_options v;
@@ -160,8 +160,8 @@ TEST(Audit, OtherKindsAndGroupsAreIgnoredAndCounted) {
 
 TEST(Audit, NamespacesLimitModelDeploymentsOnly) {
   const std::string objects = list({
-      deployment("team-a", "m1", "zone", "topology.kubernetes.io/zone"),
-      deployment("team-b", "m2", "zone", "topology.kubernetes.io/zone"),
+      deployment("team-a", "m1", "not a key", "topology.kubernetes.io/zone"),
+      deployment("team-b", "m2", "not a key", "topology.kubernetes.io/zone"),
       std::string(bad_levels),
   });
   audit_options opts;
@@ -182,8 +182,8 @@ TEST(Audit, NamespacesLimitModelDeploymentsOnly) {
 TEST(Audit, CountsObjectsPerRuleAndErrorsPerRule) {
   // Both roles break M1: one object, two errors.
   const auto r = audit(list({
-      deployment("a", "two-m1", "zone", "rack"),
-      deployment("a", "m1-m2", "zone", "kubernetes.io/hostname"),
+      deployment("a", "two-m1", "not a key", "no key"),
+      deployment("a", "m1-m2", "not a key", "kubernetes.io/hostname"),
       std::string(bad_levels),
       std::string(valid_source),
   }));
@@ -210,14 +210,14 @@ TEST(Audit, RulesSortByLetterThenNumber) {
 
 TEST(Audit, TextOneLinePerViolationThenTheSummary) {
   const auto r = audit(list({std::string(bad_levels),
-                             deployment("team-a", "m", "zone", "topology.kubernetes.io/zone"),
+                             deployment("team-a", "m", "not a key", "topology.kubernetes.io/zone"),
                              std::string(valid_source)}));
   EXPECT_EQ(render_audit_text(r),
             "ModelDeployment team-a/m: M1 spec.roles[0].topology.requiredLevel: Invalid value: "
-            "\"zone\": must be a "
-            "label key such as topology.kubernetes.io/zone or topology.gpustack.ai/rack, not a "
-            "level name (zone) or a "
-            "concrete value (us-east-1a)\n"
+            "\"not a key\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyName', or "
+            "'my.name', or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')\n"
             "TopologySource bad-levels: T3 spec.levels[1]: Forbidden: kubernetes.io/hostname is "
             "always appended as "
             "the final level; remove it from levels\n"
@@ -242,7 +242,7 @@ TEST(Audit, AnErrorWithoutRuleIsShownAsDash) {
 
 TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
   const auto r = audit(list({std::string(bad_webhook),
-                             deployment("team-a", "m", "zone", "topology.kubernetes.io/zone"),
+                             deployment("team-a", "m", "not a key", "topology.kubernetes.io/zone"),
                              R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}})"}));
   const auto d = core::decode_json(render_audit_json(r));
   ASSERT_TRUE(d.ok()) << render_audit_json(r);
@@ -256,7 +256,7 @@ TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
   EXPECT_EQ(first.find("rule")->text, "M1");
   EXPECT_EQ(first.find("path")->text, "spec.roles[0].topology.requiredLevel");
   EXPECT_EQ(first.find("type")->text, "Invalid value");
-  EXPECT_EQ(first.find("message")->text.substr(0, 23), "Invalid value: \"zone\": ");
+  EXPECT_EQ(first.find("message")->text.substr(0, 23), "Invalid value: \"not a k");
   const auto& t13 = v->items[3];
   EXPECT_EQ(t13.find("namespace")->text, "");
   EXPECT_EQ(t13.find("rule")->text, "T13");
@@ -272,6 +272,70 @@ TEST(Audit, JsonCarriesEveryViolationAndTheSummary) {
   const auto clean = core::decode_json(render_audit_json(audit(valid_source)));
   ASSERT_TRUE(clean.ok());
   EXPECT_TRUE(clean.root.find("violations")->items.empty());
+}
+
+}  // namespace
+}  // namespace topogate::diagnose
+
+namespace topogate::diagnose {
+namespace {
+
+std::string writing_source(std::string_view name, std::string_view levels,
+                           std::string_view selector) {
+  return R"({"apiVersion":"worker.gpustack.ai/v1alpha1","kind":"TopologySource","metadata":{"name":")" +
+         std::string(name) + R"("},"spec":{"nodeSelector":)" + std::string(selector) +
+         R"(,"levels":)" + std::string(levels) +
+         R"(,"configMap":{"configMapRef":{"namespace":"gpustack-system","name":"inv"},"key":"s.yaml","maxStaleness":"10m"}}})";
+}
+
+std::string node(std::string_view name, std::string_view pool) {
+  return R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + std::string(name) +
+         R"(","labels":{"pool":")" + std::string(pool) + R"("}}})";
+}
+
+// Two writing sources whose levels overlap and whose selectors share Nodes: the consumer
+// publishes neither, so the audit names both sources and the shared Nodes.
+TEST(Audit, OwnershipConflictNamesBothSourcesAndTheSharedNodes) {
+  const std::string rack = R"(["topology.gpustack.ai/rack"])";
+  auto r = audit(list({writing_source("inventory-a", rack, "{}"),
+                       writing_source("inventory-b", rack, R"({"matchLabels":{"pool":"a"}})"),
+                       node("n1", "a"), node("n2", "b")}));
+  ASSERT_EQ(r.conflicts.size(), 1u);
+  EXPECT_EQ(r.conflicts[0].first, "inventory-a");
+  EXPECT_EQ(r.conflicts[0].second, "inventory-b");
+  EXPECT_EQ(r.conflicts[0].nodes, (std::vector<std::string>{"n1"}));
+  EXPECT_EQ(r.nodes, 2u);
+  EXPECT_FALSE(r.clean());
+  EXPECT_TRUE(r.violating.empty());
+  const std::string text = render_audit_text(r);
+  EXPECT_NE(text.find("TopologySource inventory-a: ownership conflict: writing sources "
+                      "inventory-a and inventory-b"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("TopologySource inventory-b: ownership conflict"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 Node (n1)"), std::string::npos) << text;
+  const auto json = parse(render_audit_json(r));
+  const core::doc_node* conflicts = json.find("conflicts");
+  ASSERT_NE(conflicts, nullptr);
+  ASSERT_EQ(conflicts->items.size(), 1u);
+  EXPECT_EQ(conflicts->items[0].find("nodes")->items[0].text, "n1");
+
+  // The other side of each condition: disjoint levels, no shared Node, a read-only source,
+  // no Nodes in the input.
+  for (
+      const auto& objects : std::vector<std::vector<std::string>>{
+          {writing_source("a", rack, "{}"),
+           writing_source("b", R"(["topology.gpustack.ai/zone"])", "{}"), node("n1", "a")},
+          {writing_source("a", rack, R"({"matchLabels":{"pool":"a"}})"),
+           writing_source("b", rack, R"({"matchLabels":{"pool":"b"}})"), node("n1", "a")},
+          {writing_source("a", rack, "{}"),
+           R"({"apiVersion":"worker.gpustack.ai/v1alpha1","kind":"TopologySource","metadata":{"name":"b"},"spec":{"levels":["topology.gpustack.ai/rack"],"nodeLabels":{}}})",
+           node("n1", "a")},
+          {writing_source("a", rack, "{}"), writing_source("b", rack, "{}")}}) {
+    const auto clean = audit(list(objects));
+    EXPECT_TRUE(clean.conflicts.empty()) << render_audit_text(clean);
+    EXPECT_TRUE(clean.clean()) << render_audit_text(clean);
+  }
 }
 
 }  // namespace

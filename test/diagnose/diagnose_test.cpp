@@ -592,3 +592,51 @@ TEST(Pending, RenderingsCarryTheTable) {
 
 }  // namespace
 }  // namespace topogate::diagnose
+
+namespace topogate::diagnose {
+namespace {
+
+// Writing sources that overlap make the consumer publish neither: `diagnose chain` names both
+// sources and the shared Nodes; without the overlap there is no finding.
+TEST(Chain, OwnershipConflictBetweenWritingSources) {
+  const auto source = [](std::string_view name, std::string_view level, std::string_view pool) {
+    return R"({"apiVersion":"worker.gpustack.ai/v1alpha1","kind":"TopologySource","metadata":{"name":")" +
+           std::string(name) + R"("},"spec":{"nodeSelector":{"matchLabels":{"pool":")" +
+           std::string(pool) + R"("}},"levels":[")" + std::string(level) +
+           R"("],"webhook":{"url":"https://i/s","pollInterval":"1m","timeout":"1s","maxStaleness":"5m"}},)"
+           R"("status":{"conditions":[{"type":"Ready","status":"True"}]}})";
+  };
+  const std::string node =
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"pool":"a","topology.gpustack.ai/profile":"fnv64-x"}}})";
+  const auto chain_of = [&](const std::string& b) {
+    cluster_objects c;
+    EXPECT_TRUE(add_objects(c,
+                            R"({"apiVersion":"v1","kind":"List","items":[)" +
+                                source("inventory-a", "topology.gpustack.ai/rack", "a") + "," + b +
+                                "," + node + "]}",
+                            "objects.json")
+                    .empty());
+    return check_chain(c);
+  };
+  const auto r = chain_of(source("inventory-b", "topology.gpustack.ai/rack", "a"));
+  std::vector<std::string> found;
+  for (const auto& f : r.findings)
+    if (f.check == "source-ownership") found.push_back(f.object + ": " + f.detail);
+  ASSERT_EQ(found.size(), 2u) << render_chain_text(r);
+  EXPECT_EQ(found[0].rfind("TopologySource/inventory-a: writing sources inventory-a and "
+                           "inventory-b both list topology.gpustack.ai/rack and select 1 Node (n1)",
+                           0),
+            0u)
+      << found[0];
+  EXPECT_EQ(found[1].rfind("TopologySource/inventory-b: ", 0), 0u) << found[1];
+
+  for (const auto& other : {source("inventory-b", "topology.gpustack.ai/zone", "a"),
+                            source("inventory-b", "topology.gpustack.ai/rack", "b")}) {
+    const auto clean = chain_of(other);
+    for (const auto& f : clean.findings)
+      EXPECT_NE(f.check, "source-ownership") << render_chain_text(clean);
+  }
+}
+
+}  // namespace
+}  // namespace topogate::diagnose

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `topogate audit` and the server's periodic audit against a real kube-apiserver
-# (control-plane.sh) with the chart's CRDs and no ValidatingWebhookConfiguration:
+# (control-plane.sh) with the CRDs of test/e2e/crds and no ValidatingWebhookConfiguration:
 # objects written with no webhook registered (as while topogate is down under
 # failurePolicy Ignore) are never checked at write time.
 #
@@ -35,7 +35,7 @@ e2e_on_exit stop_server
 
 section setup
 e2e_cp_start
-k apply --server-side -f "$repo/helm/topogate/crds/" >/dev/null
+k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
 k wait --for condition=Established --timeout 60s crd/topologysources.worker.gpustack.ai \
   crd/modeldeployments.worker.gpustack.ai >/dev/null
 pass "chart CRDs established"
@@ -85,7 +85,7 @@ metadata: {name: qwen, namespace: team-a}
 spec:
   roles:
     - {name: prefill, replicas: 1, size: 2, topology: {requiredLevel: topology.kubernetes.io/zone}}
-    - {name: decode, replicas: 1, size: 2, topology: {requiredLevel: zone}}
+    - {name: decode, replicas: 1, size: 2, topology: {requiredLevel: "zone a"}}
 YAML
 pass "2 invalid and 2 valid objects created with kubectl (no webhook to refuse them)"
 
@@ -111,7 +111,7 @@ has "T9 of bad-webhook" "$work/a.txt" \
   'TopologySource bad-webhook: T9 spec.webhook.url: Invalid value: "http://inventory.example.com/snapshot": scheme must be https (the snapshot is fetched only over TLS)'
 has "T13 of bad-webhook" "$work/a.txt" \
   'TopologySource bad-webhook: T13 spec.webhook.bearerTokenSecretRef.namespace: Forbidden: "default" is outside the worker namespace "gpustack-system"; every reference must be in it'
-if grep -q '^ModelDeployment team-a/qwen: M1 spec.roles\[1\].topology.requiredLevel: Invalid value: "zone": ' "$work/a.txt"; then
+if grep -q '^ModelDeployment team-a/qwen: M1 spec.roles\[1\].topology.requiredLevel: Invalid value: "zone a": ' "$work/a.txt"; then
   pass "M1 of team-a/qwen"
 else fail "no M1 line for team-a/qwen: $(cat "$work/a.txt")"; fi
 hasnt "valid objects are not reported" "$work/a.txt" "data-center"

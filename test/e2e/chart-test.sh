@@ -197,7 +197,7 @@ if [[ ${CHART_TEST_NO_SERVER:-0} != 1 ]]; then
   eval "$("$here/control-plane.sh" env)"
   k() { "$KUBECTL" "$@"; }
   k apply --server-side -f "$here/fixtures/cert-manager-crds.yaml" -f "$here/fixtures/servicemonitor-crd.yaml" >/dev/null
-  k apply --server-side -f "$chart/crds/" >/dev/null
+  k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
   k wait --for condition=Established --timeout 60s crd --all >/dev/null
   k create namespace "$ns" --dry-run=client -o yaml | k apply -f - >/dev/null
   for c in "${cases[@]}"; do

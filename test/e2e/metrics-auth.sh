@@ -146,7 +146,7 @@ section setup
 eval "$("$here/control-plane.sh" env)"
 k() { "$KUBECTL" "$@"; }
 k apply --server-side -f "$here/fixtures/cert-manager-crds.yaml" -f "$here/fixtures/servicemonitor-crd.yaml" >/dev/null
-k apply --server-side -f "$chart/crds/" >/dev/null
+k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
 k wait --for condition=Established --timeout 60s crd --all >/dev/null
 k create namespace "$ns" >/dev/null
 for f in kube tokenfile insecure plainoff; do

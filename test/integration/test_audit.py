@@ -115,7 +115,7 @@ def test_json_one_object_per_violation(binary):
         assert v["message"].startswith(v["type"] + ":")
     assert got == VIOLATIONS
     assert doc["summary"] == {"checked": 8, "topologySources": 4, "modelDeployments": 4, "violating": 4,
-                              "violations": 7, "ignored": 1, "outOfScope": 0,
+                              "violations": 7, "ignored": 1, "outOfScope": 0, "conflicts": 0,
                               "byRule": {"M1": 1, "M2": 1, "T3": 1, "T4": 1, "T9": 1, "T11": 1, "T13": 1}}
     clean = audit(binary, "-f", str(FIX / "valid-topologysource.yaml"), "--output", "json")
     assert clean.returncode == 0

@@ -266,15 +266,27 @@ TEST_F(CliValidate, ModelDeployment) {
         requiredLevel: topology.kubernetes.io/zone
 )")});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
-  const auto bad = run({"validate", "modeldeployment", file("bad.yaml", R"(spec:
+  // A bare word is a valid key to the consumer: valid, with a warning.
+  const auto bare = run({"validate", "modeldeployment", file("bare.yaml", R"(spec:
   roles:
     - name: prefill
     - name: decode
       topology:
         requiredLevel: zone
 )")});
+  EXPECT_EQ(bare.exit_code, 0) << bare.out << bare.err;
+  EXPECT_NE((bare.out + bare.err).find("spec.roles[1].topology.requiredLevel has no prefix"),
+            std::string::npos)
+      << bare.out << bare.err;
+  const auto bad = run({"validate", "modeldeployment", file("bad.yaml", R"(spec:
+  roles:
+    - name: prefill
+    - name: decode
+      topology:
+        requiredLevel: zone a
+)")});
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.out.find("[M1] spec.roles[1].topology.requiredLevel: Invalid value: \"zone\""),
+  EXPECT_NE(bad.out.find("[M1] spec.roles[1].topology.requiredLevel: Invalid value: \"zone a\""),
             std::string::npos)
       << bad.out;
   const auto host = run({"validate", "modeldeployment",
