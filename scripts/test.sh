@@ -115,7 +115,7 @@ ctest_run() { # NAME PRESET T0 CTEST_ARGS...
   if ((crc == 4)); then
     f=$((f + 1)) detail="no test found: ctest $*"
   elif ((crc == 3)); then
-    detail="a skip CI does not expect (below): ctest $*"
+    detail="a skip CI does not expect (listed above): ctest $*"
   elif ((rc != 0 && f == 0)); then
     f=1 detail="ctest exit $rc with no failed test: ctest $*"
   fi
