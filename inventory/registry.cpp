@@ -147,6 +147,13 @@ void registry::impl::check_node_labels(entry& e) {
 void registry::impl::check_nodes_file(entry& e) {
   if (e.spec.nodes_path.empty()) return;
   auto r = detail::read_stable(e.spec.nodes_path, max_node_list_bytes);
+  if (r.ok && r.too_large) {
+    // Refused whole: a list cut at the limit can still parse (trailing blanks), and would
+    // be a different list.
+    r.ok = false;
+    r.error = "read " + e.spec.nodes_path + ": larger than " + std::to_string(max_node_list_bytes) +
+              " bytes (256 MiB)";
+  }
   if (!r.ok) {
     // A Node list that cannot be read keeps the last one: Nodes did not vanish because a
     // file did.

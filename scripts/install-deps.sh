@@ -11,6 +11,9 @@ packages=(
   curl ca-certificates openssl python3 python3-yaml prometheus wrk nginx-light valgrind
   zlib1g-dev
   python3-pytest
+  # The root-only fault tests (a loop-mounted ext4 frozen with fsfreeze, a full tmpfs),
+  # which CI requires to run (scripts/test.sh fails on their skip with CI=true).
+  e2fsprogs util-linux mount
   clang-16 libclang-rt-16-dev
   # The image (scripts/image.sh) and the end-to-end node: a root filesystem from
   # Debian's packages, podman to build and run the image, containerd, runc and the

@@ -54,8 +54,9 @@ step kubeconfig "$here/kubeconfig.sh"
 step node python3 "$here/node_test.py"
 # The TAS lab: the runbook's EKS validation against the real Kueue, diagnose agreeing.
 step tas-lab "$here/tas-lab-test.sh"
-# The differential against Kueue: 200 seeded random cases on three labs at once; every
-# disagreement must fall in a class docs/operations.md lists (TAS_DIFF_CASES overrides).
+# The differential against Kueue: 200 seeded random cases on three labs at once; every case
+# must run and give each Workload a decision and a verdict, every disagreement must fall in
+# a class docs/operations.md lists, and 95 % must agree (TAS_DIFF_CASES overrides the count).
 step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
 # `topogate audit` and the server's periodic audit: objects created with no webhook registered.
 step audit "$here/audit.sh"

@@ -17,6 +17,24 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def _sanitizer_slowdown(path):
+    """How much slower the binary's sanitizer build runs the same code (as test/timing.hpp
+    says: ThreadSanitizer 5-15x, 15 taken; AddressSanitizer + UBSan about 2-3x, 3), from
+    the runtime it links."""
+    try:
+        libs = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 1
+    return 15 if "libtsan" in libs else 3 if "libasan" in libs else 1
+
+
+SANITIZER_SLOWDOWN = _sanitizer_slowdown(os.environ.get("TOPOGATE_BINARY", ""))
+# How long a test may wait beyond the configured timeout a bound is derived from: two
+# seconds of scheduling slack on a shared two-core machine, times the slowdown. Anything
+# tighter is asserted by the order of events, not by a duration.
+SCHEDULING_MARGIN_S = 2.0 * SANITIZER_SLOWDOWN
+
+
 def wait_for(predicate, timeout=15.0, interval=0.05, what="condition"):
     """Polls `predicate` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout

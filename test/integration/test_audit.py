@@ -27,16 +27,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, wait_for
+from conftest import FIXTURES, SCHEDULING_MARGIN_S, wait_for
 from hanging_api import HangingApiServer
 from hostile_support import client_context
 
 FIX = FIXTURES / "audit"
 REVIEW = (FIXTURES / "admission" / "allowed.json").read_bytes()
-AT_ONCE_S = 1.0
 AUDIT_TIMEOUT_S = 2.0
-MARGIN_S = 1.5
-SHUTDOWN_S = 3.0
+# A request answered before the hung run's timeout did not wait on it.
+AT_ONCE_S = AUDIT_TIMEOUT_S
+MARGIN_S = SCHEDULING_MARGIN_S
+# A shutdown that aborts the run rather than waiting out its 5 m timeout.
+SHUTDOWN_S = 1.0 + SCHEDULING_MARGIN_S
 API_TOKEN = "audit-api-token-0123456789abcdef"
 
 # Every violation in the fixtures: (kind, namespace/name or name, rule, path).

@@ -52,13 +52,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, SNAPSHOT, TOPOLOGY_SOURCE
+from conftest import FIXTURES, SCHEDULING_MARGIN_S, SNAPSHOT, TOPOLOGY_SOURCE
 from hanging_api import HangingApiServer
 from hostile_support import Results, client_context
 
 STORE_TIMEOUT_S = 2.0
-MARGIN_S = 1.5              # a timed-out push answers within STORE_TIMEOUT_S + MARGIN_S
-AT_ONCE_S = 1.0             # "refused at once" (queue full), and the bound for other requests
+MARGIN_S = SCHEDULING_MARGIN_S  # a timed-out push answers within STORE_TIMEOUT_S + MARGIN_S
+# "Refused at once" (queue full), and the bound for other requests: answered before the
+# store's timeout, so it did not wait on the hung store (a timed-out push takes at least that).
+AT_ONCE_S = STORE_TIMEOUT_S
 STARTUP_S = 2.0             # listening, /healthz and an admission review after the process start
 PUSHES = 8
 QUEUE = 4                   # 1 running + 3 waiting per inventory

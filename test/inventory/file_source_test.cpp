@@ -8,9 +8,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "inventory/registry.hpp"
+#include "inventory/registry_impl.hpp"
+#include "test/timing.hpp"
 #include "test_util.hpp"
 
 namespace topogate::inventory {
@@ -341,6 +346,63 @@ TEST(FileSource, PushesToAFileInventoryAreRefused) {
   EXPECT_EQ(reg.push("dc", testing::snapshot_json("p-1"), std::nullopt, "writer").outcome,
             push_outcome::not_pushable);
   EXPECT_EQ(served_revision(reg.find("dc")), "f-1");
+  reg.stop();
+}
+
+std::string padded(std::string json, std::size_t size) {
+  json.resize(size, ' ');
+  return json;
+}
+
+struct log_lines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  bool has(std::string_view part) {
+    std::lock_guard lk(mu);
+    for (const auto& l : lines) {
+      if (l.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+// The Node-list file's size limit (inventory/registry_impl.hpp: max_node_list_bytes,
+// 256 MiB) at its own value: a list of exactly that size is read and applied, one byte
+// more is refused with the last list kept. The lists are padded with trailing blanks,
+// which JSON allows, so that a file cut at the limit would still parse.
+TEST(FileSource, NodeListOfExactlyTheSizeLimitIsReadOneByteMoreIsRefused) {
+  constexpr std::size_t limit = detail::max_node_list_bytes;
+  static_assert(limit == 256u << 20);
+  testing::temp_dir dir;
+  const auto path = dir / "snapshot.json";
+  const auto nodes = dir / "nodes.json";
+  testing::write_file(nodes, padded(testing::nodes_json(4), limit));
+  testing::write_file(path, testing::snapshot_json("n-1"));
+  log_lines logs;
+  registry_observer obs;
+  obs.on_log = [&](std::string_view, std::string_view, std::string_view msg) {
+    std::lock_guard lk(logs.mu);
+    logs.lines.emplace_back(msg);
+  };
+  registry reg(file_config(path, nodes), system_clock(), obs);
+  reg.start();
+  auto* inv = reg.find("dc");
+  // At the limit: read, parsed, applied.
+  ASSERT_EQ(testing::served_revision(inv), "n-1");
+  ASSERT_EQ(inv->selected_node_count(), std::optional<std::size_t>(4));
+
+  // One byte more, with Node 0 gone: refused before it is parsed, so the snapshot that
+  // names Node 0 is still served (applying the list would withdraw it).
+  const auto wait = std::chrono::seconds(10) + test_timing::scheduling_margin;
+  testing::write_atomic(nodes, padded(testing::nodes_json(4, 0), limit + 1));
+  ASSERT_TRUE(testing::eventually([&] { return logs.has("larger than 268435456 bytes"); }, wait));
+  EXPECT_TRUE(logs.has("keeping the last list"));
+  EXPECT_EQ(testing::served_revision(inv), "n-1");
+  EXPECT_EQ(inv->selected_node_count(), std::optional<std::size_t>(4));
+
+  // The same list at the limit is applied: the snapshot naming Node 0 is withdrawn.
+  testing::write_atomic(nodes, padded(testing::nodes_json(4, 0), limit));
+  EXPECT_TRUE(testing::eventually([&] { return inv->serve().rev == nullptr; }, wait));
   reg.stop();
 }
 

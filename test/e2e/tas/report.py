@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The differential's verdict (test/e2e/tas-differential.sh): reads each case's result
+(RESULTS/<i>.jsonl, RESULTS/<i>.rc, RESULTS/<i>.err from `tas-lab.sh run`) and the
+generated cases, prints every failure and disagreement with its replay command and the
+agreement table, and exits 1 unless the differential held:
+
+- every generated case ran (`tas-lab.sh run` exit 0; exit 3, an `expect` not met, is a
+  failure) and gave one result per Workload the case holds;
+- Kueue decided every Workload and diagnose gave a verdict (no decision and a diagnose
+  error are failures to investigate, not a disagreement class);
+- every disagreement falls in a named class of diagnose's model (docs/operations.md);
+- the Workloads that agreed are at least --min-agreed of the Workloads generated.
+
+Usage: report.py --results DIR --cases-dir DIR --seed N --cases C [--min-agreed F]
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+
+def classify(l):
+    """A named gap of diagnose's model, or None."""
+    k, d = l["kueue"], l["diagnose"]
+    msg = k.get("message") or ""
+    if k["decision"] == "pending" and d["verdict"] == "fits" and "insufficient quota" in msg:
+        return "quota: ClusterQueue nominalQuota"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--cases-dir", required=True)
+    ap.add_argument("--seed", required=True)
+    ap.add_argument("--cases", type=int, required=True)
+    # With seed 2026 every one of 351 Workloads agrees (docs/operations.md); the floor
+    # leaves room for the quota class, not for a broken lab.
+    ap.add_argument("--min-agreed", type=float, default=0.95)
+    a = ap.parse_args()
+
+    failures = []  # (case index, what)
+    lines = []
+    expected_workloads = 0
+    for i in range(a.cases):
+        name = f"case-{a.seed}-{i}"
+        case = json.load(open(os.path.join(a.cases_dir, f"{name}.json")))
+        want = {f"default/{w['name']}" for w in case["workloads"]}
+        expected_workloads += len(want)
+        base = os.path.join(a.results, str(i))
+        rc = open(base + ".rc").read().strip() if os.path.exists(base + ".rc") else None
+        if rc is None:
+            failures.append((i, "no result: the case did not run to its end"))
+        elif rc != "0":
+            err = open(base + ".err").read().strip().splitlines() if os.path.exists(base + ".err") else []
+            what = "an expect of the scenario not met" if rc == "3" else "failed to run"
+            failures.append((i, f"tas-lab.sh run exit {rc} ({what}): {' '.join(err[-3:])}"))
+        got = []
+        if os.path.exists(base + ".jsonl"):
+            got = [json.loads(t) for t in open(base + ".jsonl") if t.strip()]
+        seen = collections.Counter(l["workload"] for l in got)
+        for w in sorted(want - set(seen)):
+            failures.append((i, f"{w}: no result"))
+        for w, n in sorted(seen.items()):
+            if w not in want:
+                failures.append((i, f"{w}: a result for a Workload the case does not hold"))
+            elif n > 1:
+                failures.append((i, f"{w}: {n} results"))
+        for l in got:
+            if l["kueue"]["decision"] is None:
+                failures.append((i, f"{l['workload']}: Kueue made no decision"))
+            if l["diagnose"]["verdict"] == "error":
+                failures.append((i, f"{l['workload']}: diagnose error: "
+                                    f"{(l['diagnose'].get('conclusion') or '')[:140]}"))
+            lines.append((i, l, case))
+
+    def replay(i):
+        return (f"  replay: python3 test/e2e/tas/generate.py --seed {a.seed} --only {i} --out /tmp/cases &&"
+                f" scripts/tas-lab.sh run /tmp/cases/case-{a.seed}-{i}.json")
+
+    for i, what in failures:
+        print(f"FAIL case {i}: {what}")
+        print(replay(i))
+    agreed = sum(1 for _, l, _ in lines if l["agree"])
+    classes = collections.Counter()
+    unclassified = 0
+    for i, l, case in lines:
+        if l["agree"] or l["kueue"]["decision"] is None or l["diagnose"]["verdict"] == "error":
+            continue
+        c = classify(l)
+        if c:
+            classes[c] += 1
+        else:
+            unclassified += 1
+        print(f"disagree {l['scenario']} {l['workload']}: Kueue {l['kueue']['decision']}"
+              f" ({(l['kueue'].get('message') or '')[:140]}), diagnose {l['diagnose']['verdict']}"
+              f" ({(l['diagnose'].get('conclusion') or '')[:140]}) -> {c or 'UNCLASSIFIED'}")
+        print(replay(i))
+    dec = collections.Counter((l["kueue"]["decision"], l["diagnose"]["verdict"]) for _, l, _ in lines)
+    floor = a.min_agreed * expected_workloads
+    print()
+    print(f"| seed {a.seed} | count |")
+    print("|---|---|")
+    print(f"| cases | {a.cases} |")
+    print(f"| Workloads generated | {expected_workloads} |")
+    print(f"| Workloads with a result | {len(lines)} |")
+    print(f"| agreed | {agreed} (floor {a.min_agreed:.0%}: {floor:.0f}) |")
+    for (kd, dv), n in sorted(dec.items(), key=str):
+        print(f"| Kueue {kd} / diagnose {dv} | {n} |")
+    for c, n in classes.most_common():
+        print(f"| disagreement: {c} | {n} |")
+    print(f"| disagreement: unclassified | {unclassified} |")
+    print(f"| failures (cases not run, exit 3, missing results, no decision, diagnose error) | {len(failures)} |")
+    ok = not failures and not unclassified and expected_workloads > 0 and agreed >= floor
+    if agreed < floor:
+        print(f"FAIL agreement {agreed}/{expected_workloads} is below the floor of {a.min_agreed:.0%}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
