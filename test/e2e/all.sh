@@ -27,25 +27,12 @@ step build-kube-bins "$here/build-kube-bins.sh"
 step certs-test "$here/certs-test.sh"
 step consumer-go-test bash -c "cd '$repo/conformance' && GOTOOLCHAIN=local go test ./..."
 step chart-test "$here/chart-test.sh"
+# The chart over the operator's own v1alpha1 CRD and over none: it never installs or changes one
+# unless asked (crds.install).
+step chart-crds "$here/chart-crds.sh"
 step e2e "$here/run.sh"
-# The inventory's Kubernetes store and Node watch tests (test/inventory/kube_test.cpp,
-# node_labels_kube_test.cpp) skip without a control plane; here they get one.
-kube_unit() {
-  local tests cp rc=0
-  tests=$(dirname "$TOPOGATE_BINARY")/../test/inventory_tests
-  [[ -x $tests ]] || { echo "kube-unit: $tests not built"; return 1; }
-  cp=$(mktemp -d "${TMPDIR:-/tmp}/topogate-kube-unit.XXXXXX")
-  TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" start >/dev/null || { rm -rf "$cp"; return 1; }
-  local out
-  out=$(eval "$(TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" env)" && "$tests" --gtest_filter='Kube*' 2>&1) || rc=1
-  grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]' <<<"$out"
-  # Every one of them must have run against the control plane, none skipped.
-  if grep -q '^\[  SKIPPED \]' <<<"$out" || ! grep -q '^\[       OK \]' <<<"$out"; then rc=1; fi
-  TOPOGATE_CP_DIR=$cp/cp "$here/control-plane.sh" stop >/dev/null 2>&1
-  rm -rf "$cp"
-  return $rc
-}
-step kube-unit kube_unit
+# (The inventory's Kubernetes store and Node watch unit tests, CTest label kube, run in
+# scripts/test.sh's kube stage for every preset, against a control plane of its own.)
 step conformance "$here/conformance.sh"
 step diagnose "$here/diagnose.sh"
 # Kubeconfigs as clusters issue them (client certificates, exec plugins) and kubectl topogate.
