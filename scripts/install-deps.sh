@@ -15,6 +15,7 @@ packages=(
   # which CI requires to run (scripts/test.sh fails on their skip with CI=true).
   e2fsprogs util-linux mount
   clang-16 libclang-rt-16-dev
+  ccache
   # The image (scripts/image.sh) and the end-to-end node: a root filesystem from
   # Debian's packages, podman to build and run the image, containerd, runc and the
   # CNI plugins under the kubelet.
