@@ -9,6 +9,9 @@ counted, and compares the counts with bench/instr_baseline.json for the build ty
   validate_1mib_json  check_snapshot on the ~1 MiB JSON snapshot (~8000 Nodes x 3 levels)
   admission_N         N AdmissionReviews (alternately valid and invalid, ~2.6 KiB each)
                       in-process; N = 10 000 by default (--reviews), the count is linear in N
+  node_event_N        100 Node watch events that change a label no rule reads, parsed and
+                      applied to a view of N Nodes (1 000 and 10 000): the two must stay
+                      equal within the tolerance, whatever the cluster's size
 
 Instruction counts are deterministic for one binary on one machine kind (same compiler,
 same libraries, same CPU features: simdjson and the core pick AVX2 at run time), so the
@@ -72,6 +75,7 @@ def main():
     ap.add_argument("--build-type", required=True, help="CMAKE_BUILD_TYPE of the drivers (baseline key)")
     ap.add_argument("--validate", required=True, help="path to instr_validate")
     ap.add_argument("--admission", required=True, help="path to instr_admission")
+    ap.add_argument("--node-event", help="path to instr_node_event")
     ap.add_argument("--valgrind", default="", help="valgrind executable (default: from PATH)")
     ap.add_argument("--reviews", type=int, default=10000,
                     help="admission reviews handled in the counted region (the count is linear in it)")
@@ -91,6 +95,9 @@ def main():
         f"admission_{args.reviews}": [args.admission, str(HERE / "http/review-valid.json"),
                                       str(HERE / "http/review-invalid.json"), str(args.reviews)],
     }
+    if args.node_event:
+        for n in (1000, 10000):
+            cases[f"node_event_{n}"] = [args.node_event, str(n)]
     baseline_path = Path(args.baseline)
     data = json.loads(baseline_path.read_text()) if baseline_path.exists() else {}
     tolerance = float(data.get("tolerance", DEFAULT_TOLERANCE))
@@ -123,6 +130,13 @@ def main():
                 verdict = "ok"
         print(f"{name:<22}{count:>16,}{(base or 0):>16,}{ratio_text:>8}  {verdict}   ({elapsed:.1f} s)")
 
+    if "node_event_1000" in measured and "node_event_10000" in measured:
+        # The per-event cost must not grow with the cluster: ten times the Nodes, the same count.
+        growth = measured["node_event_10000"] / measured["node_event_1000"]
+        flat = growth <= 1 + tolerance
+        print(f"node_event growth from 1 000 to 10 000 Nodes: {growth:.3f} "
+              f"({'flat' if flat else 'GROWS WITH THE CLUSTER'})")
+        failed = failed or not flat
     if update:
         data.setdefault("tolerance", DEFAULT_TOLERANCE)
         data.setdefault("rebaseline_below", DEFAULT_REBASELINE_BELOW)

@@ -18,6 +18,7 @@
 #include "core/field_error.hpp"
 #include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
+#include "inventory/node_view.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::inventory {
@@ -470,32 +471,13 @@ class kube_store final : public revision_store {
   std::thread thread_;
 };
 
-struct label_set {
-  std::vector<std::pair<std::string, std::string>> labels;
-  bool operator==(const label_set&) const = default;
-};
-
-label_set labels_of(simdjson::dom::element node, const node_watch::label_filter& keep) {
-  label_set out;
-  simdjson::dom::object labels;
-  if (!node["metadata"]["labels"].get(labels)) {
-    for (auto field : labels) {
-      std::string_view v;
-      if (field.value.get(v) || (keep && !keep(field.key))) continue;
-      out.labels.emplace_back(std::string(field.key), std::string(v));
-    }
-  }
-  std::sort(out.labels.begin(), out.labels.end());
-  return out;
-}
-
 class api_node_watch final : public node_watch {
  public:
   api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
   ~api_node_watch() override { stop(); }
 
   void start(label_filter keep, std::function<void(core::node_list)> on_change) override {
-    keep_ = std::move(keep);
+    nodes_ = node_view(std::move(keep));
     on_change_ = std::move(on_change);
     thread_ = std::thread([this] { run(); });
   }
@@ -507,15 +489,9 @@ class api_node_watch final : public node_watch {
   }
 
  private:
-  void publish() {
-    core::node_list list;
-    list.nodes.reserve(nodes_.size());
-    for (const auto& [name, ls] : nodes_) list.nodes.push_back({name, ls.labels});
-    on_change_(std::move(list));
-  }
+  void publish() { on_change_(nodes_.list()); }
 
   bool list_all(std::string& version) {
-    std::map<std::string, label_set> fresh;
     std::string cont;
     do {
       std::string target = "/api/v1/nodes?limit=500";
@@ -523,22 +499,25 @@ class api_node_watch final : public node_watch {
       const auto r = client_.request("GET", target, {}, std::chrono::seconds(30), metadata_list);
       if (r.status != 200) {
         if (!stop_.stopped() && log_) log_("warn", "Node list: " + api_message(r));
+        nodes_.discard_list();
         return false;
       }
       simdjson::dom::parser p;
       simdjson::dom::element doc;
       std::string_view rv;
-      if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) return false;
+      if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
+        nodes_.discard_list();
+        return false;
+      }
       version = std::string(rv);
       std::string_view c;
       cont = doc["metadata"]["continue"].get(c) ? std::string() : std::string(c);
       simdjson::dom::array items;
       if (!doc["items"].get(items)) {
-        for (auto item : items)
-          fresh[std::string(str_or(item["metadata"], "name"))] = labels_of(item, keep_);
+        for (auto item : items) nodes_.add_listed(item);
       }
     } while (!cont.empty());
-    nodes_ = std::move(fresh);
+    nodes_.finish_list();
     return true;
   }
 
@@ -576,20 +555,7 @@ class api_node_watch final : public node_watch {
               if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
               if (type == "BOOKMARK") return true;
               delivered = true;
-              const std::string name(str_or(obj["metadata"], "name"));
-              bool changed = false;
-              if (type == "DELETED") {
-                changed = nodes_.erase(name) > 0;
-              } else if (type == "ADDED" || type == "MODIFIED") {
-                auto ls = labels_of(obj, keep_);
-                auto it = nodes_.find(name);
-                if (it == nodes_.end() || !(it->second == ls)) {
-                  nodes_[name] = std::move(ls);
-                  changed = true;
-                }
-              }
-              // Status heartbeats change nothing we validate against: only names and labels count.
-              if (changed) publish();
+              if (nodes_.apply(type, obj)) publish();
               return true;
             },
             watch_idle, metadata_watch);
@@ -615,9 +581,8 @@ class api_node_watch final : public node_watch {
 
   kube_client client_;
   log_fn log_;
-  label_filter keep_;
   std::function<void(core::node_list)> on_change_;
-  std::map<std::string, label_set> nodes_;  // watch thread only
+  node_view nodes_;  // watch thread only
   stopper stop_;
   std::thread thread_;
 };

@@ -1,0 +1,47 @@
+#pragma once
+// The cluster's Nodes as the Node watch keeps them: each Node's name and the labels some rule
+// reads (node_watch::label_filter), fed by list pages and watch events, nothing else of a
+// Node. No I/O: the watch (kube_store.cpp) feeds it, and so can a benchmark. What a change
+// costs does not grow with the cluster: a lookup by name and a comparison of the kept labels.
+
+#include <simdjson.h>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/nodes.hpp"
+#include "inventory/store.hpp"
+
+namespace topogate::inventory::detail {
+
+class node_view {
+ public:
+  explicit node_view(node_watch::label_filter keep = {}) : keep_(std::move(keep)) {}
+
+  // A (re)list: every page's Nodes go into a fresh map, which finish_list() then makes the
+  // view (a failed list is dropped with discard_list(); the view stays as it was).
+  void add_listed(simdjson::dom::element node);
+  void finish_list();
+  void discard_list() { listing_.clear(); }
+
+  // One watch event of `type` ("ADDED", "MODIFIED", "DELETED"; anything else is ignored):
+  // true when a Node appeared or left, or one of its kept labels changed.
+  bool apply(std::string_view type, simdjson::dom::element node);
+
+  // The view as the registry takes it: sorted by name, each Node's kept labels sorted by key.
+  [[nodiscard]] core::node_list list() const;
+  [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+
+ private:
+  using labels = std::vector<std::pair<std::string, std::string>>;
+  [[nodiscard]] labels kept_labels(simdjson::dom::element node) const;
+
+  node_watch::label_filter keep_;
+  std::map<std::string, labels, std::less<>> nodes_;
+  std::map<std::string, labels, std::less<>> listing_;
+};
+
+}  // namespace topogate::inventory::detail
