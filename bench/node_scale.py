@@ -149,7 +149,7 @@ class Topogate:
         with open(f"{d}/source.yaml", "w") as f:
             f.write(TOPOLOGY_SOURCE)
         with open(f"{d}/snapshot.json", "w") as f:
-            json.dump(snapshot(n), f)
+            json.dump(snapshot(n), f, separators=(",", ":"))
         self.port = free_port()
         with open(f"{d}/config.yaml", "w") as f:
             f.write(f"""listen: {{address: 127.0.0.1, port: {self.port}}}
