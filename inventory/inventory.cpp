@@ -546,14 +546,20 @@ offer_result inventory::offer(std::string_view bytes, const offer_options& o) {
 }
 
 void inventory::set_nodes(std::optional<core::node_list> nodes) {
+  set_nodes(nodes ? std::make_shared<const core::node_list>(std::move(*nodes)) : nullptr);
+}
+
+void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   std::lock_guard wl(write_mu_);
   std::shared_ptr<const core::node_list> selected;
-  if (nodes)
+  if (nodes && cfg_.source.node_selector) {
     selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
+  } else {
+    selected = std::move(nodes);  // every Node is selected: the list itself
+  }
   std::shared_ptr<const revision> base;
   {
     std::lock_guard lk(mu_);
-    nodes_ = std::move(nodes);
     selected_ = selected;
     ++generation_;
     base = base_;

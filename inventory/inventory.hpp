@@ -177,6 +177,9 @@ class inventory {
 
   // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
   void set_nodes(std::optional<core::node_list> nodes);
+  // The same for a list shared with others (null = unknown): without a nodeSelector the
+  // inventory keeps the shared list itself, not a copy.
+  void set_nodes(std::shared_ptr<const core::node_list> nodes);
 
   [[nodiscard]] std::vector<attempt> history() const;
   [[nodiscard]] std::optional<attempt> last_attempt() const;
@@ -211,7 +214,6 @@ class inventory {
   const clock& clock_;
   mutable std::mutex mu_;
   std::shared_ptr<const revision> current_;
-  std::optional<core::node_list> nodes_;
   std::vector<attempt> history_;  // ring, newest last
 
   struct evaluation {
@@ -227,7 +229,7 @@ class inventory {
 
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
   std::shared_ptr<const revision> base_;  // as accepted; current_ is base_, pruned, or null
-  std::shared_ptr<const core::node_list> selected_;  // select_nodes(nodes_), null = unknown
+  std::shared_ptr<const core::node_list> selected_;  // the selected Nodes, null = unknown
   std::uint64_t generation_ = 0;
   std::uint64_t attempts_ = 0;
   std::chrono::system_clock::time_point confirmed_at_{};

@@ -50,7 +50,7 @@ void registry::impl::report(entry& e, std::uint64_t before) const {
   }
 }
 
-void registry::impl::apply_nodes(entry& e, std::optional<core::node_list> list) {
+void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list> list) {
   {
     std::lock_guard lk(e.write_mu);
     if (e.awaiting_nodes.exchange(false)) {
@@ -58,7 +58,7 @@ void registry::impl::apply_nodes(entry& e, std::optional<core::node_list> list) 
       resync_requested = true;
       wake();
     }
-    if (e.nodes.has_value() == list.has_value() && (!list || same_nodes(*e.nodes, *list))) return;
+    if ((e.nodes != nullptr) == (list != nullptr) && (!list || same_nodes(*e.nodes, *list))) return;
     e.nodes = list;
     const auto before = e.inv->attempts_recorded();
     e.inv->set_nodes(std::move(list));
@@ -84,8 +84,10 @@ void registry::impl::apply_nodes(entry& e, std::optional<core::node_list> list) 
 }
 
 void registry::impl::apply_api_nodes(core::node_list list) {
+  // One list for every inventory that lists Nodes through the API.
+  const auto shared = std::make_shared<const core::node_list>(std::move(list));
   for (auto& e : entries) {
-    if (e->spec.nodes_from_api) apply_nodes(*e, list);
+    if (e->spec.nodes_from_api) apply_nodes(*e, shared);
   }
 }
 
@@ -174,7 +176,7 @@ void registry::impl::check_nodes_file(entry& e) {
   }
   e.nodes_error.clear();
   e.nodes_digest = std::move(digest);
-  apply_nodes(e, std::move(parsed.list));
+  apply_nodes(e, std::make_shared<const core::node_list>(std::move(parsed.list)));
 }
 
 bool registry::impl::check_snapshot_file(entry& e, bool confirm_invalid) {

@@ -89,8 +89,9 @@ struct registry::impl {
     // Node-list file (loop thread only).
     std::string nodes_digest;
     std::string nodes_error;
-    // Last Node list handed to the inventory (write_mu).
-    std::optional<core::node_list> nodes;
+    // Last Node list handed to the inventory (write_mu), shared with the other inventories
+    // that list Nodes through the API.
+    std::shared_ptr<const core::node_list> nodes;
     // The store's object as this replica knows it: the one version of truth a push's
     // If-Match and compare-and-swap are judged against, and the only revision the inventory
     // serves. It moves only forward in the store's order (lane only).
@@ -207,7 +208,7 @@ struct registry::impl {
 
   // --- Node lists -------------------------------------------------------------------------
 
-  void apply_nodes(entry& e, std::optional<core::node_list> list);
+  void apply_nodes(entry& e, std::shared_ptr<const core::node_list> list);
 
   std::string nodes_origin(const entry& e) const {
     return !e.spec.nodes_path.empty() ? "file:" + e.spec.nodes_path : std::string("kubernetes");
