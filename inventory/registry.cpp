@@ -62,7 +62,12 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
     e.nodes = list;
     const auto before = e.inv->attempts_recorded();
     e.inv->set_nodes(std::move(list));
-    release_freed_memory();
+    // The heap walk costs milliseconds on a large heap: a stream of Node changes pays it once
+    // a second at most.
+    if (const auto now = steady::now(); now - e.last_trim >= std::chrono::seconds(1)) {
+      e.last_trim = now;
+      release_freed_memory();
+    }
     report(e, before);
     if (e.spec.config.source.node_labels) check_node_labels(e);
     if (!e.spec.snapshot_path.empty() && !e.snap_ok) {

@@ -92,6 +92,7 @@ struct registry::impl {
     // Last Node list handed to the inventory (write_mu), shared with the other inventories
     // that list Nodes through the API.
     std::shared_ptr<const core::node_list> nodes;
+    steady::time_point last_trim{};  // the last release_freed_memory() after a Node change
     // The store's object as this replica knows it: the one version of truth a push's
     // If-Match and compare-and-swap are judged against, and the only revision the inventory
     // serves. It moves only forward in the store's order (lane only).
