@@ -208,8 +208,9 @@ int report(const options& o, const core::error_list& errors,
     const std::string text = core::render_text(errors);
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (valid && size) {
-      std::printf("%s: valid %s: %zu Nodes, %zu bytes as canonical JSON (%.1f%% of %zu)\n",
-                  o.file.c_str(), o.kind.c_str(), size->nodes, size->canonical_bytes,
+      std::printf("%s: valid %s: %zu Node%s, %zu bytes as canonical JSON (%.1f%% of %zu)\n",
+                  o.file.c_str(), o.kind.c_str(), size->nodes, size->nodes == 1 ? "" : "s",
+                  size->canonical_bytes,
                   std::floor(static_cast<double>(size->canonical_bytes) * 1000.0 /
                              static_cast<double>(core::max_snapshot_bytes)) /
                       10.0,
