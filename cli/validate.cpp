@@ -3,6 +3,7 @@
 // allowed), 1 invalid or undecodable input, 2 usage or I/O error.
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/node_labels.hpp"
 #include "core/nodes.hpp"
 #include "core/snapshot.hpp"
+#include "core/snapshot_size.hpp"
 #include "core/topology_source.hpp"
 #include "server/file_util.hpp"
 
@@ -168,10 +170,17 @@ bool larger_than_cap(const std::string& path, std::size_t& size) {
   return size > max_input_bytes;
 }
 
+// A decodable snapshot's canonical JSON (what topogate serves) against S10's limit.
+struct snapshot_size {
+  std::size_t canonical_bytes = 0;
+  std::size_t nodes = 0;
+};
+
 // `input` names the file the errors belong to when it is not FILE itself (a snapshot is
 // judged only against a valid source and a decodable Node list).
 int report(const options& o, const core::error_list& errors,
-           const std::vector<std::string>& warnings, std::string_view input = {}) {
+           const std::vector<std::string>& warnings, std::string_view input = {},
+           const std::optional<snapshot_size>& size = std::nullopt) {
   const bool valid = errors.empty();
   if (o.json) {
     std::string out = "{\"valid\":";
@@ -179,6 +188,11 @@ int report(const options& o, const core::error_list& errors,
     if (!input.empty()) {
       out += ",\"input\":";
       core::append_json_string(out, input);
+    }
+    if (size) {
+      out += ",\"nodes\":" + std::to_string(size->nodes) +
+             ",\"canonicalJsonBytes\":" + std::to_string(size->canonical_bytes) +
+             ",\"maxBytes\":" + std::to_string(core::max_snapshot_bytes);
     }
     out += ",\"errors\":";
     out += core::render_json(errors);
@@ -193,7 +207,15 @@ int report(const options& o, const core::error_list& errors,
     for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
     const std::string text = core::render_text(errors);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    if (valid) {
+    if (valid && size) {
+      std::printf("%s: valid %s: %zu Node%s, %zu bytes as canonical JSON (%.1f%% of %zu)\n",
+                  o.file.c_str(), o.kind.c_str(), size->nodes, size->nodes == 1 ? "" : "s",
+                  size->canonical_bytes,
+                  std::floor(static_cast<double>(size->canonical_bytes) * 1000.0 /
+                             static_cast<double>(core::max_snapshot_bytes)) /
+                      10.0,
+                  core::max_snapshot_bytes);
+    } else if (valid) {
       std::printf("%s: valid %s\n", o.file.c_str(), o.kind.c_str());
     } else if (!input.empty()) {
       std::fprintf(stderr, "%s: the %.*s is invalid (%zu error%s); the %s was not checked\n",
@@ -237,7 +259,24 @@ int validate_snapshot_file(const options& o) {
   core::snapshot_context ctx;
   ctx.source = &source.source;
   ctx.nodes = selected ? &*selected : nullptr;
-  return report(o, core::check_snapshot(text, ctx), {});
+  const core::error_list errors = core::check_snapshot(text, ctx);
+  // S10 counts the file and topogate's canonical JSON of it (what is served, and what
+  // topogate_inventory_snapshot_bytes exports): each warns past 0.9 of the limit.
+  std::vector<std::string> warnings;
+  if (auto w = core::snapshot_size_warning(text.size(), o.file == "-" ? "the input" : o.file);
+      !w.empty())
+    warnings.push_back(std::move(w));
+  std::optional<snapshot_size> measured;
+  if (auto decoded = core::decode_snapshot(text); decoded.ok()) {
+    measured =
+        snapshot_size{core::render_snapshot_json(decoded.value).size(), decoded.value.nodes.size()};
+    if (auto w = core::snapshot_size_warning(
+            measured->canonical_bytes,
+            (o.file == "-" ? "the input" : o.file) + " as canonical JSON");
+        !w.empty())
+      warnings.push_back(std::move(w));
+  }
+  return report(o, errors, warnings, {}, measured);
 }
 
 int validate_node_labels(const options& o) {

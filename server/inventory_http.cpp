@@ -5,6 +5,7 @@
 #include "core/field_error.hpp"
 #include "core/k8s_status.hpp"
 #include "core/profile_impact.hpp"
+#include "core/snapshot_size.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::server {
@@ -39,10 +40,17 @@ void set_etag(response& res, const std::shared_ptr<const inventory::revision>& s
   if (served) res.set(http::field::etag, served->etag);
 }
 
-// {"name","revision","etag","acceptedAt","size","prunedNodes","impact"}: what was published.
-std::string stored_body(const inventory::push_result& r, std::string_view name) {
+// The revision shown in a 200/201: the one served after the push, else the one accepted.
+const inventory::revision& shown_revision(const inventory::push_result& r) {
+  return r.served ? *r.served : *r.candidate;
+}
+
+// {"name","revision","etag","acceptedAt","size","prunedNodes","impact","warnings"}: what was
+// published, and the warnings about it (the same as the Warning headers).
+std::string stored_body(const inventory::push_result& r, std::string_view name,
+                        const std::string& size_warning) {
   const auto& cand = *r.candidate;
-  const auto& shown = r.served ? *r.served : cand;
+  const auto& shown = shown_revision(r);
   std::string out = "{";
   add_str(out, "name", name);
   out.push_back(',');
@@ -59,7 +67,9 @@ std::string stored_body(const inventory::push_result& r, std::string_view name) 
   }
   out += "]";
   if (r.impact) out += ",\"impact\":" + core::render_impact_json(*r.impact);
-  out += "}";
+  out += ",\"warnings\":[";
+  if (!size_warning.empty()) core::append_json_string(out, size_warning);
+  out += "]}";
   return out;
 }
 
@@ -76,10 +86,16 @@ response push_response(const inventory::push_result& r, std::string_view name) {
     case push_outcome::created:
     case push_outcome::stored: {
       if (!r.candidate) break;  // the registry always sets it; anything else is a bug, not a 200
+      // The size the consumer reads, as topogate_inventory_snapshot_bytes exports it.
+      const std::string size_warning = core::snapshot_size_warning(
+          shown_revision(r).json_body.size(), "the revision's canonical JSON");
       response res = json_response(
           r.outcome == push_outcome::created ? http::status::created : http::status::ok,
-          stored_body(r, name));
+          stored_body(r, name, size_warning));
       set_etag(res, r.served);
+      // As the Kubernetes API server warns (kubectl and client-go print it): code 299, no
+      // agent, the text quoted; snapshot_size_warning writes neither quotes nor backslashes.
+      if (!size_warning.empty()) res.insert(http::field::warning, "299 - \"" + size_warning + "\"");
       return res;
     }
     case push_outcome::not_found:

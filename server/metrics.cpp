@@ -5,6 +5,7 @@
 #include <chrono>
 #include <tuple>
 
+#include "core/snapshot.hpp"
 #include "inventory/registry.hpp"
 
 namespace topogate::server {
@@ -93,8 +94,17 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Register(r);
   snapshot_bytes_ = &prometheus::BuildGauge()
                          .Name("topogate_inventory_snapshot_bytes")
-                         .Help("Size of the served JSON rendering, per inventory.")
+                         .Help(
+                             "Size of the served revision's canonical JSON rendering in bytes, "
+                             "per inventory (0 while nothing is served).")
                          .Register(r);
+  snapshot_max_bytes_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_inventory_snapshot_max_bytes")
+           .Help(
+               "The largest snapshot an inventory may serve (S10: the consumer refuses more), in "
+               "bytes: topogate_inventory_snapshot_bytes over it is the used fraction.")
+           .Register(r);
   revision_age_ = &prometheus::BuildGauge()
                        .Name("topogate_inventory_revision_age_seconds")
                        .Help("Seconds since the served revision was accepted, per inventory.")
@@ -339,6 +349,8 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     const std::string& name = inv->name();
     const auto rev = inv->current();
     inventory_ready_->Add({{"inventory", name}}).Set(reg.inventory_ready(name) ? 1 : 0);
+    snapshot_max_bytes_->Add({{"inventory", name}})
+        .Set(static_cast<double>(core::max_snapshot_bytes));
     if (const auto available = reg.store_available(name)) {
       store_available_->Add({{"inventory", name}}).Set(*available ? 1 : 0);
     }

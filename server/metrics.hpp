@@ -82,6 +82,7 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* cert_expiry_;
   prometheus::Family<prometheus::Gauge>* revision_info_;
   prometheus::Family<prometheus::Gauge>* snapshot_bytes_;
+  prometheus::Family<prometheus::Gauge>* snapshot_max_bytes_;
   prometheus::Family<prometheus::Gauge>* revision_age_;
   prometheus::Family<prometheus::Gauge>* inventory_ready_;
   prometheus::Family<prometheus::Gauge>* nodelabel_errors_;

@@ -1,8 +1,10 @@
 """The metrics the chart's alerts read, from the real binary over HTTPS: refused revisions by
 rule, admission denials by rule, staleness against maxAge, Nodes served, the store's
 availability (a file store that answers; a Kubernetes store whose API server refuses
-connections), and admission decisions that exist at 0 before the first review."""
+connections), admission decisions that exist at 0 before the first review, and the served
+size against the 1 MiB limit with the push answer's warning on both sides of 0.9 of it."""
 
+import json
 import socket
 from pathlib import Path
 
@@ -54,11 +56,38 @@ inventories:
 """
 
 
-def push(server, pki, body):
+def push(server, pki, body, *extra):
     code, out, err, _ = curl("--cacert", str(pki.ca), "-X", "PUT", "-H", f"Authorization: Bearer {WRITER_TOKEN}",
-                             "-H", "Content-Type: application/yaml", "--data-binary", body,
+                             "-H", "Content-Type: application/yaml", *extra, "--data-binary", body,
                              f"{server.url}/snapshots/pushed")
     return code, out
+
+
+LIMIT = 1048576
+WARN_ABOVE = LIMIT * 9 // 10  # 943718
+
+
+def canonical(snapshot):
+    """topogate's canonical JSON of a snapshot of ASCII names and labels: sorted keys, no space."""
+    return json.dumps(snapshot, sort_keys=True, separators=(",", ":"))
+
+
+def snapshot_of_size(size, revision):
+    """A valid snapshot (TOPOLOGY_SOURCE's levels) whose canonical JSON is `size` bytes: Nodes in
+    one rack, then a Node without labels whose name (DNS labels of 63) takes up the rest."""
+    labels = {"topology.gpustack.ai/region": "region-a", "topology.gpustack.ai/zone": "zone-a",
+              "topology.gpustack.ai/rack": "rack-01"}
+    snap = {"apiVersion": "topology.gpustack.ai/v1alpha1", "revision": revision, "nodes": {}}
+    per = len(canonical({"w": {"worker-000000": labels, "worker-000001": labels}})) - \
+        len(canonical({"w": {"worker-000000": labels}}))
+    count = (size - len(canonical(snap)) - 100) // per  # leaves 100 to 100 + per bytes: a name of <= 253
+    snap["nodes"] = {f"worker-{i:06d}": labels for i in range(count)}
+    rest = size - len(canonical(snap)) - len(',"":{}')
+    name = "".join("." if i % 64 == 63 else "z" for i in range(rest))
+    snap["nodes"][name] = {}
+    text = canonical(snap)
+    assert len(text) == size
+    return text
 
 
 def test_file_store_rejections_staleness_nodes_and_denials(make_server, pki):
@@ -123,3 +152,29 @@ def test_store_that_refuses_connections_is_unavailable(make_server, pki):
     code, _ = push(srv, pki, SNAPSHOT.format(revision="p-1"))
     assert code == 503
     assert value(metrics(srv, pki), "topogate_store_available", inventory="pushed") == 0
+
+
+def test_size_against_the_limit_and_the_push_warning_on_both_sides(make_server, pki, tmp_path):
+    srv = make_server(lambda d: config(pki, d, f"{{type: file, directory: {d / 'store'}}}"))
+    text = wait_for(lambda: (t := metrics(srv, pki)) and value(t, "topogate_store_available", inventory="pushed") is not None
+                    and t, what="the store's first answer")
+    assert value(text, "topogate_inventory_snapshot_max_bytes", inventory="pushed") == LIMIT
+    assert value(text, "topogate_inventory_snapshot_bytes", inventory="pushed") == 0
+    for size, warned in ((WARN_ABOVE, False), (WARN_ABOVE + 1, True)):
+        headers, body = tmp_path / f"headers-{size}", tmp_path / f"body-{size}.json"
+        body.write_text(snapshot_of_size(size, f"size-{size}"))
+        code, out = push(srv, pki, f"@{body}", "-H", "Content-Type: application/json", "-D", str(headers))
+        assert code in (200, 201), out
+        answer = json.loads(out)
+        assert answer["size"] == size
+        warning = [h.split(":", 1)[1].strip() for h in headers.read_text().splitlines()
+                   if h.lower().startswith("warning:")]
+        if warned:
+            assert len(answer["warnings"]) == 1 and f"is {size} bytes, 90.0% of the 1048576-byte" in answer["warnings"][0]
+            assert warning == [f'299 - "{answer["warnings"][0]}"'], warning
+        else:
+            assert answer["warnings"] == [] and warning == [], (answer, warning)
+        text = metrics(srv, pki)
+        assert value(text, "topogate_inventory_snapshot_bytes", inventory="pushed") == size
+        ratio = size / value(text, "topogate_inventory_snapshot_max_bytes", inventory="pushed")
+        assert (ratio > 0.9) == warned, ratio

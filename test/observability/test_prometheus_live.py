@@ -6,7 +6,8 @@ Traffic makes the series exist: pushes (valid, one breaking S4, one over maxProf
 and the same accepted), admission reviews (allowed, denied, malformed), snapshot GETs with a
 token, a wrong one and none, a TLS 1.1 handshake; the serving certificate is two days from
 expiry; the periodic audit is on against an API server that refuses connections; one
-inventory never gets a revision. Then, through Prometheus' HTTP API:
+inventory never gets a revision; the file-fed one serves a revision past 0.9 of the 1 MiB
+snapshot limit. Then, through Prometheus' HTTP API:
 
 - every dashboard panel's query returns series;
 - every alert's expression, each side of and/or/unless with its threshold comparison
@@ -38,6 +39,9 @@ DASHBOARD = HERE.parents[1] / "helm" / "topogate" / "files" / "dashboard.json"
 WRITER_TOKEN = "live-writer-token-0123456789abcdef"
 MAX_AGE_S = 12
 NODES = ("worker-a", "worker-b", "worker-c", "worker-d")
+# 133 bytes a Node as canonical JSON: 957,680 bytes, 0.913 of the 1 MiB limit (S10), past the
+# alert's 0.9; the YAML file (972,070 bytes) is within the limit too.
+LARGE_NODES = 7200
 
 # Parts of alert expressions whose series cannot exist around one process, and why.
 SKIPPED = {
@@ -53,6 +57,7 @@ ACTIVE = {
     "TopogateCertificateExpiringSoon",      # a 2-day serving certificate
     "TopogateInventoryNotReady",            # inventory "empty"
     "TopogateAuditFailing",                 # the audit's API refuses connections
+    "TopogateInventoryNearSizeLimit",       # inventory "files": LARGE_NODES Nodes, over 0.9 MiB
 }
 INACTIVE = {
     "TopogateInventoryStale", "TopogateInventoryNearMaxAge", "TopogateProfileChangesAccepted",
@@ -74,9 +79,18 @@ def snapshot(revision, racked=()):
     return "\n".join(lines) + "\n"
 
 
+def large_snapshot():
+    """LARGE_NODES Nodes in one rack: a valid snapshot past 0.9 of the size limit."""
+    lines = ["apiVersion: topology.gpustack.ai/v1alpha1", "revision: file-large", "nodes:"]
+    for i in range(LARGE_NODES):
+        lines += [f"  worker-{i:05d}:", "    topology.gpustack.ai/region: region-a",
+                  "    topology.gpustack.ai/zone: zone-a", "    topology.gpustack.ai/rack: rack-01"]
+    return "\n".join(lines) + "\n"
+
+
 def config(pki, d: Path, crt, key, health_port, api_port):
     (d / "topologysource.yaml").write_text(TOPOLOGY_SOURCE)
-    (d / "snapshot.yaml").write_text(SNAPSHOT.format(revision="file-1"))
+    (d / "snapshot.yaml").write_text(large_snapshot())
     (d / "writer.token").write_text(WRITER_TOKEN + "\n")
     readers = f"{{bearerTokenFiles: [{pki.token_file}], clientCAFile: {pki.ca}}}"
     return f"""listen: {{address: 127.0.0.1, port: 0, healthPort: {health_port}}}
@@ -323,6 +337,12 @@ def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path, closed_po
         assert labels["TopogateAdmissionErrors"]["kind"] == "other"
         assert labels["TopogateCertificateExpiringSoon"]["certificate"].startswith("server:")
         assert labels["TopogateInventoryNotReady"]["inventory"] == "empty"
+        # Only the large revision is past the fraction; the pushed one (4 Nodes) is not.
+        assert labels["TopogateInventoryNearSizeLimit"]["inventory"] == "files"
+        sizes = {r["metric"]["inventory"]: float(r["value"][1])
+                 for r in prom.query('topogate_inventory_snapshot_bytes{job="topogate"}')}
+        assert 0.9 < sizes["files"] / 1048576 <= 1, sizes
+        assert [r["metric"]["inventory"] for r in prom.query(alert_exprs["TopogateInventoryNearSizeLimit"])] == ["files"]
         # The client CA (ten years) is on the other side of the threshold.
         certs = prom.query(alert_exprs["TopogateCertificateExpiringSoon"])
         assert [c["metric"]["certificate"] for c in certs] == [labels["TopogateCertificateExpiringSoon"]["certificate"]]

@@ -35,6 +35,7 @@ NAMES = {
     "TopogateInventoryStale": "inventory",
     "TopogateInventoryNearMaxAge": "inventory",
     "TopogateInventoryRejectingRevisions": "rule",
+    "TopogateInventoryNearSizeLimit": "inventory",
     "TopogateProfileChangeRefused": "inventory",
     "TopogateProfileChangesAccepted": "inventory",
     "TopogateInventoryNotReady": "inventory",
@@ -152,6 +153,7 @@ def test_thresholds_come_from_values():
     text = render_rules.render({
         "webhook.timeoutSeconds": 20,
         "prometheusRule.thresholds.staleFraction": 0.5,
+        "prometheusRule.thresholds.revisionSizeFraction": 0.75,
         "prometheusRule.thresholds.admissionLatencyFraction": 0.75,
         "prometheusRule.thresholds.certificateExpiryDays": 30,
         "prometheusRule.thresholds.profileChangesPerHour": 3,
@@ -164,6 +166,8 @@ def test_thresholds_come_from_values():
     assert by["TopogateAdmissionSlow"]["expr"].rstrip().endswith("> 20 * 0.75")
     assert "more than 0.75 of the webhook's timeoutSeconds (20s)" in by["TopogateAdmissionSlow"]["annotations"]["description"]
     assert ") > 0.5 <= 1" in by["TopogateInventoryNearMaxAge"]["expr"]
+    assert by["TopogateInventoryNearSizeLimit"]["expr"].rstrip().endswith(") > 0.75")
+    assert "(rule S10; alert above 0.75)" in by["TopogateInventoryNearSizeLimit"]["annotations"]["description"]
     assert "< 30 * 86400" in by["TopogateCertificateExpiringSoon"]["expr"]
     assert by["TopogateProfileChangesAccepted"]["expr"].rstrip().endswith("> 3")
     assert by["TopogateAdmissionErrors"]["expr"].rstrip().endswith("> 0.2")

@@ -11,10 +11,12 @@
 #include <sstream>
 #include <string>
 
+#include "core/snapshot_size.hpp"
 #include "inventory/registry.hpp"
 #include "server/metrics.hpp"
 #include "server/router.hpp"
 #include "test/inventory/test_util.hpp"
+#include "test/server/sized_snapshot.hpp"
 
 namespace topogate::server {
 namespace {
@@ -171,6 +173,36 @@ TEST_F(RegistryMetrics, MaxAgeStalenessAndRuleCountersStartingAtZero) {
   EXPECT_EQ(sample(text, "topogate_inventory_nodes", {{"inventory", "pushed"}}), 0);
   // A file-fed inventory makes no store call.
   EXPECT_EQ(sample(text, "topogate_store_available", {{"inventory", "file-fed"}}), std::nullopt);
+}
+
+TEST_F(RegistryMetrics, SnapshotBytesAgainstTheLimitOnBothSidesOfTheAlertFraction) {
+  auto text = scrape();
+  // Every inventory states the limit; nothing pushed is 0 bytes.
+  for (const char* inv : {"file-fed", "pushed"}) {
+    EXPECT_EQ(sample(text, "topogate_inventory_snapshot_max_bytes", {{"inventory", inv}}), 1048576)
+        << inv;
+  }
+  EXPECT_EQ(sample(text, "topogate_inventory_snapshot_bytes", {{"inventory", "pushed"}}), 0);
+  EXPECT_EQ(sample(text, "topogate_inventory_snapshot_bytes", {{"inventory", "file-fed"}}),
+            static_cast<double>(reg_->find("file-fed")->current()->json_body.size()));
+  // What TopogateInventoryNearSizeLimit divides (alert above 0.9 by default), just under and
+  // just over 0.9 of 1 MiB.
+  for (const std::size_t bytes :
+       {core::snapshot_size_warning_bytes, core::snapshot_size_warning_bytes + 1}) {
+    const auto r = reg_->push(
+        "pushed", server::testing::snapshot_json_of_size(bytes, "size-" + std::to_string(bytes)),
+        std::nullopt, "w");
+    ASSERT_TRUE(r.outcome == inventory::push_outcome::created ||
+                r.outcome == inventory::push_outcome::stored)
+        << r.message;
+    text = scrape();
+    const auto got = sample(text, "topogate_inventory_snapshot_bytes", {{"inventory", "pushed"}});
+    const auto max =
+        sample(text, "topogate_inventory_snapshot_max_bytes", {{"inventory", "pushed"}});
+    ASSERT_TRUE(got && max);
+    EXPECT_EQ(*got, static_cast<double>(bytes));
+    EXPECT_EQ(*got / *max > 0.9, bytes > core::snapshot_size_warning_bytes) << bytes;
+  }
 }
 
 TEST_F(RegistryMetrics, StalenessCountsFromTheLastConfirmationNotTheFirstAcceptance) {

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "core/snapshot_size.hpp"
+#include "test/server/sized_snapshot.hpp"
+
 namespace {
 
 struct run_result {
@@ -254,6 +257,57 @@ TEST_F(CliValidate, SnapshotReceivedSizeCountsForS10) {
       {"validate", "snapshot", file("big.yaml", big), "--source", file("ts.yaml", valid_source)});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("[S10]"), std::string::npos) << r.out;
+}
+
+TEST_F(CliValidate, SnapshotSizeIsPrintedAndWarnedAboutPastNineTenthsOfTheLimit) {
+  namespace st = topogate::server::testing;
+  const std::string ts = file("ts.yaml", valid_source);
+  const auto small = run({"validate", "snapshot", file("s.yaml", valid_snapshot), "--source", ts});
+  EXPECT_EQ(small.exit_code, 0);
+  EXPECT_NE(small.out.find(": valid snapshot: 2 Nodes, "), std::string::npos) << small.out;
+  EXPECT_EQ(small.out.find("warning:"), std::string::npos) << small.out;
+
+  // 943718 bytes (0.9 of 1 MiB rounded down): valid, no warning.
+  const std::string under =
+      file("under.json", st::snapshot_json_of_size(topogate::core::snapshot_size_warning_bytes));
+  const auto u = run({"validate", "snapshot", under, "--source", ts});
+  EXPECT_EQ(u.exit_code, 0) << u.out << u.err;
+  EXPECT_EQ(u.out.find("warning:"), std::string::npos) << u.out;
+  EXPECT_NE(u.out.find("943718 bytes as canonical JSON (89.9% of 1048576)"), std::string::npos)
+      << u.out;
+
+  // One byte more: still valid (exit 0), with a warning for the file and for its canonical
+  // JSON (the same bytes here), in text and in JSON.
+  const std::string over =
+      file("over.json", st::snapshot_json_of_size(topogate::core::snapshot_size_warning_bytes + 1));
+  const auto o = run({"validate", "snapshot", over, "--source", ts});
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  const std::string tail =
+      " is 943719 bytes, 90.0% of the 1048576-byte snapshot limit (S10; warning above 90%): "
+      "past the limit revisions are refused; split the cluster into inventories by "
+      "nodeSelector (docs/inventory.md#splitting-a-large-cluster)\n";
+  EXPECT_NE(o.out.find("warning: " + over + tail), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("warning: " + over + " as canonical JSON" + tail), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find(over + ": valid snapshot: "), std::string::npos) << o.out;
+  const auto j = run({"validate", "snapshot", over, "--source", ts, "--output", "json"});
+  EXPECT_EQ(j.exit_code, 0) << j.out << j.err;
+  EXPECT_NE(j.out.find("\"valid\":true,\"nodes\":"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"canonicalJsonBytes\":943719,\"maxBytes\":1048576"), std::string::npos)
+      << j.out;
+  EXPECT_NE(j.out.find("\"warnings\":[\"" + over + " is 943719 bytes"), std::string::npos) << j.out;
+
+  // A YAML file larger than its canonical JSON: only the file's size warns.
+  std::string padded = valid_snapshot;
+  padded += "# " +
+            std::string(topogate::core::snapshot_size_warning_bytes + 1 - padded.size() - 3, 'x') +
+            "\n";
+  ASSERT_EQ(padded.size(), topogate::core::snapshot_size_warning_bytes + 1);
+  const std::string yaml = file("padded.yaml", padded);
+  const auto p = run({"validate", "snapshot", yaml, "--source", ts});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("warning: " + yaml + tail), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("as canonical JSON is"), std::string::npos) << p.out;
 }
 
 TEST_F(CliValidate, ModelDeployment) {

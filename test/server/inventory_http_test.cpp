@@ -23,9 +23,11 @@
 #include "core/k8s_status.hpp"
 #include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
+#include "core/snapshot_size.hpp"
 #include "inventory/registry.hpp"
 #include "inventory/store.hpp"
 #include "test/inventory/test_util.hpp"
+#include "test/server/sized_snapshot.hpp"
 
 namespace topogate::server {
 namespace {
@@ -201,6 +203,53 @@ TEST_F(InventoryHttp, PrunedPushNamesTheServedRevisionAndThePrunedNodes) {
   EXPECT_EQ(res.result_int(), 201u);
   // The revision served (pruned), its ETag and size; the Nodes left out.
   expect_published_body(res, r, "dc", "p-1+pruned-1", {"worker-3"});
+}
+
+std::vector<std::string> warnings_of(const response& res) {
+  const auto text = body_of(res);
+  json_doc doc(text);
+  std::vector<std::string> out;
+  simdjson::dom::array warnings;
+  if (!doc.ok || doc.root["warnings"].get(warnings)) return {"<no warnings array>"};
+  for (auto w : warnings) out.push_back(str(w));
+  return out;
+}
+
+TEST_F(InventoryHttp, ARevisionPastNineTenthsOfTheLimitIsWarnedAboutInTheBodyAndAWarningHeader) {
+  auto& reg = start(push_config(dir / "store"));
+  namespace st = server::testing;
+  // Exactly 0.9 of 1 MiB (rounded down): no warning.
+  const auto under = reg.push("dc", st::snapshot_json_of_size(core::snapshot_size_warning_bytes),
+                              std::nullopt, "w");
+  ASSERT_EQ(under.outcome, push_outcome::created) << describe(under);
+  ASSERT_EQ(under.served->json_body.size(), 943718u);
+  const auto quiet_res = push_response(under, "dc");
+  EXPECT_EQ(quiet_res.result_int(), 201u);
+  EXPECT_FALSE(has_header(quiet_res, http::field::warning));
+  EXPECT_EQ(warnings_of(quiet_res), std::vector<std::string>{});
+
+  // One byte more: the same warning in the body and, Kubernetes-style, in the header.
+  const auto over =
+      reg.push("dc", st::snapshot_json_of_size(core::snapshot_size_warning_bytes + 1, "big-2"),
+               std::nullopt, "w");
+  ASSERT_EQ(over.outcome, push_outcome::stored) << describe(over);
+  ASSERT_EQ(over.served->json_body.size(), 943719u);
+  const auto res = push_response(over, "dc");
+  EXPECT_EQ(res.result_int(), 200u);
+  expect_published_body(res, over, "dc", "big-2", {});
+  const std::string text =
+      "the revision's canonical JSON is 943719 bytes, 90.0% of the 1048576-byte snapshot limit "
+      "(S10; warning above 90%): past the limit revisions are refused; split the cluster into "
+      "inventories by nodeSelector (docs/inventory.md#splitting-a-large-cluster)";
+  EXPECT_EQ(warnings_of(res), std::vector<std::string>{text});
+  ASSERT_TRUE(has_header(res, http::field::warning));
+  EXPECT_EQ(res[http::field::warning], "299 - \"" + text + "\"");
+
+  // The limit itself still warns; past it the push is refused (S10) and says so instead.
+  const auto at_limit = reg.push("dc", st::snapshot_json_of_size(core::max_snapshot_bytes, "big-3"),
+                                 std::nullopt, "w");
+  ASSERT_EQ(at_limit.outcome, push_outcome::stored) << describe(at_limit);
+  EXPECT_EQ(warnings_of(push_response(at_limit, "dc")).size(), 1u);
 }
 
 TEST_F(InventoryHttp, UnknownInventoryIs404) {
