@@ -89,7 +89,7 @@ func run() int {
 		settle    = flag.Duration("settle", 30*time.Second, "P5: the bound after the faults end")
 		timeout   = flag.Duration("store-timeout", 2*time.Second, "the replicas' store.timeout")
 		writers   = flag.Int("writers", 3, "writer clients (mixed workload)")
-		checkTO   = flag.Duration("check-timeout", 120*time.Second, "Porcupine's deadline per check")
+		checkTO   = flag.Duration("check-timeout", 30*time.Second, "Porcupine's deadline per check")
 	)
 	flag.Parse()
 	if *binary == "" || *nrep < 1 || *nrep > 3 {
@@ -324,7 +324,13 @@ func run() int {
 		fmt.Fprintf(&report, "  %s\n", f)
 	}
 
-	p1 := checkLin(writesAndReads, end, 0, *checkTO)
+	fmt.Print(report.String())
+	printed := report.Len()
+	histPath := filepath.Join(*artifacts, fmt.Sprintf("lincheck-%d.history.txt", *seed))
+	events := sw.snapshot()
+	writeHistory(histPath, ops, events, rn.log)
+
+	p1 := checkLin(writesAndReads, end, 0, *checkTO, nil)
 	verdicts["P1"] = p1.verdict
 	fmt.Fprintf(&report, "P1 writes and store reads linearizable: %s (%d operations) %s\n", p1.verdict, p1.ops, p1.note)
 	if p1.verdict == "FAIL" {
@@ -332,6 +338,12 @@ func run() int {
 		fmt.Fprintf(&report, "  shortest failing history (%d operations):\n%s", len(p1.shortest), joinOps(p1.shortest, "    "))
 	}
 
+	var storeReads []*op
+	for _, o := range ops {
+		if o.kind == opRead {
+			storeReads = append(storeReads, o)
+		}
+	}
 	windows := faultWindows(faults, *nrep, *grace, *cpGrace)
 	p2 := "PASS"
 	for r := 0; r < *nrep; r++ {
@@ -348,7 +360,7 @@ func run() int {
 				hist = append(hist, o)
 			}
 		}
-		res := checkLin(hist, end, *stale, *checkTO)
+		res := checkLin(hist, end, *stale, *checkTO, storeReads)
 		fmt.Fprintf(&report, "P2 replica %s GETs linearizable within %s: %s (%d operations, %d GETs in fault windows not held to it) %s\n",
 			c.replicas[r].name, *stale, res.verdict, res.ops, excluded, res.note)
 		if res.verdict == "FAIL" {
@@ -359,7 +371,6 @@ func run() int {
 	}
 	verdicts["P2"] = p2
 
-	events := sw.snapshot()
 	so := buildOrder(events, ops)
 	p3v := checkMonotonic(ops, so, *nrep)
 	verdicts["P3"] = verdictOf(p3v)
@@ -385,15 +396,6 @@ func run() int {
 	}
 	fmt.Fprintf(&report, "proxies:\n  %s\n", strings.Join(px, "\n  "))
 
-	histPath := filepath.Join(*artifacts, fmt.Sprintf("lincheck-%d.history.txt", *seed))
-	var hb strings.Builder
-	hb.WriteString(joinOps(ops, ""))
-	hb.WriteString("---- the store's order (the harness's own watch)\n")
-	for _, e := range events {
-		fmt.Fprintf(&hb, "%8.3f rv %d %s (%s)\n", float64(e.t)/1e9, e.rv, orNone(e.revision), e.via)
-	}
-	hb.WriteString("---- faults\n" + strings.Join(rn.log, "\n") + "\n")
-	os.WriteFile(histPath, []byte(hb.String()), 0o644)
 	fmt.Fprintf(&report, "history: %s\n", histPath)
 
 	overall := "PASS"
@@ -402,7 +404,7 @@ func run() int {
 	}
 	fmt.Fprintf(&report, "verdict: %s (P1 %s, P2 %s, P3 %s, P4 %s, P5 %s)\n", overall,
 		verdicts["P1"], verdicts["P2"], verdicts["P3"], verdicts["P4"], verdicts["P5"])
-	fmt.Print(report.String())
+	fmt.Print(report.String()[printed:])
 	os.WriteFile(filepath.Join(*artifacts, fmt.Sprintf("lincheck-%d.report.txt", *seed)), []byte(report.String()), 0o644)
 
 	if *sumFile != "" {
@@ -428,6 +430,17 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+func writeHistory(path string, ops []*op, events []storeEvent, faultLog []string) {
+	var hb strings.Builder
+	hb.WriteString(joinOps(ops, ""))
+	hb.WriteString("---- the store's order (the harness's own watch)\n")
+	for _, e := range events {
+		fmt.Fprintf(&hb, "%8.3f rv %d %s (%s)\n", float64(e.t)/1e9, e.rv, orNone(e.revision), e.via)
+	}
+	hb.WriteString("---- faults\n" + strings.Join(faultLog, "\n") + "\n")
+	os.WriteFile(path, []byte(hb.String()), 0o644)
 }
 
 func worse(a, b string) string {

@@ -45,7 +45,8 @@ type op struct {
 	err     string
 	call    int64
 	ret     int64
-	ryw     int // get: the id of this client's write it must see, else -1
+	ryw     int      // get: the id of this client's write it must see, else -1
+	names   []string // write: the Nodes created during the run that its snapshot names
 }
 
 func (o *op) isWrite() bool {
@@ -86,6 +87,9 @@ func (o *op) String() string {
 	}
 	if o.err != "" {
 		res += " (" + truncate(o.err, 80) + ")"
+	}
+	if len(o.names) > 0 {
+		what += " naming " + strings.Join(o.names, ",")
 	}
 	end := fmt.Sprintf("%8.3f", float64(o.ret)/1e9)
 	if o.out == outUnk {
@@ -214,8 +218,13 @@ func (w *workload) push(hc *http.Client, client, r int, rng *rand.Rand, etag, ex
 		kind = opCAS
 	}
 	rev := fmt.Sprintf("s%d-c%d-%d", w.seed, client, w.revs.Add(1))
-	body := snapshotJSON(rev, w.nodes.pick(rng))
-	return w.pushBody(hc, client, r, kind, rev, body, etag, expect)
+	nodes := w.nodes.pick(rng)
+	body := snapshotJSON(rev, nodes)
+	o := w.pushBody(hc, client, r, kind, rev, body, etag, expect)
+	if o != nil {
+		o.names = nodes[len(w.nodes.base):]
+	}
+	return o
 }
 
 func (w *workload) pushBody(hc *http.Client, client, r int, kind, rev, body, etag, expect string) *op {
@@ -319,8 +328,13 @@ func (w *workload) writer(client int) {
 	rng := rand.New(rand.NewPCG(w.seed, uint64(client)))
 	hc := w.httpClient(w.reqTO)
 	n := len(w.c.replicas)
+	avoid := make([]time.Time, n) // a replica that just gave an indeterminate answer is left alone for a second
 	for !w.stop.Load() {
 		r := rng.IntN(n)
+		if time.Now().Before(avoid[r]) {
+			pause(rng, 20, 60)
+			continue
+		}
 		var o *op
 		if rng.Float64() < 0.3 {
 			o = w.push(hc, client, r, rng, "", "")
@@ -333,6 +347,9 @@ func (w *workload) writer(client int) {
 			if g != nil && g.etag != "" {
 				o = w.push(hc, client, r, rng, g.etag, g.value)
 			}
+		}
+		if o != nil && o.out == outUnk {
+			avoid[r] = time.Now().Add(time.Second)
 		}
 		if o != nil && o.out == outOK && rng.Float64() < 0.6 {
 			if g := w.get(hc, client, r); g != nil {
