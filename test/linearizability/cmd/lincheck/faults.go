@@ -227,12 +227,23 @@ func (r *runner) apply(ctx context.Context, f *fault) {
 			name = r.nodes.fresh[len(r.nodes.fresh)-1]
 		}
 		r.nodes.mu.Unlock()
-		if name == "" {
-			f.note = "no Node to relabel"
-			r.sleep(ctx, f.dur)
-			return
-		}
 		rep.proxy.set(func() { rep.proxy.nodePaused = true })
+		if name == "" { // none created yet: one now, which the paused replica does not see either
+			r.mu.Lock()
+			r.fresh++
+			name = fmt.Sprintf("lin-%s-x%d", r.c.inventory, r.fresh)
+			r.mu.Unlock()
+			if code, err := r.c.cp.createNode(ctx, name, "gpu"); err != nil || code != 201 {
+				f.note = fmt.Sprintf("create Node %s: %d %s", name, code, errText(err))
+				r.sleep(ctx, f.dur)
+				rep.proxy.set(func() { rep.proxy.nodePaused = false })
+				return
+			}
+			r.nodes.mu.Lock()
+			r.nodes.fresh = append(r.nodes.fresh, name)
+			r.nodes.mu.Unlock()
+			r.sleep(ctx, f.dur/4)
+		}
 		r.nodes.mu.Lock()
 		r.nodes.absent[name] = true
 		r.nodes.mu.Unlock()
