@@ -299,6 +299,26 @@ func run() int {
 	ops := append([]*op(nil), h.ops...)
 	h.mu.Unlock()
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
+	// An indeterminate push whose revision reached no apiserver (no proxy transmitted a write
+	// carrying it) did not take effect: it leaves the history.
+	notSent := 0
+	{
+		kept := ops[:0]
+		for _, o := range ops {
+			if o.out == outUnk && (o.kind == opPut || o.kind == opCAS) {
+				sent := false
+				for _, r := range c.replicas {
+					sent = sent || r.proxy.wasSent(o.value)
+				}
+				if !sent {
+					notSent++
+					continue
+				}
+			}
+			kept = append(kept, o)
+		}
+		ops = kept
+	}
 	var writesAndReads []*op
 	nWrites, nUnk := 0, 0
 	for _, o := range ops {
@@ -317,8 +337,8 @@ func run() int {
 	var report strings.Builder
 	fmt.Fprintf(&report, "lincheck: seed %d, plan %s (%s), workload %s, %d replicas, %s, binary %s\n",
 		*seed, *planName, strings.Join(kinds, ","), *wl, *nrep, *duration, *binary)
-	fmt.Fprintf(&report, "operations %d (writes %d, indeterminate %d; %d refused before the store or not sent)\n",
-		len(ops), nWrites, nUnk, w.skipped.Load())
+	fmt.Fprintf(&report, "operations %d (writes %d, indeterminate %d; left out: %d refused before the store or not sent, %d indeterminate that reached no apiserver)\n",
+		len(ops), nWrites, nUnk, w.skipped.Load(), notSent)
 	fmt.Fprintf(&report, "fault schedule (%d):\n", len(faults))
 	for _, f := range faults {
 		fmt.Fprintf(&report, "  %s\n", f)

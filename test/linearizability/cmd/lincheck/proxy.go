@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -76,6 +78,7 @@ type faultProxy struct {
 	writeMode  int
 	writeDelay time.Duration
 	streams    map[*faultBody]struct{}
+	sent       map[string]bool // revisions of ConfigMap writes transmitted to the apiserver
 
 	requests   [4]atomic.Int64
 	cuts       atomic.Int64
@@ -96,6 +99,7 @@ func newFaultProxy(name, upstream string, upstreamCA *tls.Config, serving tls.Ce
 		upstream: u,
 		changed:  make(chan struct{}),
 		streams:  map[*faultBody]struct{}{},
+		sent:     map[string]bool{},
 		base: &http.Transport{
 			TLSClientConfig:     upstreamCA,
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -197,6 +201,15 @@ func (p *faultProxy) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if kind == kindCMWrite {
+		if rev := p.noteWrite(req); rev != "" {
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				WroteHeaders: func() {
+					p.mu.Lock()
+					p.sent[rev] = true
+					p.mu.Unlock()
+				},
+			}))
+		}
 		p.mu.Lock()
 		mode, d := p.writeMode, p.writeDelay
 		p.mu.Unlock()
@@ -216,6 +229,33 @@ func (p *faultProxy) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = p.newFaultBody(kind, resp.Body)
 	}
 	return resp, nil
+}
+
+// noteWrite returns the revision a ConfigMap write carries. Once its request headers are
+// written to the apiserver's connection the revision counts as sent: an indeterminate push
+// whose revision no proxy ever sent cannot have taken effect.
+func (p *faultProxy) noteWrite(req *http.Request) string {
+	if req.Body == nil {
+		return ""
+	}
+	b, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return ""
+	}
+	var cm configMap
+	if json.Unmarshal(b, &cm) != nil {
+		return ""
+	}
+	rev, _ := revisionOf(&cm)
+	return rev
+}
+
+func (p *faultProxy) wasSent(rev string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent[rev]
 }
 
 // faultyWrite forwards the write whatever the replica does meanwhile, so the apiserver
