@@ -446,8 +446,11 @@ func run() int {
 			f.Close()
 		}
 	}
-	if overall == "FAIL" {
+	switch overall {
+	case "FAIL":
 		return 1
+	case "UNKNOWN":
+		return 3 // the checker did not finish: not a pass
 	}
 	return 0
 }
