@@ -263,6 +263,7 @@ func (r *runner) apply(ctx context.Context, f *fault) {
 			return
 		}
 		syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(pid, 10*time.Second)
 		r.sleep(ctx, f.dur)
 		t := time.Now()
 		out, err := runScript(r.c.cp.script, "apiserver-start")
@@ -281,18 +282,27 @@ func (r *runner) apply(ctx context.Context, f *fault) {
 		syscall.Kill(pid, syscall.SIGCONT)
 	case fCompact:
 		// A write the replicas' watches do not carry moves etcd past their resourceVersions;
-		// the compaction then removes those; the apiserver restarted with an empty watch cache
-		// has to serve their resumed watches from etcd, which answers 410: they relist.
-		r.c.cp.labelNode(ctx, r.nodes.base[0], "gpu")
+		// the compaction removes those; the replicas' watch streams end cleanly (as at their
+		// timeout), so they resume from what they last saw, through an apiserver restarted
+		// with an empty watch cache: served from etcd, a compacted resourceVersion is 410.
 		r.c.cp.do(ctx, "PATCH", "/api/v1/namespaces/"+r.c.ns, "application/merge-patch+json",
 			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"lincheck/tick":"%d"}}}`, r.h.now())))
 		rev, err := r.c.cp.etcdCompact()
+		n := 0
+		for _, rp := range r.c.replicas { // resumed watches wait for the restarted apiserver
+			rp.proxy.set(func() { rp.proxy.blackhole = true })
+			n += rp.proxy.endStreams()
+		}
 		if pid, perr := r.c.cp.pid("apiserver"); perr == nil {
 			syscall.Kill(pid, syscall.SIGKILL)
+			waitGone(pid, 10*time.Second)
 		}
 		t := time.Now()
 		out, serr := runScript(r.c.cp.script, "apiserver-start")
-		f.note = fmt.Sprintf("compacted at %d %s, apiserver restarted in %.1f s", rev, errText(err), time.Since(t).Seconds())
+		for _, rp := range r.c.replicas {
+			rp.proxy.set(func() { rp.proxy.blackhole = false })
+		}
+		f.note = fmt.Sprintf("compacted at %d %s, %d streams ended, apiserver restarted in %.1f s", rev, errText(err), n, time.Since(t).Seconds())
 		if serr != nil {
 			f.note += ": " + truncate(out, 200)
 		}
@@ -357,6 +367,17 @@ func (r *runner) apply(ctx context.Context, f *fault) {
 		if len(notes) > 0 {
 			f.note += ": " + strings.Join(notes, "; ")
 		}
+	}
+}
+
+// waitGone waits until process pid no longer exists (control-plane.sh starts a new
+// apiserver only once the old one is gone).
+func waitGone(pid int, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -169,6 +169,25 @@ func (p *faultProxy) cutStreams() int {
 	return len(open)
 }
 
+// endStreams ends every open watch stream as cleanly as a watch's timeoutSeconds does, so
+// the replica resumes from the resourceVersion it last saw.
+func (p *faultProxy) endStreams() int {
+	p.mu.Lock()
+	var open []*faultBody
+	for b := range p.streams {
+		open = append(open, b)
+	}
+	p.mu.Unlock()
+	for _, b := range open {
+		b.cutOnce.Do(func() {
+			b.clean = true
+			close(b.cutCh)
+			b.up.Close()
+		})
+	}
+	return len(open)
+}
+
 // waitFor blocks until cond (read under the lock) holds or ctx ends.
 func (p *faultProxy) waitFor(ctx context.Context, cond func() bool) error {
 	for {
@@ -297,6 +316,7 @@ type faultBody struct {
 	cur     []byte
 	cutCh   chan struct{}
 	cutOnce sync.Once
+	clean   bool // ended on purpose as a watch ends at its timeout: the replica resumes
 	err     error
 }
 
@@ -357,6 +377,9 @@ func (b *faultBody) Read(out []byte) (int, error) {
 			if !ok {
 				select {
 				case <-b.cutCh:
+					if b.clean {
+						return 0, io.EOF
+					}
 					return 0, errCut
 				default:
 				}
@@ -367,6 +390,9 @@ func (b *faultBody) Read(out []byte) (int, error) {
 			}
 			c = cc
 		case <-b.cutCh:
+			if b.clean {
+				return 0, io.EOF
+			}
 			return 0, errCut
 		}
 		for {
