@@ -31,6 +31,10 @@ step chart-test "$here/chart-test.sh"
 # unless asked (crds.install).
 step chart-crds "$here/chart-crds.sh"
 step e2e "$here/run.sh"
+# The push API as a replicated register (test/linearizability): replicas behind fault
+# proxies on a control plane of their own, a seeded fault schedule, the history checked
+# with Porcupine (one run of 90 s; `linearizability.sh table N D` for more).
+step linearizability "$here/linearizability.sh"
 # (The inventory's Kubernetes store and Node watch unit tests, CTest label kube, run in
 # scripts/test.sh's kube stage for every preset, against a control plane of its own.)
 step conformance "$here/conformance.sh"
