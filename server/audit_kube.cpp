@@ -76,6 +76,22 @@ class kube_audit_source final : public audit_source {
       }
       if (!served) out.not_served.emplace_back(res.what);
     }
+    // The Nodes' names and labels, for the ownership conflicts: a 403 is a note, not a failure.
+    list_call nodes;
+    nodes.deadline_name = "audit.timeout";
+    nodes.timeout = timeout_;
+    nodes.accept = metadata_list_accept;
+    nodes.page_size = 500;
+    nodes.tolerate_forbidden = true;
+    auto listed_nodes =
+        list_pages(client, "/api/v1/nodes", deadline, nodes, [&](const core::doc_node& page) {
+          each_node(page, [&](std::string name, node_labels labels) {
+            out.report.nodes_seen.emplace_back(std::move(name), std::move(labels));
+            ++out.report.nodes;
+          });
+        });
+    if (!listed_nodes) return std::move(listed_nodes).error();
+    out.nodes_forbidden = *listed_nodes == listed::forbidden;
     diagnose::finish(out.report);
     return out;
   }

@@ -1,8 +1,11 @@
 #include "server/audit_loop.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <limits>
 #include <utility>
 
+#include "core/ownership.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
 
@@ -138,6 +141,29 @@ void audit_loop::run_once() {
     last_not_served_ = r->not_served;
   }
   metrics_.audit_succeeded(report.objects_by_rule(), unix_now());
+  if (r->nodes_forbidden != last_nodes_forbidden_) {
+    log(r->nodes_forbidden ? log_level::warn : log_level::info,
+        r->nodes_forbidden
+            ? "audit: the API refuses to list nodes; ownership conflicts not checked "
+              "(topogate's ServiceAccount needs list on nodes)"
+            : "audit: nodes listed again; ownership conflicts checked",
+        {{"component", "audit"}});
+    last_nodes_forbidden_ = r->nodes_forbidden;
+  }
+  metrics_.audit_ownership_conflicts(r->nodes_forbidden
+                                         ? std::numeric_limits<double>::quiet_NaN()
+                                         : static_cast<double>(report.conflicts.size()));
+  std::vector<std::string> conflicts;
+  for (const auto& c : report.conflicts) conflicts.push_back(core::describe(c));
+  if (!r->nodes_forbidden && conflicts != last_conflicts_) {
+    for (const auto& c : conflicts)
+      if (std::find(last_conflicts_.begin(), last_conflicts_.end(), c) == last_conflicts_.end())
+        log(log_level::warn, "audit: ownership conflict",
+            {{"component", "audit"}, {"conflict", c}});
+    if (conflicts.empty())
+      log(log_level::info, "audit: no ownership conflict any more", {{"component", "audit"}});
+    last_conflicts_ = std::move(conflicts);
+  }
   for (const auto& c : memory_.update(report)) {
     if (c.now == nullptr) {
       log(log_level::info, "audit: object no longer violates any rule (fixed or deleted)",

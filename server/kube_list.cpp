@@ -1,5 +1,7 @@
 #include "server/kube_list.hpp"
 
+#include <algorithm>
+
 namespace topogate::server {
 
 namespace {
@@ -34,6 +36,22 @@ std::string api_failure(const std::string& path, const kube::kube_client::respon
 }
 
 }  // namespace
+
+void each_node(const core::doc_node& page,
+               const std::function<void(std::string name, node_labels labels)>& f) {
+  const core::doc_node* items = page.find("items");
+  if (items == nullptr || !items->is_sequence()) return;
+  for (const auto& item : items->items) {
+    const core::doc_node* meta = item.find("metadata");
+    const core::doc_node* name = meta != nullptr ? meta->find("name") : nullptr;
+    if (name == nullptr || !name->is_scalar()) continue;
+    node_labels labels;
+    if (const core::doc_node* l = meta->find("labels"); l && l->is_mapping())
+      for (const auto& [k, v] : l->map) labels.emplace_back(k, v.is_scalar() ? v.text : "");
+    std::sort(labels.begin(), labels.end());
+    f(name->text, std::move(labels));
+  }
+}
 
 std::string seconds_text(std::chrono::milliseconds d) {
   std::string out = std::to_string(d.count() / 1000);

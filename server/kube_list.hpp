@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/document.hpp"
 #include "core/result.hpp"
@@ -70,6 +72,12 @@ class cancellable_calls {
   bool cancelled_ = false;                            // mu_
   inventory::detail::kube_client* active_ = nullptr;  // mu_
 };
+
+using node_labels = std::vector<std::pair<std::string, std::string>>;
+// Each Node of a list page (a metadata list's or a full one's): its name and its labels,
+// sorted by key. Items without a name are skipped.
+void each_node(const core::doc_node& page,
+               const std::function<void(std::string name, node_labels labels)>& f);
 
 // "30s", "1.5s".
 std::string seconds_text(std::chrono::milliseconds d);

@@ -55,25 +55,13 @@ class kube_ownership_lister final : public ownership_lister {
     if (!r) return std::move(r).error();
     call.accept = metadata_list_accept;
     call.page_size = 500;
-    r = list_pages(client, "/api/v1/nodes", deadline, call,
-                   [&](const core::doc_node& page) { append_nodes(snap, page); });
+    r = list_pages(client, "/api/v1/nodes", deadline, call, [&](const core::doc_node& page) {
+      each_node(page, [&](std::string name, node_labels labels) {
+        snap.nodes.emplace_back(std::move(name), std::move(labels));
+      });
+    });
     if (!r) return std::move(r).error();
     return snap;
-  }
-
-  static void append_nodes(admission::ownership_snapshot& snap, const core::doc_node& page) {
-    const core::doc_node* items = page.find("items");
-    if (items == nullptr || !items->is_sequence()) return;
-    for (const auto& item : items->items) {
-      const core::doc_node* meta = item.find("metadata");
-      const core::doc_node* name = meta != nullptr ? meta->find("name") : nullptr;
-      if (name == nullptr || !name->is_scalar()) continue;
-      std::vector<std::pair<std::string, std::string>> labels;
-      if (const core::doc_node* l = meta->find("labels"); l && l->is_mapping())
-        for (const auto& [k, v] : l->map) labels.emplace_back(k, v.is_scalar() ? v.text : "");
-      std::sort(labels.begin(), labels.end());
-      snap.nodes.emplace_back(name->text, std::move(labels));
-    }
   }
 
   cancellable_calls calls_;

@@ -9,6 +9,12 @@
 #            on the rack level and every Node is allowed with a warning naming rack-a, the
 #            level and the shared Nodes; an UPDATE of rack-a itself, a source on pool b, and a
 #            nodeLabels source get none
+#   audit    the same server's periodic audit (the chart's audit ClusterRole) lists the Nodes'
+#            metadata: topogate_audit_ownership_conflicts is 0, then 1 once a second writing
+#            source on the same Nodes is created, and 0 again once rack-a is deleted (and the
+#            admission warning goes at the view's next list); without list on nodes (a
+#            ClusterRole for the two kinds only) a run still succeeds, with a note, and the
+#            gauge is NaN (unknown)
 #
 # Usage: ownership.sh   Env: TOPOGATE_BINARY, TOPOGATE_CP_DIR (default: inside the work
 # folder), E2E_KEEP=1
@@ -32,7 +38,8 @@ e2e_on_exit stop_server
 section setup
 e2e_cp_start
 k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-k wait --for condition=Established --timeout 60s crd/topologysources.worker.gpustack.ai >/dev/null
+# Until the CRD has its conditions at all (a wait on a CRD just created can find none yet).
+poll 60 k wait --for condition=Established --timeout 5s crd/topologysources.worker.gpustack.ai >/dev/null 2>&1
 for n in gpu-1:a gpu-2:a gpu-3:a gpu-9:b; do
   k apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -54,26 +61,30 @@ spec:
 YAML
 pass "4 Nodes and the writing source rack-a"
 "$helm" template topogate "$repo/helm/topogate" --namespace gpustack-system --show-only templates/rbac.yaml \
-  --set ownershipCheck.enabled=true --set store.type=file --set replicaCount=1 |
+  --set ownershipCheck.enabled=true --set audit.enabled=true --set store.type=file --set replicaCount=1 |
   python3 -c 'import sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
-    if d and d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-ownership-check"):
+    if d and d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith(("-ownership-check", "-audit")):
         print("---"); print(yaml.safe_dump(d))' >"$work/role.yaml"
-if grep -q "name: topogate-ownership-check" "$work/role.yaml"; then pass "the chart renders the ownership-check ClusterRole"
-else fail "no ownership-check ClusterRole rendered"; fi
+if grep -q "name: topogate-ownership-check" "$work/role.yaml" && grep -q "name: topogate-audit" "$work/role.yaml"; then
+  pass "the chart renders the ownership-check and audit ClusterRoles"
+else fail "ClusterRoles not rendered"; fi
 k apply -f "$work/role.yaml" >/dev/null
 k create clusterrolebinding topogate-e2e-ownership --clusterrole topogate-ownership-check --user topogate-e2e >/dev/null
+k create clusterrolebinding topogate-e2e-audit --clusterrole topogate-audit --user topogate-e2e >/dev/null
 
 section warning
 export CERTS_QUIET=1
 "$repo/certs/make-ca.sh" --out "$work/pki" --name ca --cn "topogate e2e ownership CA"
 "$repo/certs/make-server-cert.sh" --ca-cert "$work/pki/ca.crt" --ca-key "$work/pki/ca.key" --out "$work/pki" \
   --name serving --ip 127.0.0.1 --dns localhost --days 2
+health=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$work/topogate.yaml" <<CFG
-listen: {address: 127.0.0.1, port: 0}
+listen: {address: 127.0.0.1, port: 0, healthPort: $health}
 tls: {certFile: $work/pki/serving.crt, keyFile: $work/pki/serving.key}
 store: {type: none, apiServer: $TOPOGATE_CP_URL, tokenFile: $TOPOGATE_CP_USER_TOKEN_FILE, caFile: $TOPOGATE_CP_CA}
 admission: {ownershipCheck: {enabled: true, interval: 5s, timeout: 5s}}
+audit: {enabled: true, interval: 2s, timeout: 10s}
 logging: {level: debug}
 CFG
 env -u KUBERNETES_SERVICE_HOST "$topogate" serve --config "$work/topogate.yaml" 2>"$work/serve.log" &
@@ -118,10 +129,51 @@ review CREATE pool-b "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"b\"}},\"lev
 review CREATE labels '{"nodeSelector":{},"levels":["topology.gpustack.ai/rack"],"nodeLabels":{}}' | warnings >"$work/nl.txt"
 [[ $(cat "$work/nl.txt") == True ]] && pass "a nodeLabels source (no writer): no warning" || fail "nodeLabels: $(cat "$work/nl.txt")"
 
-# A source created after the server started is seen at the next list.
+section audit
+metric() { # SERIES: its value, or "absent"
+  curl -sf "http://127.0.0.1:$health/metrics" 2>/dev/null |
+    awk -v s="$1" 'index($0, s " ") == 1 { print $2; found = 1 } END { if (!found) print "absent" }'
+}
+conflicts_are() { [[ $(metric topogate_audit_ownership_conflicts | tr '[:upper:]' '[:lower:]') == "$1" ]]; }
+if poll 20 conflicts_are 0; then pass "the audit lists the Nodes: no conflict with one writing source"; else
+  fail "topogate_audit_ownership_conflicts $(metric topogate_audit_ownership_conflicts)"; tail -5 "$work/serve.log"; fi
+k apply -f - >/dev/null <<'YAML'
+apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata: {name: everywhere}
+spec:
+  nodeSelector: {}
+  levels: [topology.gpustack.ai/zone, topology.gpustack.ai/rack]
+  configMap:
+    configMapRef: {namespace: gpustack-system, name: everywhere}
+    key: snapshot.yaml
+    maxStaleness: 10m
+YAML
+if poll 20 conflicts_are 1; then pass "a second writer on the same Nodes: topogate_audit_ownership_conflicts 1"; else
+  fail "topogate_audit_ownership_conflicts $(metric topogate_audit_ownership_conflicts)"; fi
+grep -q '"audit: ownership conflict".*rack-a and everywhere\|"audit: ownership conflict".*everywhere and rack-a' "$work/serve.log" &&
+  pass "the audit logs the conflict naming both" || fail "no conflict log line"
+
+# Deleted, rack-a conflicts with nothing: the gauge drops, and the warning goes at the next list.
 k delete topologysource rack-a >/dev/null
+if poll 20 conflicts_are 0; then pass "rack-a deleted: topogate_audit_ownership_conflicts 0"; else
+  fail "topogate_audit_ownership_conflicts $(metric topogate_audit_ownership_conflicts)"; fi
 gone() { review CREATE everywhere "{\"nodeSelector\":{},\"levels\":[\"topology.gpustack.ai/rack\"],$cm}" | warnings | grep -q OwnershipConflict && return 1 || return 0; }
 if poll 20 gone; then pass "rack-a deleted: the warning goes at the next list"; else fail "the warning stayed after rack-a was deleted"; fi
+
+# Without list on nodes: a note, not a failed run; the conflicts are unknown.
+k create clusterrole tg-e2e-no-nodes --verb list --resource topologysources.worker.gpustack.ai \
+  --resource modeldeployments.worker.gpustack.ai >/dev/null
+k create clusterrolebinding tg-e2e-no-nodes --clusterrole tg-e2e-no-nodes --user topogate-e2e >/dev/null
+k delete clusterrolebinding topogate-e2e-audit topogate-e2e-ownership >/dev/null
+failed_before=$(metric 'topogate_audit_runs_total{result="failure"}')
+if poll 20 conflicts_are nan; then pass "nodes forbidden: topogate_audit_ownership_conflicts NaN"; else
+  fail "topogate_audit_ownership_conflicts $(metric topogate_audit_ownership_conflicts)"; fi
+grep -q '"audit: the API refuses to list nodes' "$work/serve.log" && pass "logged as a note" || fail "no note logged"
+sleep 3
+[[ $(metric 'topogate_audit_runs_total{result="failure"}') == "$failed_before" ]] &&
+  pass "no failed run while nodes are forbidden" ||
+  fail "failed runs: $failed_before -> $(metric 'topogate_audit_runs_total{result="failure"}')"
 
 echo "$checks checks, $fails failed"
 ((fails == 0))
