@@ -46,6 +46,7 @@ NAMES = {
     "TopogateNoReadyReplica": None,  # the release's namespace and Deployment, written in
     "TopogateAuditViolations": "rule",
     "TopogateAuditFailing": None,
+    "TopogateOwnershipConflict": None,
 }
 
 
