@@ -12,13 +12,10 @@
 // hanging or dead API never delays serving or admission. stop() aborts the call in progress.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/result.hpp"
@@ -26,6 +23,7 @@
 #include "diagnose/audit.hpp"
 #include "inventory/registry.hpp"
 #include "server/config.hpp"
+#include "server/periodic.hpp"
 
 namespace topogate::server {
 
@@ -89,7 +87,6 @@ class audit_loop {
   [[nodiscard]] std::size_t runs() const;
 
  private:
-  void loop();
   void run_once();
 
   audit_config cfg_;
@@ -99,11 +96,7 @@ class audit_loop {
   std::vector<std::string> last_not_served_;  // the thread's own
   std::vector<std::string> last_conflicts_;   // the thread's own: described, as last logged
   bool last_nodes_forbidden_ = false;         // the thread's own
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;     // mu_
-  std::size_t runs_ = 0;  // mu_
-  std::thread thread_;
+  periodic_thread worker_;                    // last: its thread ends before the members it uses go
 };
 
 }  // namespace topogate::server

@@ -77,22 +77,16 @@ ownership_view_loop::ownership_view_loop(ownership_check_config cfg,
 ownership_view_loop::~ownership_view_loop() { stop(); }
 
 void ownership_view_loop::start() {
-  if (thread_.joinable()) return;
+  if (worker_.started()) return;
   log(log_level::info, "ownership view: started",
       {{"component", "ownership-view"},
        {"interval_s", std::chrono::duration<double>(cfg_.interval).count()},
        {"timeout_s", std::chrono::duration<double>(cfg_.timeout).count()}});
-  thread_ = std::thread([this] { loop(); });
+  worker_.start(cfg_.interval, [this] { run_once(); });
 }
 
 void ownership_view_loop::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  lister_->cancel();
-  if (thread_.joinable()) thread_.join();
+  worker_.stop([this] { lister_->cancel(); });
 }
 
 std::shared_ptr<const admission::ownership_snapshot> ownership_view_loop::current() const {
@@ -100,23 +94,7 @@ std::shared_ptr<const admission::ownership_snapshot> ownership_view_loop::curren
   return snap_;
 }
 
-std::size_t ownership_view_loop::runs() const {
-  std::lock_guard lock(mu_);
-  return runs_;
-}
-
-void ownership_view_loop::loop() {
-  for (;;) {
-    {
-      std::lock_guard lock(mu_);
-      if (stop_) return;
-    }
-    run_once();
-    std::unique_lock lock(mu_);
-    ++runs_;
-    if (cv_.wait_for(lock, cfg_.interval, [this] { return stop_; })) return;
-  }
-}
+std::size_t ownership_view_loop::runs() const { return worker_.runs(); }
 
 void ownership_view_loop::run_once() {
   const auto started = clock::now();
@@ -126,10 +104,7 @@ void ownership_view_loop::run_once() {
   } catch (const std::exception& e) {
     r = core::fail(core::errc::internal, std::string("list failed: ") + e.what());
   }
-  {
-    std::lock_guard lock(mu_);
-    if (stop_) return;
-  }
+  if (worker_.stopping()) return;
   if (!r) {
     // The last snapshot stays: the cluster rarely changes between two lists.
     if (!failing_) {

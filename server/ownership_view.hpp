@@ -7,16 +7,15 @@
 // succeeds there is no snapshot and no ownership warning; a failed list keeps the last one.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "admission/ownership.hpp"
 #include "core/result.hpp"
 #include "inventory/registry.hpp"
 #include "server/config.hpp"
+#include "server/periodic.hpp"
 
 namespace topogate::server {
 
@@ -51,18 +50,14 @@ class ownership_view_loop final : public ownership_watch {
   [[nodiscard]] std::size_t runs() const;  // lists finished so far (tests wait on it)
 
  private:
-  void loop();
   void run_once();
 
   ownership_check_config cfg_;
   std::unique_ptr<ownership_lister> lister_;
-  bool failing_ = false;  // the thread's own: the last list failed (logged once per change)
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  bool failing_ = false;   // the thread's own: the last list failed (logged once per change)
+  mutable std::mutex mu_;  // held only to copy or swap snap_
   std::shared_ptr<const admission::ownership_snapshot> snap_;  // mu_
-  bool stop_ = false;                                          // mu_
-  std::size_t runs_ = 0;                                       // mu_
-  std::thread thread_;
+  periodic_thread worker_;  // last: its thread ends before the members it uses go
 };
 
 // The Kubernetes API as `api` locates it (store.apiServer, tokenFile, caFile; empty: the
