@@ -3,7 +3,6 @@
 
 #include "server/ownership_view.hpp"
 
-#include <algorithm>
 #include <exception>
 #include <utility>
 
