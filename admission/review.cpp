@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "admission/ownership.hpp"
 #include "core/document.hpp"
 #include "core/json_reuse.hpp"
 #include "core/k8s_status.hpp"
@@ -328,6 +329,12 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
     if (root != nullptr) {
       if (is_source) {
         core::check_topology_source(*root, opts.validation, errors, warnings);
+        // A denied object never exists, so it conflicts with nothing.
+        if (errors.empty() && opts.ownership != nullptr) {
+          if (const auto snap = opts.ownership->current()) {
+            for (auto& w : ownership_warnings(*snap, *root)) warnings.push_back(std::move(w));
+          }
+        }
       } else {
         auto res = core::validate_model_deployment(*root);
         errors = std::move(res.errors);

@@ -31,9 +31,14 @@ inline constexpr std::size_t default_max_body_bytes = 7u * 1024 * 1024;
 // The apiserver truncates and logs longer warnings; this is the length it advises.
 inline constexpr std::size_t max_warning_length = 120;
 
+class ownership_view;  // admission/ownership.hpp
+
 struct options {
   core::validation_options validation;
   std::size_t max_body_bytes = default_max_body_bytes;
+  // The cluster's writing TopologySources and Nodes (admission.ownershipCheck), for the
+  // ownership warning; nullptr, or a view without a snapshot yet: no such warning.
+  const ownership_view* ownership = nullptr;
 };
 
 struct request_meta {

@@ -12,6 +12,7 @@
 #include "server/config.hpp"
 #include "server/log.hpp"
 #include "server/metrics_auth.hpp"
+#include "server/ownership_view.hpp"
 
 namespace topogate::cli {
 
@@ -62,6 +63,13 @@ int run_serve(args a) {
   hooks.dependencies = serve_dependencies;
   hooks.make_audit_source = [](const server::serve_config& c) {
     return server::make_kube_audit_source(c.registry.store, c.audit, c.admission.validation);
+  };
+  hooks.make_ownership_view =
+      [](const server::serve_config& c) -> core::result<std::unique_ptr<server::ownership_watch>> {
+    auto lister = server::make_kube_ownership_lister(c.registry.store, c.ownership_check);
+    if (!lister) return std::move(lister).error();
+    return std::unique_ptr<server::ownership_watch>(
+        std::make_unique<server::ownership_view_loop>(c.ownership_check, std::move(*lister)));
   };
   hooks.make_token_reviewer = [](const server::serve_config& c) {
     return server::make_kube_token_reviewer(c.registry.store, c.metrics.audiences);

@@ -15,7 +15,34 @@ bool selects(const ownership_source& s, const ownership_node& n) {
 // How many Nodes a description names before it only counts the rest.
 constexpr std::size_t nodes_named = 5;
 
+std::string_view meta_text(const doc_node& o, std::string_view key) noexcept {
+  const doc_node* meta = o.find("metadata");
+  const doc_node* n = meta != nullptr ? meta->find(key) : nullptr;
+  return n != nullptr && n->is_scalar() ? std::string_view(n->text) : std::string_view();
+}
+
 }  // namespace
+
+std::optional<owned_source> read_ownership_source(const doc_node& o) {
+  owned_source s;
+  s.namespace_ = std::string(meta_text(o, "namespace"));
+  s.name = std::string(meta_text(o, "name"));
+  const doc_node* spec = o.find("spec");
+  if (spec == nullptr || !spec->is_mapping()) return std::nullopt;
+  if (const doc_node* levels = spec->find("levels"); levels && levels->is_sequence())
+    for (const auto& l : levels->items)
+      if (l.is_scalar()) s.levels.push_back(l.text);
+  if (const doc_node* sel = spec->find("nodeSelector"); sel && sel->is_mapping()) {
+    error_list invalid;  // an invalid selector is already a T14 violation
+    label_selector parsed;
+    validate_label_selector(*sel, "spec.nodeSelector", "T14", invalid, &parsed);
+    if (!invalid.empty()) return std::nullopt;
+    s.selector = std::move(parsed);
+  }
+  for (const char* arm : {"configMap", "webhook"})
+    if (const doc_node* a = spec->find(arm); a && !a->is_null()) s.writes = true;
+  return s;
+}
 
 std::vector<ownership_conflict> find_ownership_conflicts(
     const std::vector<ownership_source>& sources, const std::vector<ownership_node>& nodes) {

@@ -5,6 +5,7 @@
 // publishes neither (each is Ready=False with reason OwnershipConflict, its NodeFeatures
 // removed), so a valid snapshot reaches no Node. nodeLabels sources never conflict.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,21 @@ struct ownership_source {
   const label_selector* selector = nullptr;  // nullptr: selects every Node
   bool writes = false;                       // spec.configMap or spec.webhook
 };
+
+// The same with its own strings, as read from a TopologySource object.
+struct owned_source {
+  std::string namespace_, name;  // namespace_: empty for the cluster-scoped kind
+  std::vector<std::string> levels;
+  std::optional<label_selector> selector;  // nullopt: selects every Node
+  bool writes = false;
+  [[nodiscard]] ownership_source view() const {
+    return {name, &levels, selector ? &*selector : nullptr, writes};
+  }
+};
+
+// The parts of TopologySource `object` a conflict depends on; nullopt when its spec is not a
+// mapping or its nodeSelector is invalid (the consumer cannot use it either).
+[[nodiscard]] std::optional<owned_source> read_ownership_source(const doc_node& object);
 
 struct ownership_node {
   std::string_view name;

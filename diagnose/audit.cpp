@@ -32,23 +32,10 @@ bool audited_kind(std::string_view kind) noexcept {
 
 // The parts of a TopologySource an ownership conflict depends on.
 void remember_source(audit_report& into, const core::doc_node& o) {
-  audit_report::source_seen s;
-  s.name = std::string(meta_text(o, "name"));
-  const core::doc_node* spec = o.find("spec");
-  if (spec == nullptr || !spec->is_mapping()) return;
-  if (const core::doc_node* levels = spec->find("levels"); levels && levels->is_sequence())
-    for (const auto& l : levels->items)
-      if (l.is_scalar()) s.levels.push_back(l.text);
-  if (const core::doc_node* sel = spec->find("nodeSelector"); sel && sel->is_mapping()) {
-    core::error_list ignored;  // an invalid selector is already a T14 violation
-    core::label_selector parsed;
-    core::validate_label_selector(*sel, "spec.nodeSelector", "T14", ignored, &parsed);
-    if (!ignored.empty()) return;  // the consumer cannot use it either
-    s.selector = std::move(parsed);
-  }
-  for (const char* arm : {"configMap", "webhook"})
-    if (const core::doc_node* a = spec->find(arm); a && !a->is_null()) s.writes = true;
-  into.sources_seen.push_back(std::move(s));
+  auto s = core::read_ownership_source(o);
+  if (!s) return;
+  into.sources_seen.push_back(
+      {std::move(s->name), std::move(s->levels), std::move(s->selector), s->writes});
 }
 
 void remember_node(audit_report& into, const core::doc_node& o) {

@@ -1,8 +1,11 @@
 #include "server/audit_loop.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <limits>
 #include <utility>
 
+#include "core/ownership.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
 
@@ -68,44 +71,21 @@ audit_loop::audit_loop(audit_config cfg, std::unique_ptr<audit_source> source, m
 audit_loop::~audit_loop() { stop(); }
 
 void audit_loop::start() {
-  if (thread_.joinable()) return;
+  if (worker_.started()) return;
   metrics_.audit_enabled();
   log(log_level::info, "audit: started",
       {{"component", "audit"},
        {"interval_s", std::chrono::duration<double>(cfg_.interval).count()},
        {"timeout_s", std::chrono::duration<double>(cfg_.timeout).count()},
        {"namespaces", cfg_.namespaces.empty() ? std::string("all") : join_rules(cfg_.namespaces)}});
-  thread_ = std::thread([this] { loop(); });
+  worker_.start(cfg_.interval, [this] { run_once(); });
 }
 
 void audit_loop::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  source_->cancel();
-  if (thread_.joinable()) thread_.join();
+  worker_.stop([this] { source_->cancel(); });
 }
 
-std::size_t audit_loop::runs() const {
-  std::lock_guard lock(mu_);
-  return runs_;
-}
-
-void audit_loop::loop() {
-  for (;;) {
-    {
-      std::lock_guard lock(mu_);
-      if (stop_) return;
-    }
-    run_once();
-    std::unique_lock lock(mu_);
-    ++runs_;
-    // From the end of this run: a run the API made slow never starts the next one at once.
-    if (cv_.wait_for(lock, cfg_.interval, [this] { return stop_; })) return;
-  }
-}
+std::size_t audit_loop::runs() const { return worker_.runs(); }
 
 void audit_loop::run_once() {
   const auto started = std::chrono::steady_clock::now();
@@ -115,11 +95,8 @@ void audit_loop::run_once() {
   } catch (const std::exception& e) {
     r = core::fail(core::errc::internal, std::string("audit run failed: ") + e.what());
   }
-  {
-    std::lock_guard lock(mu_);
-    // Cut short by stop(): the shutdown's doing, not the API's.
-    if (stop_) return;
-  }
+  // Cut short by stop(): the shutdown's doing, not the API's.
+  if (worker_.stopping()) return;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!r) {
@@ -138,6 +115,29 @@ void audit_loop::run_once() {
     last_not_served_ = r->not_served;
   }
   metrics_.audit_succeeded(report.objects_by_rule(), unix_now());
+  if (r->nodes_forbidden != last_nodes_forbidden_) {
+    log(r->nodes_forbidden ? log_level::warn : log_level::info,
+        r->nodes_forbidden
+            ? "audit: the API refuses to list nodes; ownership conflicts not checked "
+              "(topogate's ServiceAccount needs list on nodes)"
+            : "audit: nodes listed again; ownership conflicts checked",
+        {{"component", "audit"}});
+    last_nodes_forbidden_ = r->nodes_forbidden;
+  }
+  metrics_.audit_ownership_conflicts(r->nodes_forbidden
+                                         ? std::numeric_limits<double>::quiet_NaN()
+                                         : static_cast<double>(report.conflicts.size()));
+  std::vector<std::string> conflicts;
+  for (const auto& c : report.conflicts) conflicts.push_back(core::describe(c));
+  if (!r->nodes_forbidden && conflicts != last_conflicts_) {
+    for (const auto& c : conflicts)
+      if (std::find(last_conflicts_.begin(), last_conflicts_.end(), c) == last_conflicts_.end())
+        log(log_level::warn, "audit: ownership conflict",
+            {{"component", "audit"}, {"conflict", c}});
+    if (conflicts.empty())
+      log(log_level::info, "audit: no ownership conflict any more", {{"component", "audit"}});
+    last_conflicts_ = std::move(conflicts);
+  }
   for (const auto& c : memory_.update(report)) {
     if (c.now == nullptr) {
       log(log_level::info, "audit: object no longer violates any rule (fixed or deleted)",

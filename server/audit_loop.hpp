@@ -1,8 +1,10 @@
 #pragma once
 // The periodic audit (`audit:` in the configuration, off by default): on a thread of its
 // own, list every TopologySource and ModelDeployment from the Kubernetes API and re-check
-// them with the admission rules (diagnose/audit.hpp), export how many objects violate each
-// rule (topogate_audit_*) and log each violating object when its rules change.
+// them with the admission rules (diagnose/audit.hpp), list the Nodes' metadata for the
+// ownership conflicts between writing sources, export how many objects violate each rule and
+// how many conflicts there are (topogate_audit_*) and log each violating object and each
+// conflict when they change.
 //
 // A run has one deadline (audit.timeout) that bounds every API call of it; a run the API
 // does not finish in time fails, is counted and logged, and the next one starts an interval
@@ -10,13 +12,10 @@
 // hanging or dead API never delays serving or admission. stop() aborts the call in progress.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/result.hpp"
@@ -24,6 +23,7 @@
 #include "diagnose/audit.hpp"
 #include "inventory/registry.hpp"
 #include "server/config.hpp"
+#include "server/periodic.hpp"
 
 namespace topogate::server {
 
@@ -34,6 +34,8 @@ class metrics;
 struct audit_outcome {
   diagnose::audit_report report;
   std::vector<std::string> not_served;  // "topologysources", "modeldeployments"
+  // The API refused to list Nodes (403): the report's ownership conflicts are unknown, not none.
+  bool nodes_forbidden = false;
 };
 
 // Where a run's objects come from: the Kubernetes API (make_kube_audit_source) or a test's.
@@ -85,7 +87,6 @@ class audit_loop {
   [[nodiscard]] std::size_t runs() const;
 
  private:
-  void loop();
   void run_once();
 
   audit_config cfg_;
@@ -93,11 +94,9 @@ class audit_loop {
   metrics& metrics_;
   violation_memory memory_;                   // the thread's own
   std::vector<std::string> last_not_served_;  // the thread's own
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;     // mu_
-  std::size_t runs_ = 0;  // mu_
-  std::thread thread_;
+  std::vector<std::string> last_conflicts_;   // the thread's own: described, as last logged
+  bool last_nodes_forbidden_ = false;         // the thread's own
+  periodic_thread worker_;                    // last: its thread ends before the members it uses go
 };
 
 }  // namespace topogate::server

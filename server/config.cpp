@@ -219,6 +219,26 @@ audit_config audit_settings(const YAML::Node& n) {
   return a;
 }
 
+// `admission.ownershipCheck` (server/ownership_view.hpp), checked as `audit:` is.
+ownership_check_config ownership_check_settings(const YAML::Node& n) {
+  const std::string at = "admission.ownershipCheck";
+  check_keys(n, at, {"enabled", "interval", "timeout"});
+  ownership_check_config o;
+  if (n["enabled"]) o.enabled = boolean(n["enabled"], at + ".enabled");
+  if (n["interval"]) {
+    o.interval = duration(n["interval"], at + ".interval");
+    // Each list reads every Node: more often than every 5s only loads the API.
+    if (o.interval < std::chrono::seconds(5) || o.interval > std::chrono::hours(24))
+      fail(at + ".interval", "must be between 5s and 24h");
+  }
+  if (n["timeout"]) {
+    o.timeout = duration(n["timeout"], at + ".timeout");
+    if (o.timeout < std::chrono::seconds(1) || o.timeout > std::chrono::minutes(10))
+      fail(at + ".timeout", "must be between 1s and 10m");
+  }
+  return o;
+}
+
 serve_config parse(const YAML::Node& root, const std::string& base) {
   serve_config cfg;
   if (!root.IsMap()) fail("configuration", "must be a YAML mapping");
@@ -327,7 +347,9 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
 
   auto& vopts = cfg.admission.validation;
   if (auto a = root["admission"]) {
-    check_keys(a, "admission", {"workerNamespace", "reservedPrefixes", "extraReservedPrefixes"});
+    check_keys(a, "admission",
+               {"workerNamespace", "reservedPrefixes", "extraReservedPrefixes", "ownershipCheck"});
+    if (auto oc = a["ownershipCheck"]) cfg.ownership_check = ownership_check_settings(oc);
     if (a["workerNamespace"]) {
       vopts.worker_namespace = str(a["workerNamespace"], "admission.workerNamespace");
       if (!core::check_dns1123_label(vopts.worker_namespace).empty()) {

@@ -62,6 +62,14 @@ struct audit_config {
   std::vector<std::string> namespaces;  // ModelDeployments only in these; empty: every namespace
 };
 
+// `admission.ownershipCheck`: the view of the cluster's TopologySources and Nodes behind the
+// ownership warning (server/ownership_view.hpp), off by default.
+struct ownership_check_config {
+  bool enabled = false;
+  std::chrono::milliseconds interval{60'000};  // from the end of one list to the start of the next
+  std::chrono::milliseconds timeout{10'000};   // one list of sources and Nodes, every call included
+};
+
 struct inventory_auth {
   std::string name;
   credential_files readers;
@@ -82,6 +90,7 @@ struct serve_config {
   bool access_log = true;
   std::string log_level = "info";
   admission::options admission;
+  ownership_check_config ownership_check;  // admission.ownershipCheck
   metrics_config metrics;
   audit_config audit;
   std::vector<inventory_auth> auth;

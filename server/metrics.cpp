@@ -211,6 +211,12 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("topogate_audit_last_success_timestamp_seconds")
            .Help("When the periodic audit last completed, as a Unix time (0: not yet).")
            .Register(r);
+  audit_conflicts_ = &prometheus::BuildGauge()
+                          .Name("topogate_audit_ownership_conflicts")
+                          .Help(
+                              "Pairs of writing TopologySources in an ownership conflict at the "
+                              "last successful audit (NaN: the Nodes could not be listed).")
+                          .Register(r);
   audit_runs_ =
       &prometheus::BuildCounter()
            .Name("topogate_audit_runs_total")
@@ -412,6 +418,7 @@ void metrics::audit_enabled() {
   audit_runs_->Add({{"result", "success"}});
   audit_runs_->Add({{"result", "failure"}});
   audit_last_success_->Add({}).Set(0);
+  audit_conflicts_->Add({}).Set(0);
   std::lock_guard lock(audit_mu_);
   for (const auto& [kind, prefix, count] :
        {std::tuple{"TopologySource", 'T', 14}, std::tuple{"ModelDeployment", 'M', 2}}) {
@@ -422,6 +429,8 @@ void metrics::audit_enabled() {
     }
   }
 }
+
+void metrics::audit_ownership_conflicts(double pairs) { audit_conflicts_->Add({}).Set(pairs); }
 
 void metrics::audit_failed() { audit_runs_->Add({{"result", "failure"}}).Increment(); }
 

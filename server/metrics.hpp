@@ -60,6 +60,9 @@ class metrics {
   void audit_succeeded(
       const std::map<std::pair<std::string, std::string>, std::size_t>& objects_by_rule,
       double unix_seconds);
+  // A successful run's ownership conflicts (pairs of writing TopologySources); NaN when the
+  // run could not list the Nodes (unknown, not none).
+  void audit_ownership_conflicts(double pairs);
 
   // Per-inventory gauges are computed at scrape time from the registry.
   void refresh_inventories(const inventory::registry& reg);
@@ -101,6 +104,7 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* nodes_;
   prometheus::Family<prometheus::Gauge>* audit_violations_;
   prometheus::Family<prometheus::Gauge>* audit_last_success_;
+  prometheus::Family<prometheus::Gauge>* audit_conflicts_;
   prometheus::Family<prometheus::Counter>* audit_runs_;
   std::mutex audit_mu_;
   std::map<std::pair<std::string, std::string>, prometheus::Gauge*> audit_series_;  // audit_mu_

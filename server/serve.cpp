@@ -11,6 +11,7 @@
 #include "server/log.hpp"
 #include "server/metrics.hpp"
 #include "server/metrics_auth.hpp"
+#include "server/ownership_view.hpp"
 #include "server/server.hpp"
 #include "server/tls.hpp"
 
@@ -98,6 +99,23 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     }
     audit = std::make_unique<audit_loop>(cfg.audit, std::move(*source), m);
   }
+  // admission.ownershipCheck.enabled: located as for the audit; until its first list answers,
+  // admission answers without the ownership warning.
+  std::unique_ptr<ownership_watch> ownership;
+  if (cfg.ownership_check.enabled) {
+    core::result<std::unique_ptr<ownership_watch>> made =
+        core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
+    if (hooks.make_ownership_view) made = hooks.make_ownership_view(cfg);
+    if (!made) {
+      log(log_level::error,
+          "admission.ownershipCheck.enabled: no Kubernetes API to list from (store.apiServer, or "
+          "run in a Pod)",
+          {{"error", made.error().message}});
+      return 2;
+    }
+    ownership = std::move(*made);
+    cfg.admission.ownership = ownership.get();
+  }
   inventory::registry_observer obs;
   obs.on_attempt = [&m](const std::string& inv, const inventory::attempt& a) {
     // The registry logs each decision itself; this only counts them.
@@ -128,12 +146,14 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   }
   // Its own thread: the first run starts now and never holds up serving.
   if (audit) audit->start();
+  if (ownership) ownership->start();
   const unsigned short port = srv.port();
   srv.run([&] {
     if (hooks.on_listening) hooks.on_listening(port);
   });
   // A run in progress is aborted: the API call is cancelled, the thread ends.
   if (audit) audit->stop();
+  if (ownership) ownership->stop();
   // Before the server (and its io_context) goes: a review still running answers its
   // connection now.
   gate.stop();

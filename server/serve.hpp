@@ -14,6 +14,7 @@
 namespace topogate::server {
 
 class audit_source;
+class ownership_watch;
 class token_reviewer;
 
 struct serve_hooks {
@@ -25,6 +26,10 @@ struct serve_hooks {
   // Builds the periodic audit's source when audit.enabled (audit_loop.hpp's
   // make_kube_audit_source, on topogate_kube's client). Unset: audit.enabled stops the start.
   std::function<core::result<std::unique_ptr<audit_source>>(const serve_config&)> make_audit_source;
+  // Builds the admission ownership view when admission.ownershipCheck.enabled
+  // (ownership_view.hpp, on topogate_kube's client). Unset: that setting stops the start.
+  std::function<core::result<std::unique_ptr<ownership_watch>>(const serve_config&)>
+      make_ownership_view;
   // Builds the token reviewer of metrics.auth: kubernetes (metrics_auth.hpp's
   // make_kube_token_reviewer, on topogate_kube's client). Unset: that mode stops the start.
   std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)>

@@ -51,6 +51,8 @@ step tas-lab "$here/tas-lab-test.sh"
 step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
 # `topogate audit` and the server's periodic audit: objects created with no webhook registered.
 step audit "$here/audit.sh"
+# The admission ownership warning from the view of TopologySources and Nodes.
+step ownership "$here/ownership.sh"
 # metrics.auth kubernetes: scrapes with an allowed and a refused ServiceAccount token.
 step metrics-auth "$here/metrics-auth.sh"
 echo "=== summary"

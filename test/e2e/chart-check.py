@@ -89,6 +89,7 @@ for inv in invs:
 node_watch = any(i.get("nodesFromAPI") for i in invs)
 metrics_kube = cfg.get("metrics", {}).get("auth") == "kubernetes"
 audit = bool(cfg.get("audit", {}).get("enabled"))
+ownership_check = bool(cfg.get("admission", {}).get("ownershipCheck", {}).get("enabled"))
 
 
 def rule_set(rules):
@@ -103,7 +104,11 @@ expected_roles = {  # name suffix -> (rendered when, its rules)
         {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]),
     "-metrics-reader": (metrics_kube, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]),
     "-audit": (audit, [{"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources", "modeldeployments"],
-                        "verbs": ["list"]}]),
+                        "verbs": ["list"]},
+                       {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]),
+    "-ownership-check": (ownership_check, [
+        {"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]),
 }
 cluster_roles = {cr["metadata"]["name"]: cr for cr in by_kind.get("ClusterRole", [])}
 matched = set()
@@ -121,7 +126,7 @@ for n in cluster_roles:
         check(n in bound, f"ClusterRole {n} has no ClusterRoleBinding")
 kube_store = cfg.get("store", {}).get("type") == "kubernetes"
 check(bool(by_kind.get("Role")) == kube_store, "store Role iff store.type=kubernetes")
-uses_api = kube_store or node_watch or metrics_kube or audit
+uses_api = kube_store or node_watch or metrics_kube or audit or ownership_check
 check(pod.get("automountServiceAccountToken") == uses_api, "token mounted when unused or missing")
 
 # Webhook.

@@ -62,6 +62,7 @@ ACTIVE = {
 INACTIVE = {
     "TopogateInventoryStale", "TopogateInventoryNearMaxAge", "TopogateProfileChangesAccepted",
     "TopogateStoreUnavailable", "TopogateStoreViewBehind", "TopogateAdmissionSlow", "TopogateNoReadyReplica", "TopogateAuditViolations",
+    "TopogateOwnershipConflict",
 }
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,

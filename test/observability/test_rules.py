@@ -47,6 +47,7 @@ NAMES = {
     "TopogateNoReadyReplica": None,  # the release's namespace and Deployment, written in
     "TopogateAuditViolations": "rule",
     "TopogateAuditFailing": None,
+    "TopogateOwnershipConflict": None,
 }
 
 

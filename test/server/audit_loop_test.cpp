@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -184,6 +185,49 @@ TEST(AuditLoop, ViolationsFollowEachSuccessfulRunAndAFailureKeepsTheLast) {
   src->push(odd);
   ASSERT_TRUE(wait_until([&] { return loop.runs() >= 5; }));
   EXPECT_EQ(sample(m, R"(topogate_audit_violations{kind="TopologySource",rule="other"})"), 1);
+  loop.stop();
+}
+
+// Two writing sources on the rack level over one shared Node, and a nodeLabels source.
+audit_outcome conflicting(bool nodes_forbidden) {
+  audit_outcome o;
+  auto& r = o.report;
+  r.topology_sources = 3;
+  for (const char* name : {"rack-a", "rack-b", "labels"})
+    r.sources_seen.push_back(
+        {name, {"topology.gpustack.ai/rack"}, std::nullopt, std::string_view(name) != "labels"});
+  if (!nodes_forbidden) {
+    r.nodes_seen.push_back({"gpu-1", {}});
+    r.nodes = 1;
+  }
+  o.nodes_forbidden = nodes_forbidden;
+  diagnose::finish(r);
+  return o;
+}
+
+TEST(AuditLoop, OwnershipConflictsAreExportedAndUnknownWhenNodesMayNotBeListed) {
+  const std::string conflicts = "topogate_audit_ownership_conflicts";
+  metrics m;
+  EXPECT_FALSE(sample(m, conflicts));
+  auto owned = std::make_unique<scripted_source>();
+  auto* src = owned.get();
+  audit_loop loop(fast(), std::move(owned), m);
+  loop.start();
+  EXPECT_EQ(sample(m, conflicts), 0);
+  src->push(conflicting(false));
+  ASSERT_TRUE(wait_until([&] { return loop.runs() >= 1; }));
+  EXPECT_EQ(sample(m, conflicts), 1);
+  // A 403 on nodes: the run succeeds, the conflicts are unknown (NaN), not 0.
+  src->push(conflicting(true));
+  ASSERT_TRUE(wait_until([&] { return loop.runs() >= 2; }));
+  EXPECT_EQ(sample(m, ok_runs), 2);
+  EXPECT_EQ(sample(m, failed_runs), 0);
+  const auto unknown = sample(m, conflicts);
+  ASSERT_TRUE(unknown);
+  EXPECT_TRUE(std::isnan(*unknown));
+  src->push(audit_outcome{report({}), {}});
+  ASSERT_TRUE(wait_until([&] { return loop.runs() >= 3; }));
+  EXPECT_EQ(sample(m, conflicts), 0);
   loop.stop();
 }
 

@@ -53,7 +53,7 @@ app.kubernetes.io/part-of: topogate
 
 {{/* "true" when topogate talks to the Kubernetes API at all. */}}
 {{- define "topogate.usesAPI" -}}
-{{- if or (eq .Values.store.type "kubernetes") (include "topogate.nodeWatch" .) (eq .Values.metrics.auth "kubernetes") .Values.audit.enabled -}}true{{- end -}}
+{{- if or (eq .Values.store.type "kubernetes") (include "topogate.nodeWatch" .) (eq .Values.metrics.auth "kubernetes") .Values.audit.enabled .Values.ownershipCheck.enabled -}}true{{- end -}}
 {{- end -}}
 
 {{/* The DNS names the apiserver and in-cluster clients use for the Service. */}}
@@ -155,6 +155,9 @@ spec:
 {{- $invs = append $invs $inv -}}
 {{- end -}}
 {{- $_ := set $cfg "inventories" $invs -}}
+{{- if .Values.ownershipCheck.enabled -}}
+{{- $_ := set (index $cfg "admission") "ownershipCheck" (dict "enabled" true "interval" .Values.ownershipCheck.interval) -}}
+{{- end -}}
 {{- if .Values.audit.enabled -}}
 {{- $_ := set $cfg "audit" (dict "enabled" true "interval" .Values.audit.interval) -}}
 {{- end -}}
