@@ -445,7 +445,11 @@ def suite(c, work):
     with open(values_file, "w") as f:
         json.dump(values, f)
 
-    # ---- install
+    # ---- install: the chart installs no CRD (the operator owns worker.gpustack.ai); the
+    # suite brings the ones it needs from test/e2e/crds, as the cluster's operator would.
+    c.k("apply", "--server-side", "-f", os.path.join(REPO, "test", "e2e", "crds"))
+    c.k("wait", "--for=condition=Established", "--timeout=60s", "crd/topologysources.worker.gpustack.ai",
+        "crd/modeldeployments.worker.gpustack.ai")
     t0 = time.monotonic()
     c.helm("install", RELEASE, os.path.join(REPO, "helm", "topogate"), "-n", NS, "-f", values_file,
            "--wait", "--timeout", "4m")
