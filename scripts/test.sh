@@ -84,6 +84,9 @@ ci=$([[ ${CI:-} == true ]] && echo 1 || echo 0)
 mkdir -p build
 skips=$PWD/build/test-skips.txt
 : >"$skips"
+# Each failed test's name and the end of its output, printed again before the summary.
+failures=$PWD/build/test-failures.txt
+: >"$failures"
 
 stage_done() { # NAME RESULT T0 PASSED FAILED SKIPPED DETAIL
   stages+=("$(printf '%-16s %-4s %5d s  %4d passed %3d failed %3d skipped  %s' \
@@ -113,7 +116,7 @@ ctest_run() { # NAME PRESET T0 CTEST_ARGS...
   rc=$?
   crc=0
   counts=$(python3 scripts/test_counts.py --stage "$name" --junit "$junit" \
-    --pytest-dir "$pytest_dir" --allow test/expected-skips.txt --skips "$skips") || crc=$?
+    --pytest-dir "$pytest_dir" --allow test/expected-skips.txt --skips "$skips" --failures "$failures") || crc=$?
   read -r p f s <<<"$counts"
   # Kept per run: the next run of this preset writes the same directory.
   rm -rf "$pytest_dir-${name//\//-}"
@@ -255,6 +258,10 @@ fi
 if [[ -s $skips ]]; then
   echo "== skips ($(wc -l <"$skips"); expected ones: test/expected-skips.txt)"
   cat "$skips"
+fi
+if [[ -s $failures ]]; then
+  echo "== failed tests (the end of each one's output; whole logs in build/<preset>/Testing)"
+  cat "$failures"
 fi
 echo "== summary (stage, result, wall time, passed / failed / skipped: CTest tests with each pytest file's cases, fuzz targets, end-to-end suites)"
 printf '%s\n' "${stages[@]}"

@@ -2,13 +2,15 @@
 """Counts one CTest run from the runners' own reports, for scripts/test.sh.
 
   test_counts.py --stage NAME --junit CTEST.xml [--pytest-dir DIR] [--allow FILE]
-                 [--skips OUT]
+                 [--skips OUT] [--failures OUT]
 
 Reads CTest's JUnit output (ctest --output-junit). A CTest test that runs a pytest file
 is replaced by the cases of that file's own JUnit report (DIR/<ctest name>.xml, written by
 pytest --junitxml), so a pytest case that skipped is a skip, not part of a pass. Prints
 one line, "PASSED FAILED SKIPPED", and appends one line per skip to OUT: the stage, the
-test, whether the allow-list (FILE) expects it, and the reason the runner gave.
+test, whether the allow-list (FILE) expects it, and the reason the runner gave. With
+--failures, appends each failed test's name and the last lines of its output to that file,
+so that the end of a long run says what failed and why without its whole log.
 
 Exit status: 0; 3 when CI=true and a skip is not on the allow-list; 4 when the run holds
 no test at all (CTest's "No tests were found!!!" exits 0).
@@ -70,6 +72,24 @@ def skip_reason(case):
     return lines[-1].strip() if lines else "no reason given"
 
 
+FAILURE_LINES = 25
+
+
+def failure_text(case):
+    """The end of what a failed test printed (pytest: its failure message and output)."""
+    parts = []
+    for tag in ("failure", "error"):
+        el = case.find(tag)
+        if el is not None:
+            parts.append(el.get("message", ""))
+            parts.append(el.text or "")
+    parts.append(text_of(case))
+    lines = [l.rstrip() for l in "\n".join(parts).splitlines() if l.strip()]
+    if len(lines) > FAILURE_LINES:
+        lines = [f"[{len(lines) - FAILURE_LINES} lines before]"] + lines[-FAILURE_LINES:]
+    return "\n".join("    " + l for l in lines) if lines else "    (no output)"
+
+
 def outcome(case):
     """passed, failed or skipped for a CTest or pytest JUnit testcase."""
     status = case.get("status")
@@ -87,6 +107,7 @@ def main():
     ap.add_argument("--pytest-dir")
     ap.add_argument("--allow")
     ap.add_argument("--skips")
+    ap.add_argument("--failures")
     a = ap.parse_args()
     rules = load_allow(a.allow)
     try:
@@ -98,6 +119,7 @@ def main():
         return 4
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     skips = []
+    failures = []
     for case in cases:
         name = case.get("name")
         report = os.path.join(a.pytest_dir, name + ".xml") if a.pytest_dir else None
@@ -109,14 +131,19 @@ def main():
                 r = outcome(c)
                 counts[r] += 1
                 sub_failed += r == "failed"
+                if r == "failed":
+                    failures.append((f"{name}::{c.get('name')}", failure_text(c)))
                 if r == "skipped":
                     skips.append((f"{name}::{c.get('name')}", skip_reason(c)))
             # The file failed outside its cases (a sanitizer report at teardown, a timeout,
             # no case collected): one failure of its own.
             if ctest_result == "failed" and sub_failed == 0:
                 counts["failed"] += 1
+                failures.append((name, failure_text(case)))
             continue
         counts[ctest_result] += 1
+        if ctest_result == "failed":
+            failures.append((name, failure_text(case)))
         if ctest_result == "skipped":
             skips.append((name, skip_reason(case)))
     ci = os.environ.get("CI") == "true"
@@ -133,6 +160,10 @@ def main():
     if a.skips and lines:
         with open(a.skips, "a", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
+    if a.failures and failures:
+        with open(a.failures, "a", encoding="utf-8") as f:
+            for name, text in failures:
+                f.write(f"--- {a.stage}: {name}\n{text}\n")
     print(counts["passed"], counts["failed"], counts["skipped"])
     if not cases:
         return 4

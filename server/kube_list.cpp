@@ -69,8 +69,9 @@ core::result<listed> list_pages(kube::kube_client& client, const std::string& pa
   const std::string setting = std::string(call.deadline_name) + ", " + seconds_text(call.timeout);
   std::string cont;
   do {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    // Rounded up: the request's own timer then ends at the deadline or after it, never a
+    // fraction of a millisecond before, so a request cut off by it is told as the deadline's.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
     if (left.count() <= 0) {
       return core::fail(core::errc::unavailable, "GET " + path + ": the run's deadline (" +
                                                      setting + ") passed before the API answered");
