@@ -244,27 +244,34 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
                                           const revision* from) const {
   evaluation ev;
   const core::snapshot_context ctx{&cfg_.source, selected};
-  ev.errors = core::validate_snapshot(snap, ctx);
-
   const core::snapshot* served = &snap;
   core::snapshot pruned;
   std::vector<std::string> gone;
-  if (!ev.errors.empty()) {
-    if (cfg_.unknown_nodes != unknown_nodes_policy::prune || selected == nullptr) return ev;
-    // Prune only the Nodes the list does not have (S3); any other error still rejects.
-    pruned.api_version = snap.api_version;
+  if (cfg_.unknown_nodes == unknown_nodes_policy::prune && selected != nullptr) {
+    // Prune only the Nodes the list does not have (S3); any other error still rejects. A
+    // snapshot that names a Node the list lacks fails S3 as it is, so it is only checked
+    // as pruned (one validation where a Node change prunes, not two), and as it is only to
+    // report its errors when the pruned one fails too.
     for (const auto& n : snap.nodes) {
-      if (selected->find(n.name) == nullptr) {
-        gone.push_back(n.name);
-      } else {
-        pruned.nodes.push_back(n);
-      }
+      if (selected->find(n.name) == nullptr) gone.push_back(n.name);
     }
-    if (gone.empty()) return ev;
-    pruned.revision = snap.revision + "+pruned-" + std::to_string(gone.size());
-    if (!core::validate_snapshot(pruned, ctx).empty()) return ev;  // report the unpruned errors
-    ev.errors.clear();
-    served = &pruned;
+    if (!gone.empty()) {
+      pruned.api_version = snap.api_version;
+      pruned.revision = snap.revision + "+pruned-" + std::to_string(gone.size());
+      pruned.nodes.reserve(snap.nodes.size() - gone.size());
+      for (const auto& n : snap.nodes) {
+        if (selected->find(n.name) != nullptr) pruned.nodes.push_back(n);
+      }
+      if (!core::validate_snapshot(pruned, ctx).empty()) {
+        ev.errors = core::validate_snapshot(snap, ctx);  // report the unpruned errors
+        return ev;
+      }
+      served = &pruned;
+    }
+  }
+  if (served == &snap) {
+    ev.errors = core::validate_snapshot(snap, ctx);
+    if (!ev.errors.empty()) return ev;
   }
 
   auto rev = std::make_shared<revision>();

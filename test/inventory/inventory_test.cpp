@@ -279,6 +279,8 @@ TEST(Inventory, PruneDoesNotHideOtherErrors) {
   const auto r = inv.offer(text, from("push"));
   EXPECT_FALSE(r.accepted);
   EXPECT_TRUE(has_rule(r.errors, "S4"));
+  // The errors reported are the snapshot's as sent, the unknown Node's included.
+  EXPECT_TRUE(has_rule(r.errors, "S3"));
 }
 
 TEST(Inventory, UnknownNodesWithoutANodeListAreNotChecked) {
