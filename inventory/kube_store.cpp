@@ -476,8 +476,8 @@ class api_node_watch final : public node_watch {
   api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
   ~api_node_watch() override { stop(); }
 
-  void start(label_filter keep, std::function<void(core::node_list)> on_change) override {
-    nodes_ = node_view(std::move(keep));
+  void start(label_filter keep, std::function<void(list_source)> on_change) override {
+    view_ = std::make_shared<shared_view>(std::move(keep));
     on_change_ = std::move(on_change);
     thread_ = std::thread([this] { run(); });
   }
@@ -489,7 +489,20 @@ class api_node_watch final : public node_watch {
   }
 
  private:
-  void publish() { on_change_(nodes_.list()); }
+  // The view, shared with the list_source handed over (which may outlive this watch): the
+  // watch thread writes it under the lock, a taker copies it out under the lock.
+  struct shared_view {
+    explicit shared_view(label_filter keep) : nodes(std::move(keep)) {}
+    std::mutex mu;
+    node_view nodes;
+  };
+
+  void publish() {
+    on_change_([view = view_] {
+      std::lock_guard lk(view->mu);
+      return view->nodes.list();
+    });
+  }
 
   bool list_all(std::string& version) {
     std::string cont;
@@ -499,14 +512,14 @@ class api_node_watch final : public node_watch {
       const auto r = client_.request("GET", target, {}, std::chrono::seconds(30), metadata_list);
       if (r.status != 200) {
         if (!stop_.stopped() && log_) log_("warn", "Node list: " + api_message(r));
-        nodes_.discard_list();
+        view_->nodes.discard_list();
         return false;
       }
       simdjson::dom::parser p;
       simdjson::dom::element doc;
       std::string_view rv;
       if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
-        nodes_.discard_list();
+        view_->nodes.discard_list();
         return false;
       }
       version = std::string(rv);
@@ -514,10 +527,12 @@ class api_node_watch final : public node_watch {
       cont = doc["metadata"]["continue"].get(c) ? std::string() : std::string(c);
       simdjson::dom::array items;
       if (!doc["items"].get(items)) {
-        for (auto item : items) nodes_.add_listed(item);
+        // The list being built is the watch thread's alone: no lock until it becomes the view.
+        for (auto item : items) view_->nodes.add_listed(item);
       }
     } while (!cont.empty());
-    nodes_.finish_list();
+    std::lock_guard lk(view_->mu);
+    view_->nodes.finish_list();
     return true;
   }
 
@@ -555,7 +570,12 @@ class api_node_watch final : public node_watch {
               if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
               if (type == "BOOKMARK") return true;
               delivered = true;
-              if (nodes_.apply(type, obj)) publish();
+              bool changed = false;
+              {
+                std::lock_guard lk(view_->mu);
+                changed = view_->nodes.apply(type, obj);
+              }
+              if (changed) publish();
               return true;
             },
             watch_idle, metadata_watch);
@@ -581,8 +601,8 @@ class api_node_watch final : public node_watch {
 
   kube_client client_;
   log_fn log_;
-  std::function<void(core::node_list)> on_change_;
-  node_view nodes_;  // watch thread only
+  std::function<void(list_source)> on_change_;
+  std::shared_ptr<shared_view> view_;
   stopper stop_;
   std::thread thread_;
 };

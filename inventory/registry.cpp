@@ -96,11 +96,11 @@ void registry::impl::apply_api_nodes(core::node_list list) {
   }
 }
 
-void registry::impl::on_api_nodes(core::node_list list) {
+void registry::impl::on_api_nodes(node_watch::list_source current) {
   {
     std::lock_guard lk(api_nodes_mu);
     if (api_nodes_seen) {
-      api_nodes_pending = std::move(list);
+      api_nodes_pending = std::move(current);
       if (api_nodes_due == steady::time_point::max()) api_nodes_due = steady::now() + node_coalesce;
       wake();
       return;
@@ -108,7 +108,7 @@ void registry::impl::on_api_nodes(core::node_list list) {
     api_nodes_seen = true;
   }
   // The first list at once: what waits for it (a snapshot file, readiness) should not wait more.
-  apply_api_nodes(std::move(list));
+  apply_api_nodes(current());
 }
 
 void registry::impl::check_node_labels(entry& e) {
@@ -295,13 +295,14 @@ void registry::impl::run_loop() {
     if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never)
       dirty_at = now + debounce;
     if (now >= nodes_due) {
-      std::optional<core::node_list> list;
+      node_watch::list_source current;
       {
         std::lock_guard lk(api_nodes_mu);
-        list.swap(api_nodes_pending);
+        current.swap(api_nodes_pending);
         api_nodes_due = never;
       }
-      if (list) apply_api_nodes(std::move(*list));
+      // The list as it is now, copied once for however many changes the window gathered.
+      if (current) apply_api_nodes(current());
     }
 
     bool full = resync_requested.exchange(false);
@@ -522,7 +523,7 @@ void registry::start() {
             return std::any_of(sources.begin(), sources.end(),
                                [&](const auto& src) { return core::reads_node_label(src, key); });
           },
-          [&m](core::node_list list) { m.on_api_nodes(std::move(list)); });
+          [&m](node_watch::list_source current) { m.on_api_nodes(std::move(current)); });
     }
   }
   m.armed = m.all_points();

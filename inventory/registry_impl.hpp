@@ -140,14 +140,15 @@ struct registry::impl {
   std::string store_error;
   std::unique_ptr<node_watch> nodes_api;
   std::string nodes_error;
-  // Node lists from the API after the first: the latest one waits here and the loop applies
-  // it once node_coalesce after the first change of a burst (a scale-up of a thousand Nodes
-  // is a handful of re-evaluations, not a thousand), off the watch's thread.
+  // Node changes from the API after the first list: the watch's source of the list waits
+  // here and the loop takes the list from it once node_coalesce after the first change of a
+  // burst (a scale-up of a thousand Nodes is a handful of copies and re-evaluations, not a
+  // thousand), off the watch's thread.
   std::mutex api_nodes_mu;
   bool api_nodes_seen = false;
-  std::optional<core::node_list> api_nodes_pending;
+  node_watch::list_source api_nodes_pending;
   steady::time_point api_nodes_due = steady::time_point::max();
-  void on_api_nodes(core::node_list list);
+  void on_api_nodes(node_watch::list_source current);
   void apply_api_nodes(core::node_list list);
   steady::time_point nodes_grace_until{};
   detail::timer_queue timers;

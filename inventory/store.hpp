@@ -89,10 +89,14 @@ class node_watch {
   // (core::reads_node_label); keeping only those makes a change to any other label (a
   // heartbeat, a controller's stamp) cost a decode and a comparison, and no publication.
   using label_filter = std::function<bool(std::string_view key)>;
+  // The list as it is when called (any thread, any time, also after stop()): a change hands
+  // this over instead of a copy, so a burst of changes costs one copy per time its taker
+  // applies them (the registry: once per coalescing window), not one per change.
+  using list_source = std::function<core::node_list()>;
   // Starts listing and watching on its own thread and returns at once; calls `on_change`
-  // (from that thread) with the full list, labels filtered by `keep`, after the first list
-  // and after every change of a Node's name or kept labels.
-  virtual void start(label_filter keep, std::function<void(core::node_list)> on_change) = 0;
+  // (from that thread) after the first list and after every change of a Node's name or
+  // kept labels (labels filtered by `keep`).
+  virtual void start(label_filter keep, std::function<void(list_source)> on_change) = 0;
   virtual void stop() = 0;
 };
 

@@ -394,9 +394,9 @@ TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
   std::condition_variable cv;
   std::vector<core::node_list> seen;
   (*watch)->start([](std::string_view key) { return key == "inv-test/pool"; },
-                  [&](core::node_list list) {
+                  [&](node_watch::list_source current) {
                     std::lock_guard lk(mu);
-                    seen.push_back(std::move(list));
+                    seen.push_back(current());
                     cv.notify_all();
                   });
   auto wait_for = [&](std::size_t n) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -18,7 +19,7 @@ namespace {
 
 class fake_node_watch final : public node_watch {
  public:
-  void start(label_filter, std::function<void(core::node_list)> on_change) override {
+  void start(label_filter, std::function<void(list_source)> on_change) override {
     std::lock_guard lk(mu_);
     on_change_ = std::move(on_change);
     ++starts_;
@@ -29,23 +30,38 @@ class fake_node_watch final : public node_watch {
   }
   // What the watch thread does after a list or a change.
   bool deliver(core::node_list list) {
-    std::function<void(core::node_list)> fn;
+    std::function<void(list_source)> fn;
     {
       std::lock_guard lk(mu_);
       fn = on_change_;
     }
     if (!fn) return false;
-    fn(std::move(list));
+    fn([l = std::move(list)] { return l; });
     return true;
   }
   int starts() {
     std::lock_guard lk(mu_);
     return starts_;
   }
+  // A change whose list is built only when the registry asks for it (as the real watch's
+  // is): `copies` counts the lists asked for.
+  bool deliver_lazily(std::function<core::node_list()> make, std::atomic<int>& copies) {
+    std::function<void(list_source)> fn;
+    {
+      std::lock_guard lk(mu_);
+      fn = on_change_;
+    }
+    if (!fn) return false;
+    fn([make = std::move(make), &copies] {
+      ++copies;
+      return make();
+    });
+    return true;
+  }
 
  private:
   std::mutex mu_;
-  std::function<void(core::node_list)> on_change_;
+  std::function<void(list_source)> on_change_;
   int starts_ = 0;
 };
 
@@ -113,6 +129,31 @@ TEST(NodeWatch, TheFirstReadIsValidatedAgainstTheListFromTheApi) {
       EXPECT_EQ(a.pruned_nodes, 1u) << a.revision_id << " from " << a.origin;
     }
   }
+}
+
+// A burst of Node changes (a scale-up, a controller relabelling every Node) costs the
+// registry one copy of the list per coalescing window, not one per change, and the list it
+// applies is the latest.
+TEST(NodeWatch, ABurstOfChangesIsCopiedOncePerWindow) {
+  fixture f(unknown_nodes_policy::prune);
+  f.reg->start();
+  auto* inv = f.reg->find("dc");
+  std::atomic<int> copies{0};
+  ASSERT_TRUE(f.watch->deliver_lazily([] { return testing::nodes(4); }, copies));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc").ok(); }));
+  EXPECT_EQ(copies.load(), 1) << "the first list is applied at once";
+  constexpr int burst = 200;
+  std::atomic<int> latest{4};
+  for (int i = 0; i < burst; ++i) {
+    // Alternately 4 Nodes and 3: the last change leaves 3 (worker-3 gone).
+    latest = i % 2 == 0 ? 3 : 4;
+    if (i == burst - 1) latest = 3;
+    ASSERT_TRUE(f.watch->deliver_lazily(
+        [&latest] { return latest.load() == 3 ? testing::nodes(4, 3) : testing::nodes(4); },
+        copies));
+  }
+  ASSERT_TRUE(testing::eventually([&] { return testing::served_revision(inv) == "n-1+pruned-1"; }));
+  EXPECT_LE(copies.load(), 1 + 5) << burst << " changes were copied " << copies.load() << " times";
 }
 
 // The watch could not be built (serve passes its error along): reported, and the file is

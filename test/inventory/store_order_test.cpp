@@ -102,16 +102,18 @@ class scripted_store final : public revision_store {
 class scripted_nodes final : public node_watch {
  public:
   explicit scripted_nodes(int n) : initial_(n) {}
-  void start(label_filter, std::function<void(core::node_list)> on_change) override {
+  void start(label_filter, std::function<void(list_source)> on_change) override {
     on_change_ = std::move(on_change);
-    on_change_(testing::nodes(initial_));
+    on_change_([n = initial_] { return testing::nodes(n); });
   }
   void stop() override {}
-  void set(int n) { on_change_(testing::nodes(n)); }
+  void set(int n) {
+    on_change_([n] { return testing::nodes(n); });
+  }
 
  private:
   int initial_;
-  std::function<void(core::node_list)> on_change_;
+  std::function<void(list_source)> on_change_;
 };
 
 struct replica {
