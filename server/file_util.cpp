@@ -59,8 +59,16 @@ core::result<void> write_file_atomic(const std::string& path, std::string_view d
     }
     off += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
+  // The descriptor is closed whichever of the two fails.
+  if (::fsync(fd) != 0) {
     auto e = io_error("cannot sync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::close(fd) != 0) {
+    auto e = io_error("cannot close", tmp);
     ::unlink(tmp.c_str());
     return e;
   }
@@ -69,6 +77,19 @@ core::result<void> write_file_atomic(const std::string& path, std::string_view d
     ::unlink(tmp.c_str());
     return e;
   }
+  // The rename is durable only once the directory entry is.
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string(".")
+                          : slash == 0               ? std::string("/")
+                                                     : path.substr(0, slash);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return io_error("cannot open the directory", dir);
+  if (::fsync(dfd) != 0) {
+    auto e = io_error("cannot sync the directory", dir);
+    ::close(dfd);
+    return e;
+  }
+  ::close(dfd);
   return {};
 }
 
