@@ -190,7 +190,9 @@ std::uint64_t body_bytes_remaining(const Parser& parser) {
 #pragma GCC diagnostic pop
 #endif
 
-[[nodiscard]] inline bool is_health_route(std::string_view route) {
+// The routes machines poll (the kubelet's probes, Prometheus's scrapes): their requests are
+// logged at debug level, so a log at info level is not one line per probe.
+[[nodiscard]] inline bool is_polled_route(std::string_view route) {
   return route == "/healthz" || route == "/livez" || route == "/readyz" || route == "/metrics";
 }
 
@@ -617,7 +619,7 @@ class http_session : public drainable {
     const int status = static_cast<int>(res.result_int());
     srv_.m.observe_request(info.route, status, seconds);
     if (srv_.cfg.access_log) {
-      log(is_health_route(info.route) ? log_level::debug : log_level::info, "request",
+      log(is_polled_route(info.route) ? log_level::debug : log_level::info, "request",
           {{"request_id", rid},
            {"method", method},
            {"route", info.route},
@@ -643,7 +645,6 @@ class http_session : public drainable {
     plain_.clear();
     render_header(res, plain_);
     body_left_ = res.body().data;
-    written_ = 0;
     const std::size_t room =
         plain_.size() < tls_record_plaintext ? tls_record_plaintext - plain_.size() : 0;
     const std::size_t first = std::min(room, body_left_.size());
@@ -668,8 +669,7 @@ class http_session : public drainable {
     });
   }
 
-  void on_wire(beast::error_code ec, std::size_t n) {
-    written_ += n;
+  void on_wire(beast::error_code ec, std::size_t /*written*/) {
     if (ec) return fail(ec);
     if (!body_left_.empty()) return fill_wire();
     on_write();
@@ -783,7 +783,6 @@ class http_session : public drainable {
   std::string plain_;           // the header and the first part of the body: the first record
   std::string wire_;            // bytes for the socket: records (TLS) or plaintext
   std::string_view body_left_;  // body bytes not yet sealed (owned by res_)
-  std::size_t written_ = 0;
   peer_certificate peer_;
   std::string peer_subject_;
   clock_type::time_point started_;
