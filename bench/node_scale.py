@@ -12,14 +12,26 @@ carry (instance type, zone, region, NFD and GPU-operator labels, node group), st
   --rate per second for --seconds: topogate's CPU time per change (the run time of all its
   threads, /proc/PID/task/*/schedstat), RSS during and after;
 - relevant churn: a Node's selector label (node-group) flipped out of and back into the
-  inventory's nodeSelector, at the same rate: CPU per change, and the time from each flip to
-  the served revision's ETag changing (p50/p99, polled with If-None-Match every 5 ms);
+  inventory's nodeSelector, at half the rate: CPU per change (nothing reads topogate
+  meanwhile), then for half as long the time from each flip to the served revision's ETag
+  changing (p50/p99, polled with If-None-Match every 5 ms);
+- a sustained burst (--burst-rate changes a second for --burst-seconds, from four client
+  connections): each change takes a different Node out of the selection; the served body is
+  read at each new ETag, and a change's latency is the time until the first served revision
+  that no longer lists its Node (p50/p99, and how many were never seen within 10 s);
 - a relist: etcd's history compacted, so the watch gets 410 Gone and lists again: the relist's
-  wall time and the peak RSS (VmHWM) around it.
+  wall time and the peak RSS (VmHWM) around it;
+- admission latency (an AdmissionReview every 50 ms on a kept-alive connection) while idle
+  and during each churn, p50/p99: the Node watch must not delay the webhook;
+- with --kueue, the same churn beside the reference: the TAS lab's Kueue v0.17.0 controller
+  manager (scripts/tas-lab.sh up: controller-runtime informers over the same Nodes) on the
+  same control plane, its CPU per change and RSS, and topogate's as a ratio to Kueue's.
 
 Usage: bench/node_scale.py [--sizes 1000,5000,10000,20000] [--rate 10] [--seconds 20]
+                           [--burst-rate 200] [--burst-seconds 5] [--kueue]
                            [--binary build/release/cli/topogate] [--json FILE]
-It starts its own control plane (test/e2e/control-plane.sh, state in a temporary folder).
+It starts its own control plane (test/e2e/control-plane.sh, state in a temporary folder),
+or with --kueue a TAS lab of its own (TAS_LAB_DIR in the same folder).
 """
 
 import argparse
@@ -230,11 +242,53 @@ def merge_patch(api, name, labels):
         raise RuntimeError(f"patch {name}: {st} {body[:200]!r}")
 
 
-def churn(api, tg, n, rate, seconds, relevant):
-    """Changes at `rate` per second for `seconds`; returns (changes, cpu per change ms, latencies)."""
+class Prober(threading.Thread):
+    """An AdmissionReview every 50 ms on a kept-alive connection; keeps each answer's time."""
+
+    def __init__(self, tg):
+        super().__init__(daemon=True)
+        with open(os.path.join(REPO, "bench", "http", "review-valid.json"), "rb") as f:
+            self.body = f.read()
+        self.tg, self.times, self.errors, self.stop_at = tg, [], 0, None
+        self.lock = threading.Lock()
+        self.halt = threading.Event()
+
+    def take(self):
+        """The times since the last take (seconds)."""
+        with self.lock:
+            out, self.times = self.times, []
+        return out
+
+    def run(self):
+        conn = None
+        while not self.halt.is_set():
+            t = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPSConnection("127.0.0.1", self.tg.port, context=self.tg.ctx,
+                                                       timeout=10)
+                conn.request("POST", "/validate/topologysources", body=self.body,
+                             headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                if r.status != 200:
+                    self.errors += 1
+                with self.lock:
+                    self.times.append(time.monotonic() - t)
+            except (OSError, http.client.HTTPException):
+                conn = None
+                self.errors += 1
+            self.halt.wait(max(0.0, 0.05 - (time.monotonic() - t)))
+
+
+def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
+    """Changes at `rate` per second for `seconds`; returns (changes, cpu per change ms, latencies,
+    rss peak, Kueue's cpu per change ms, Kueue's rss peak)."""
     pid = tg.proc.pid
     rng = random.Random(n)
     cpu0 = proc_cpu(pid)
+    kcpu0 = proc_cpu(kueue_pid) if kueue_pid else 0.0
+    krss_peak = 0.0
     latencies = []
     changes = 0
     interval = 1.0 / rate
@@ -252,6 +306,11 @@ def churn(api, tg, n, rate, seconds, relevant):
                 t_change = time.monotonic()
                 merge_patch(api, name, {"node-group": value})
                 changes += 1
+                if not poll:
+                    # CPU alone: no reader polling topogate meanwhile (each poll is a request
+                    # topogate answers, which is not the Node change's cost).
+                    time.sleep(max(0.0, interval / 2 - (time.monotonic() - t_change)))
+                    continue
                 while time.monotonic() - t_change < 10:
                     status, new = tg.get("/snapshots/dc", etag)
                     if status == 200 and new != etag:
@@ -263,12 +322,86 @@ def churn(api, tg, n, rate, seconds, relevant):
             merge_patch(api, name, {"example.com/heartbeat": str(changes)})
             changes += 1
         rss_peak = max(rss_peak, proc_mem(pid, "VmRSS"))
+        if kueue_pid:
+            krss_peak = max(krss_peak, proc_mem(kueue_pid, "VmRSS"))
         pause = interval - (time.monotonic() - t)
         if pause > 0:
             time.sleep(pause)
     time.sleep(1.0)  # the last changes applied (coalescing waits 200 ms)
     cpu = proc_cpu(pid) - cpu0
-    return changes, 1000.0 * cpu / max(changes, 1), latencies, rss_peak
+    kcpu = (proc_cpu(kueue_pid) - kcpu0) if kueue_pid else float("nan")
+    return (changes, 1000.0 * cpu / max(changes, 1), latencies, rss_peak,
+            1000.0 * kcpu / max(changes, 1), krss_peak)
+
+
+def served_names(tg, etag):
+    """The Node names of the served revision and its ETag; (None, etag) while it is `etag`."""
+    try:
+        if tg.conn is None:
+            tg.conn = http.client.HTTPSConnection("127.0.0.1", tg.port, context=tg.ctx, timeout=10)
+        headers = {"Authorization": "Bearer scale-reader-token"}
+        if etag:
+            headers["If-None-Match"] = etag
+        tg.conn.request("GET", "/snapshots/dc", headers=headers)
+        r = tg.conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            return None, None
+        return set(json.loads(body)["nodes"]), r.getheader("ETag")
+    except (OSError, http.client.HTTPException, ValueError):
+        tg.conn = None
+        return None, None
+
+
+def burst(api_factory, tg, n, rate, seconds):
+    """`rate` changes a second for `seconds`, each taking a different Node out of the
+    selection (four client connections). Returns (changes, latencies, not seen, cpu ms per
+    change: the reader's polls every 10 ms with If-None-Match included); the Nodes are put
+    back afterwards, unmeasured."""
+    count = min(int(rate * seconds), min(n, SNAPSHOT_NODES) - 1)
+    names = [f"gpu-{i:05d}" for i in random.Random(n + 1).sample(range(min(n, SNAPSHOT_NODES)), count)]
+    changed_at = {}
+    lock = threading.Lock()
+    start = time.monotonic() + 0.5
+    workers = 4
+
+    def writer(k):
+        api = api_factory()
+        for j in range(k, count, workers):
+            due = start + j / rate
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            t = time.monotonic()
+            merge_patch(api, names[j], {"node-group": "cpu"})
+            with lock:
+                changed_at[names[j]] = t
+
+    cpu0 = proc_cpu(tg.proc.pid)
+    threads = [threading.Thread(target=writer, args=(k,), daemon=True) for k in range(workers)]
+    for th in threads:
+        th.start()
+    latencies = {}
+    etag = None
+    deadline = start + seconds + 10
+    while time.monotonic() < deadline and len(latencies) < count:
+        present, new = served_names(tg, etag)
+        now = time.monotonic()
+        if present is not None and new != etag:
+            etag = new
+            with lock:
+                pending = [(m, t) for m, t in changed_at.items() if m not in latencies]
+            for m, t in pending:
+                if m not in present:
+                    latencies[m] = now - t
+        time.sleep(0.01)
+    for th in threads:
+        th.join()
+    cpu = proc_cpu(tg.proc.pid) - cpu0
+    api = api_factory()
+    for m in names:
+        merge_patch(api, m, {"node-group": "gpu"})
+    return count, sorted(latencies.values()), count - len(latencies), 1000.0 * cpu / max(count, 1)
 
 
 def compact(cp_env):
@@ -285,6 +418,10 @@ def compact(cp_env):
     return True
 
 
+def ratio(a, b):
+    return round(a / b, 3) if b > 0 else float("nan")
+
+
 def pct(values, p):
     if not values:
         return float("nan")
@@ -297,16 +434,30 @@ def main():
     ap.add_argument("--sizes", default="1000,5000,10000,20000")
     ap.add_argument("--rate", type=float, default=10.0)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--burst-rate", type=float, default=200.0)
+    ap.add_argument("--burst-seconds", type=float, default=5.0)
+    ap.add_argument("--kueue", action="store_true",
+                    help="run Kueue's controller manager beside topogate (a TAS lab of its own)")
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "release", "cli", "topogate"))
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
     work = tempfile.mkdtemp(prefix="topogate-node-scale-")
-    cp_dir = os.path.join(work, "cp")
+    lab_dir = os.path.join(work, "lab")
+    lab_sh = os.path.join(REPO, "scripts", "tas-lab.sh")
+    cp_dir = os.path.join(lab_dir, "cp") if args.kueue else os.path.join(work, "cp")
     cp_env = {"TOPOGATE_CP_DIR": cp_dir}
     env = dict(os.environ, **cp_env)
-    subprocess.run(["bash", CP, "start"], check=True, env=env, stdout=subprocess.DEVNULL)
+    kueue_pid = None
+    if args.kueue:
+        # The lab's control plane, its Kueue, and its own topogate and Nodes (a handful).
+        subprocess.run(["bash", lab_sh, "up"], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, TAS_LAB_DIR=lab_dir))
+        with open(os.path.join(lab_dir, "kueue", "pid")) as f:
+            kueue_pid = int(f.read().strip())
+    else:
+        subprocess.run(["bash", CP, "start"], check=True, env=env, stdout=subprocess.DEVNULL)
     try:
         for line in subprocess.run(["bash", CP, "env"], capture_output=True, text=True, env=env,
                                    check=True).stdout.splitlines():
@@ -316,6 +467,7 @@ def main():
         with open(cp_env["TOPOGATE_CP_ADMIN_TOKEN_FILE"]) as f:
             token = f.read().strip().split(",")[0]
         api = Api(cp_env["TOPOGATE_CP_URL"], cp_env["TOPOGATE_CP_CA"], token)
+        api_factory = lambda: Api(cp_env["TOPOGATE_CP_URL"], cp_env["TOPOGATE_CP_CA"], token)
         rows = []
         created = 0
         for n in sizes:
@@ -335,12 +487,26 @@ def main():
                 rss_listed = proc_mem(tg.proc.pid, "VmRSS")
                 # What topogate spends with no change at all (timers, the reconcile loop,
                 # the watches' bookmarks), to tell apart from what each change costs.
+                prober = Prober(tg)
+                prober.start()
                 cpu0, t_idle = proc_cpu(tg.proc.pid), time.monotonic()
+                kcpu0 = proc_cpu(kueue_pid) if kueue_pid else 0.0
                 time.sleep(args.seconds / 2)
-                idle_ms_per_s = 1000 * (proc_cpu(tg.proc.pid) - cpu0) / (time.monotonic() - t_idle)
-                irr = churn(api, tg, n, args.rate, args.seconds, relevant=False)
+                idle_s = time.monotonic() - t_idle
+                idle_ms_per_s = 1000 * (proc_cpu(tg.proc.pid) - cpu0) / idle_s
+                kidle_ms_per_s = 1000 * (proc_cpu(kueue_pid) - kcpu0) / idle_s if kueue_pid else float("nan")
+                adm_idle = prober.take()
+                irr = churn(api, tg, n, args.rate, args.seconds, relevant=False, kueue_pid=kueue_pid)
+                adm_irr = prober.take()
                 rss_after = proc_mem(tg.proc.pid, "VmRSS")
-                rel = churn(api, tg, n, args.rate / 2, args.seconds, relevant=True)
+                rel = churn(api, tg, n, args.rate / 2, args.seconds, relevant=True, kueue_pid=kueue_pid,
+                            poll=False)
+                lat = churn(api, tg, n, args.rate / 2, args.seconds / 2, relevant=True)
+                adm_rel = prober.take()
+                bst = burst(api_factory, tg, n, args.burst_rate, args.burst_seconds)
+                adm_burst = prober.take()
+                prober.halt.set()
+                prober.join()
                 hwm_before = proc_mem(tg.proc.pid, "VmHWM")
                 relist_s = float("nan")
                 if compact(cp_env):
@@ -365,30 +531,80 @@ def main():
                     "irrelevant_net_cpu_ms": round(irr[1] - idle_ms_per_s / args.rate, 3),
                     "rss_churn_peak_mib": round(irr[3], 1), "rss_after_churn_mib": round(rss_after, 1),
                     "relevant_changes": rel[0], "relevant_cpu_ms": round(rel[1], 3),
-                    "served_p50_ms": round(1000 * pct(rel[2], 50), 1),
-                    "served_p99_ms": round(1000 * pct(rel[2], 99), 1),
+                    "relevant_net_cpu_ms": round(rel[1] - idle_ms_per_s / (args.rate / 2), 3),
+                    "served_p50_ms": round(1000 * pct(lat[2], 50), 1),
+                    "served_p99_ms": round(1000 * pct(lat[2], 99), 1),
+                    "burst_changes": bst[0], "burst_rate": args.burst_rate,
+                    "burst_served_p50_ms": round(1000 * pct(bst[1], 50), 1),
+                    "burst_served_p99_ms": round(1000 * pct(bst[1], 99), 1),
+                    "burst_not_seen": bst[2], "burst_cpu_ms": round(bst[3], 3),
+                    "admission_idle_p50_ms": round(1000 * pct(adm_idle, 50), 2),
+                    "admission_idle_p99_ms": round(1000 * pct(adm_idle, 99), 2),
+                    "admission_churn_p50_ms": round(1000 * pct(adm_irr + adm_rel + adm_burst, 50), 2),
+                    "admission_churn_p99_ms": round(1000 * pct(adm_irr + adm_rel + adm_burst, 99), 2),
+                    "admission_burst_p99_ms": round(1000 * pct(adm_burst, 99), 2),
+                    "admission_errors": prober.errors,
                     "relist_s": round(relist_s, 2),
                     "peak_rss_mib": round(max(hwm_before, proc_mem(tg.proc.pid, "VmHWM")), 1),
                 }
+                if kueue_pid:
+                    row.update({
+                        "kueue_idle_cpu_ms_per_s": round(kidle_ms_per_s, 3),
+                        "kueue_irrelevant_cpu_ms": round(irr[4], 3),
+                        "kueue_irrelevant_net_cpu_ms": round(irr[4] - kidle_ms_per_s / args.rate, 3),
+                        "kueue_relevant_cpu_ms": round(rel[4], 3),
+                        "kueue_rss_peak_mib": round(max(irr[5], rel[5]), 1),
+                        "kueue_relevant_net_cpu_ms": round(rel[4] - kidle_ms_per_s / (args.rate / 2), 3),
+                        # Net of each process's own idle CPU (topogate's includes answering the
+                        # admission probe), so that the ratio compares what the changes cost.
+                        "ratio_irrelevant_cpu": ratio(irr[1] - idle_ms_per_s / args.rate,
+                                                      irr[4] - kidle_ms_per_s / args.rate),
+                        "ratio_relevant_cpu": ratio(rel[1] - idle_ms_per_s / (args.rate / 2),
+                                                    rel[4] - kidle_ms_per_s / (args.rate / 2)),
+                        "ratio_rss": ratio(max(irr[3], rel[3]), max(irr[5], rel[5])),
+                    })
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr)
             finally:
                 tg.stop()
         print("| Nodes (snapshot) | ready | RSS listed | idle CPU | irrelevant change CPU (net of idle) "
-              "| RSS churn peak / after | relevant change CPU | served p50 / p99 | relist | peak RSS |")
+              "| RSS churn peak / after | relevant change CPU (net) | served p50 / p99 | relist | peak RSS |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['nodes']} ({r['snapshot_nodes']}) | {r['ready_s']} s | {r['rss_listed_mib']} MiB "
                   f"| {r['idle_cpu_ms_per_s']} ms/s "
                   f"| {r['irrelevant_cpu_ms']} ms ({r['irrelevant_net_cpu_ms']} ms; {r['irrelevant_changes']}) "
                   f"| {r['rss_churn_peak_mib']} / {r['rss_after_churn_mib']} MiB "
-                  f"| {r['relevant_cpu_ms']} ms ({r['relevant_changes']}) "
+                  f"| {r['relevant_cpu_ms']} ms ({r['relevant_net_cpu_ms']} ms; {r['relevant_changes']}) "
                   f"| {r['served_p50_ms']} / {r['served_p99_ms']} ms | {r['relist_s']} s | {r['peak_rss_mib']} MiB |")
+        print()
+        print(f"| Nodes | burst: changes at {args.burst_rate:g}/s | served p50 / p99 | not served in 10 s "
+              "| CPU per burst change | admission p50 / p99 idle | during churn | during the burst (p99) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['nodes']} | {r['burst_changes']} | {r['burst_served_p50_ms']} / {r['burst_served_p99_ms']} ms "
+                  f"| {r['burst_not_seen']} | {r['burst_cpu_ms']} ms "
+                  f"| {r['admission_idle_p50_ms']} / {r['admission_idle_p99_ms']} ms "
+                  f"| {r['admission_churn_p50_ms']} / {r['admission_churn_p99_ms']} ms | {r['admission_burst_p99_ms']} ms |")
+        if args.kueue:
+            print()
+            print("| Nodes | Kueue idle CPU | Kueue irrelevant change CPU (net) | Kueue relevant change CPU "
+                  "| Kueue RSS peak | topogate / Kueue (net CPU): irrelevant, relevant; RSS peak |")
+            print("|---|---|---|---|---|---|")
+            for r in rows:
+                print(f"| {r['nodes']} | {r['kueue_idle_cpu_ms_per_s']} ms/s | {r['kueue_irrelevant_cpu_ms']} ms "
+                      f"({r['kueue_irrelevant_net_cpu_ms']} ms) | {r['kueue_relevant_cpu_ms']} ms ({r['kueue_relevant_net_cpu_ms']} ms) "
+                      f"| {r['kueue_rss_peak_mib']} MiB | {r['ratio_irrelevant_cpu']}×, {r['ratio_relevant_cpu']}×, "
+                      f"{r['ratio_rss']}× |")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)
     finally:
-        subprocess.run(["bash", CP, "stop"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if args.kueue:
+            subprocess.run(["bash", lab_sh, "down"], env=dict(os.environ, TAS_LAB_DIR=lab_dir),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            subprocess.run(["bash", CP, "stop"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,6 +1,6 @@
 #pragma once
 // The error model shared by every check: Kubernetes field errors (apimachinery's
-// field.Error) tagged with the stable rule id of SPEC.md.
+// field.Error) tagged with the stable rule id of docs/rules.md.
 
 #include <cstddef>
 #include <string>

@@ -17,7 +17,7 @@ const prometheus::Histogram::BucketBoundaries duration_buckets = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
     0.25,   0.5,     1,      2.5,   5,      10,    15,   20,    30};
 
-// Rule ids are label values: only the closed set of SPEC.md's ids (a letter and a number)
+// Rule ids are label values: only the closed set of docs/rules.md's ids (a letter and a number)
 // passes; anything else is counted as "other", so a label can never carry input text.
 std::string rule_label(std::string_view rule) {
   if (rule.size() < 2 || rule.size() > 3 || rule[0] < 'A' || rule[0] > 'Z') return "other";

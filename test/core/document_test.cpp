@@ -1,6 +1,7 @@
-// The document decoder against the consumer facts of SPEC.md §1: what gopkg.in/yaml.v3 (the
-// consumer's decoder, with exactly one document and strict keys) accepts, refuses, and how
-// scalars keep their literal text. Expected verdicts were cross-checked against yaml.v3.
+// The document decoder against the consumer's (docs/architecture.md, decoding): what
+// gopkg.in/yaml.v3 (the consumer's decoder, with exactly one document and strict keys) accepts,
+// refuses, and how scalars keep their literal text. Expected verdicts were cross-checked against
+// yaml.v3.
 
 #include "core/document.hpp"
 

@@ -2,7 +2,8 @@
 // Properties beyond "no crash":
 // - each fast predicate agrees with its checking function (both are used in production:
 //   the predicates on the snapshot hot path, the checks for messages);
-// - both agree with the SPEC.md regular expressions, evaluated by std::regex;
+// - both agree with apimachinery's regular expressions (k8s.io/apimachinery's
+//   pkg/util/validation, which the consumer calls), evaluated by std::regex;
 // - a parsed duration formats (Go's Duration.String) to text that parses to the same value.
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,7 @@ namespace {
 
 using namespace topogate;
 
-// SPEC.md, section "Syntax primitives".
+// apimachinery's patterns (pkg/util/validation): DNS-1123 labels and subdomains, qualified names.
 const std::regex& dns_label_re() {
   static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
   return re;

@@ -2,7 +2,7 @@
 // for TopologySource written the way Kubernetes ecosystem webhooks are, on
 // controller-runtime's webhook server (webhook.NewServer) with a typed
 // admission.Validator, the scheme's decoder, and apimachinery's field validation
-// helpers. It implements rules T1-T14 of the product contract (SPEC.md §1) and serves
+// helpers. It implements rules T1-T14 (docs/rules.md) and serves
 // POST /validate/topologysources over TLS with the certificate it is given.
 //
 // usage: crwebhook --port PORT --cert-dir DIR [--cert-name tls.crt] [--key-name tls.key]
