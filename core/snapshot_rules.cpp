@@ -121,8 +121,12 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     level_json_size[i] = json_string_size(levels[i]);
   }
 
-  node_list selected;
-  if (ctx.nodes && src) selected = select_nodes(*ctx.nodes, *src);
+  // S3 asks whether the Node exists and the source selects it: a lookup in the list and a
+  // match of that Node's labels, not a copy of the selected Nodes per validation.
+  auto is_selected = [&](std::string_view name) {
+    const cluster_node* node = ctx.nodes->find(name);
+    return node != nullptr && (!src->node_selector || src->node_selector->matches(node->labels));
+  };
 
   if (check_duplicates) {
     detail::string_index names;
@@ -183,7 +187,7 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     bool plain_name = false;
     // S3: a known, selected Node; without a node list, a DNS-1123 subdomain name.
     if (ctx.nodes && src) {
-      if (!selected.find(n.name) && sink.room("S3")) {
+      if (!is_selected(n.name) && sink.room("S3")) {
         const bool exists = ctx.nodes->find(n.name) != nullptr;
         sink.add(not_found("S3", node_path(n.name), n.name,
                            exists ? "the Node is not selected by the source's nodeSelector"
