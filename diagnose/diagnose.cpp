@@ -652,7 +652,9 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
   const auto tols = with_flavor(ps, rf);
   for (const auto& t : rf->node_taints)
     if (counts_for_scheduling(t) && !tolerates(tols, t))
-      return "untolerated taint " + taint_text(t) + " in flavor " + flavor;
+      // Kueue prints the Taint struct with Go's %s: {key value effect <nil>}.
+      return "untolerated taint {" + t.key + " " + t.value + " " + t.effect + " <nil>} in flavor " +
+             flavor;
   // The nodeSelector against the flavor's nodeLabels, for the label keys the group's
   // flavors use.
   for (const auto& [k, v] : ps.node_selector) {
@@ -874,6 +876,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             out->podsets[i].stage = "topology";
             out->podsets[i].detail = r.reason;
           }
+          if (groups[g].size() > 1)
+            out->notes.push_back("the PodSets of group " + workers.ps->group_name +
+                                 " fail together; Kueue's message names either of them (Go map "
+                                 "order)");
         }
         return false;
       }

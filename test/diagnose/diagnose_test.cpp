@@ -901,9 +901,10 @@ TEST(Kueue, FlavorTaintsAndTolerations) {
   c.flavors[0].node_taints[0].effect = "NoSchedule";
   auto k = decide(c, "w");
   EXPECT_FALSE(k.admissible);
-  EXPECT_EQ(k.message,
-            "couldn't assign flavors to pod set main: untolerated taint gpu=true:NoSchedule in "
-            "flavor f");
+  EXPECT_EQ(
+      k.message,
+      "couldn't assign flavors to pod set main: untolerated taint {gpu true NoSchedule <nil>} "
+      "in flavor f");
   // The flavor's own tolerations are added to the PodSet's: for its nodeTaints ...
   c.flavors[0].tolerations.push_back({"gpu", "Exists", "", ""});
   EXPECT_TRUE(decide(c, "w").admissible);
