@@ -846,6 +846,23 @@ TEST(Kueue, FlavorWithoutTheLevelIsSkipped) {
             "level");
 }
 
+// The fixture case: diagnose's decision matches the message Kueue recorded on each
+// Workload (QuotaReserved=False), offline.
+TEST(Kueue, FixtureCaseMatchesKueuesRecordedMessage) {
+  const auto c = load("kueue-decision");
+  for (const char* name : {"three-podsets", "gpu-uncovered"}) {
+    const auto r = diagnose_pending(c, "default", name);
+    ASSERT_TRUE(r.found) << name;
+    const auto* qr = find_condition(c.find_workload("default", name)->conditions, "QuotaReserved");
+    ASSERT_NE(qr, nullptr);
+    EXPECT_FALSE(r.kueue.admissible) << name;
+    EXPECT_EQ(r.kueue.message, qr->message) << name;
+  }
+  const auto r = diagnose_pending(c, "default", "three-podsets");
+  EXPECT_EQ(r.kueue.podset, "c");
+  for (const auto& f : r.fits) EXPECT_TRUE(f.fits()) << f.podset;  // each alone fits
+}
+
 // Node facts as Kueue's TAS cache has them.
 TEST(Kueue, NodeWithoutReadyConditionIsExcluded) {
   auto c = tas_cluster();
