@@ -751,95 +751,108 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
   }
 
-  // 1. Quota and flavor, group by group.
-  std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
+  // 1. Quota and flavor, group by group; `start[g]`: the position in its resource group's
+  // flavors where the group's search begins (Kueue's LastTriedFlavorIdx: after a failed
+  // scheduling cycle the next one starts after the flavor tried last).
   std::vector<std::string> group_flavor(groups.size());
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const podset& first = w.podsets[groups[g].front()];
-    resource_amounts total;
-    for (std::size_t i : groups[g]) {
-      const auto& ps = w.podsets[i];
-      for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * ps.count);
-      if (covers_pods) total["pods"] += ps.count;
-    }
-    std::map<std::size_t, std::string> chosen;  // resource group -> flavor
-    std::string fail;
-    for (const auto& [res, amount] : total) {
-      const std::size_t rg = group_covering(*q, res);
-      if (rg == std::string::npos) {
-        if (amount == 0) continue;
-        fail = "resource " + res + " unavailable in ClusterQueue";
-        break;
+  std::vector<std::size_t> chosen_pos(groups.size()), rg_size(groups.size());
+  auto quota_pass = [&](const std::vector<std::size_t>& start, kueue_decision& kd) {
+    std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const podset& first = w.podsets[groups[g].front()];
+      resource_amounts total;
+      for (std::size_t i : groups[g]) {
+        const auto& ps = w.podsets[i];
+        for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * ps.count);
+        if (covers_pods) total["pods"] += ps.count;
       }
-      if (chosen.count(rg)) continue;
-      std::vector<std::string> reasons;
-      for (const auto& f : q->flavors) {
-        if (f.group != rg) continue;
-        std::string why;
-        for (std::size_t i : groups[g])
-          if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
-        if (!why.empty()) {
-          reasons.push_back(why);
-          continue;
+      std::map<std::size_t, std::string> chosen;  // resource group -> flavor
+      std::string fail;
+      for (const auto& [res, amount] : total) {
+        const std::size_t rg = group_covering(*q, res);
+        if (rg == std::string::npos) {
+          if (amount == 0) continue;
+          fail = "resource " + res + " unavailable in ClusterQueue";
+          break;
         }
-        bool fits = true;
-        for (const auto& r : q->group_resources[rg]) {
-          auto t = total.find(r);
-          if (t == total.end()) continue;
-          const std::int64_t before = assumed_quota[{f.name, r}];
-          const std::int64_t val = sat_add(before, t->second);
-          auto nq = f.nominal.find(r);
-          const std::int64_t nominal = nq == f.nominal.end() ? 0 : nq->second;
-          if (val > nominal) {
-            reasons.push_back("insufficient quota for " + r + " in flavor " + f.name +
-                              ", previously considered podsets requests (" + quota_text(r, before) +
-                              ") + current podset request (" + quota_text(r, t->second) +
-                              ") > maximum capacity (" + quota_text(r, nominal) + ")");
-            fits = false;
+        if (chosen.count(rg)) continue;
+        std::vector<std::string> reasons;
+        std::size_t pos = 0;
+        rg_size[g] = 0;
+        for (const auto& f : q->flavors) rg_size[g] += f.group == rg;
+        for (const auto& f : q->flavors) {
+          if (f.group != rg) continue;
+          if (pos++ < start[g]) continue;
+          std::string why;
+          for (std::size_t i : groups[g])
+            if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
+          if (!why.empty()) {
+            reasons.push_back(why);
+            continue;
+          }
+          bool fits = true;
+          for (const auto& r : q->group_resources[rg]) {
+            auto t = total.find(r);
+            if (t == total.end()) continue;
+            const std::int64_t before = assumed_quota[{f.name, r}];
+            const std::int64_t val = sat_add(before, t->second);
+            auto nq = f.nominal.find(r);
+            const std::int64_t nominal = nq == f.nominal.end() ? 0 : nq->second;
+            if (val > nominal) {
+              reasons.push_back("insufficient quota for " + r + " in flavor " + f.name +
+                                ", previously considered podsets requests (" +
+                                quota_text(r, before) + ") + current podset request (" +
+                                quota_text(r, t->second) + ") > maximum capacity (" +
+                                quota_text(r, nominal) + ")");
+              fits = false;
+              break;
+            }
+            const std::int64_t available = nominal - usage[{f.name, r}];
+            if (val > available) {
+              // Kueue would look for Workloads to preempt; none is preemptible here
+              // (preemption is not modelled), so the next flavor is tried.
+              reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name +
+                                ", " + quota_text(r, val - available) + " more needed");
+              fits = false;
+              break;
+            }
+          }
+          if (fits) {
+            chosen[rg] = f.name;
+            chosen_pos[g] = pos - 1;
             break;
           }
-          const std::int64_t available = nominal - usage[{f.name, r}];
-          if (val > available) {
-            // Kueue would look for Workloads to preempt; none is preemptible here
-            // (preemption is not modelled), so the next flavor is tried.
-            reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name + ", " +
-                              quota_text(r, val - available) + " more needed");
-            fits = false;
-            break;
-          }
         }
-        if (fits) {
-          chosen[rg] = f.name;
+        if (!chosen.count(rg)) {
+          fail = join(reasons, ", ");
+          if (fail.empty()) fail = "no flavor in the resource group of " + res;
           break;
         }
       }
-      if (!chosen.count(rg)) {
-        fail = join(reasons, ", ");
-        if (fail.empty()) fail = "no flavor in the resource group of " + res;
-        break;
+      if (!fail.empty()) {
+        kd.step = "quota";
+        kd.podset = first.name;
+        kd.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
+        for (std::size_t i : groups[g]) {
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = fail;
+        }
+        return false;
       }
-    }
-    if (!fail.empty()) {
-      k.step = "quota";
-      k.podset = first.name;
-      k.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
-      for (std::size_t i : groups[g]) {
-        k.podsets[i].stage = "quota";
-        k.podsets[i].detail = fail;
+      for (const auto& [res, amount] : total) {
+        const std::size_t rg = group_covering(*q, res);
+        if (rg == std::string::npos) continue;
+        auto& a = assumed_quota[{chosen[rg], res}];
+        a = sat_add(a, amount);
       }
-      return k;
+      // The flavor TAS places the group in: that of its covered resources' group.
+      group_flavor[g].clear();
+      for (const auto& [rg, f] : chosen)
+        if (group_flavor[g].empty()) group_flavor[g] = f;
+      for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
     }
-    for (const auto& [res, amount] : total) {
-      const std::size_t rg = group_covering(*q, res);
-      if (rg == std::string::npos) continue;
-      auto& a = assumed_quota[{chosen[rg], res}];
-      a = sat_add(a, amount);
-    }
-    // The flavor TAS places the group in: that of its covered resources' group.
-    for (const auto& [rg, f] : chosen)
-      if (group_flavor[g].empty()) group_flavor[g] = f;
-    for (std::size_t i : groups[g]) k.podsets[i].flavor = group_flavor[g];
-  }
+    return true;
+  };
 
   // 2. Topology-aware placement, group by group in the chosen flavor; each group's
   // assignment is subtracted before the next. `strict` also subtracts the Pod count.
@@ -894,8 +907,47 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
     return true;
   };
-  k.admissible = place_all(false, &k);
-  if (groups.size() > 1) {
+  // Kueue's scheduling cycles: quota picks a flavor per group, TAS runs there; when TAS
+  // fails, the next cycle starts after the flavors tried (wrapping to the first after the
+  // last), until a cycle admits the Workload or the cycles repeat.
+  const kueue_decision blank = k;
+  std::vector<std::size_t> start(groups.size(), 0);
+  std::set<std::vector<std::size_t>> seen;
+  std::vector<std::string> tried;
+  for (;;) {
+    if (!seen.insert(start).second) break;
+    kueue_decision attempt = blank;
+    if (!quota_pass(start, attempt)) {
+      bool from_first = true;
+      for (auto s0 : start) from_first = from_first && s0 == 0;
+      if (from_first || seen.count(std::vector<std::size_t>(groups.size(), 0))) {
+        if (from_first || k.step.empty()) k = attempt;
+        break;
+      }
+      start.assign(groups.size(), 0);
+      continue;
+    }
+    attempt.admissible = place_all(false, &attempt);
+    k = attempt;
+    if (k.admissible) break;
+    tried.push_back(join(group_flavor, "+"));
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      start[g] = chosen_pos[g] + 1 >= rg_size[g] ? 0 : chosen_pos[g] + 1;
+  }
+  if (!tried.empty() && (k.admissible || tried.size() > 1)) {
+    for (auto& t : tried)
+      if (t == join(group_flavor, "+") && !k.admissible) t.clear();
+    std::vector<std::string> before;
+    for (const auto& t : tried)
+      if (!t.empty()) before.push_back(t);
+    if (!before.empty())
+      k.notes.push_back(
+          "Kueue tries the next flavor in a later scheduling cycle after "
+          "topology placement fails (LastTriedFlavorIdx): failed in " +
+          join(before, ", ") +
+          (k.admissible ? ", placed in " + join(group_flavor, "+") : std::string()));
+  }
+  if (groups.size() > 1 && k.admissible) {
     const bool strict = place_all(true, nullptr);
     if (strict != k.admissible)
       k.notes.push_back(

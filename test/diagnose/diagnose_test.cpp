@@ -814,6 +814,30 @@ TEST(Kueue, FlavorOrderQuotaPicksTheFlavorTasRunsInItOnly) {
   EXPECT_TRUE(r.fits[0].fits_one_domain());  // the per-flavor table still shows f's zones
 }
 
+// When placement fails in the flavor quota chose, Kueue's next scheduling cycle starts after
+// it (LastTriedFlavorIdx): the Workload is admitted in a later flavor that places it.
+TEST(Kueue, NextCycleTriesTheNextFlavorAfterPlacementFails) {
+  auto c = tas_cluster();
+  resource_flavor other = c.flavors[0];
+  other.name = "f2";
+  other.node_labels = {{"pool", "other"}};
+  c.flavors.push_back(other);
+  k8s_node o = make_node("o1", "zone-o", 16000);
+  o.labels = sorted_labels({{host, "o1"}, {zone, "zone-o"}, {"pool", "other"}});
+  c.nodes.push_back(o);
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+  add_workload(c, "w", {make_podset("main", 3, 3000)});  // f's zones hold 2, o1 holds 5
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  ASSERT_EQ(k.notes.size(), 1u);
+  EXPECT_NE(k.notes[0].find("failed in f, placed in f2"), std::string::npos) << k.notes[0];
+  c.workloads.back().podsets[0].count = 6;  // neither flavor places six
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "topology");
+}
+
 // A resource no resource group covers: Kueue's "unavailable in ClusterQueue".
 TEST(Kueue, ResourceTheQueueDoesNotCover) {
   auto c = tas_cluster();
