@@ -112,6 +112,28 @@ def main():
         print(f"| disagreement: {c} | {n} |")
     print(f"| disagreement: unclassified | {unclassified} |")
     print(f"| failures (cases not run, exit 3, missing results, no decision, diagnose error) | {len(failures)} |")
+    # By trait (generate.py's add_traits; a Workload counts under each of its traits, and
+    # under "plain" when it has none): Workloads, agreed, disagreements by class.
+    by_trait = collections.OrderedDict()
+    for _, l, case in lines:
+        if l["kueue"]["decision"] is None or l["diagnose"]["verdict"] == "error":
+            continue
+        name = l["workload"].split("/", 1)[1]
+        w = next((x for x in case["workloads"] if x["name"] == name), {})
+        for t in w.get("traits") or ["plain"]:
+            row = by_trait.setdefault(t, [0, 0, collections.Counter()])
+            row[0] += 1
+            if l["agree"]:
+                row[1] += 1
+            else:
+                row[2][classify(l) or "unclassified"] += 1
+    if by_trait:
+        print()
+        print("| trait | Workloads | agreed | disagreements |")
+        print("|---|---|---|---|")
+        for t, (n, ag, cl) in sorted(by_trait.items()):
+            dis = ", ".join(f"{c} {k}" for c, k in cl.most_common()) or "-"
+            print(f"| {t} | {n} | {ag} | {dis} |")
     ok = not failures and not unclassified and expected_workloads > 0 and agreed >= floor
     if agreed < floor:
         print(f"FAIL agreement {agreed}/{expected_workloads} is below the floor of {a.min_agreed:.0%}")
