@@ -370,6 +370,7 @@ struct tas_request {
 
 struct tas_result {
   bool ok = false;
+  bool no_decision = false;  // Kueue's own assumptions fail: it never decides
   std::string reason;
   std::map<std::string, std::int64_t> workers, leaders;  // leaf id -> Pods
 };
@@ -439,8 +440,11 @@ tas_domain* best_fit(const std::vector<tas_domain*>& v, std::size_t from, std::i
   return best;
 }
 
+// Kueue's updateCountsToMinimumGeneric. `*short_of` is set when the domains run out before
+// the count is reached: Kueue v0.17.0 logs "unexpected remainingCount" (code assumptions
+// violated) and returns no assignment.
 std::vector<tas_domain*> update_counts(const std::vector<tas_domain*>& doms, std::int64_t count,
-                                       std::int64_t leaders, bool least_free) {
+                                       std::int64_t leaders, bool least_free, bool* short_of) {
   std::vector<tas_domain*> out;
   std::int64_t remaining = count, rem_leaders = leaders;
   for (std::size_t i = 0; i < doms.size(); ++i) {
@@ -471,6 +475,7 @@ std::vector<tas_domain*> update_counts(const std::vector<tas_domain*>& doms, std
     }
     remaining -= d->state;
   }
+  if (remaining > 0 || rem_leaders > 0) *short_of = true;
   return out;
 }
 
@@ -572,14 +577,25 @@ tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_re
     r.reason = reason;
     return r;
   }
-  std::vector<tas_domain*> cur = update_counts(fit, workers.count, leaders, unconstrained);
+  bool short_of = false;
+  std::vector<tas_domain*> cur =
+      update_counts(fit, workers.count, leaders, unconstrained, &short_of);
   for (std::size_t lv = cur.empty() ? s.levels.size() : level_of(cur.front()) + 1;
        lv < s.levels.size(); ++lv) {
     std::vector<tas_domain*> lower;
     for (tas_domain* d : cur)
       for (std::size_t ch : d->children) lower.push_back(&s.levels[lv][ch]);
     sort_plain(lower, unconstrained);
-    cur = update_counts(lower, workers.count, leaders, unconstrained);
+    cur = update_counts(lower, workers.count, leaders, unconstrained, &short_of);
+  }
+  if (short_of) {
+    r.no_decision = true;
+    r.reason =
+        "Kueue v0.17.0 known bug: the domains chosen for the leader and workers hold "
+        "fewer Pods than their level's count promised (Kueue logs \"unexpected "
+        "remainingCount\", code assumptions violated): Kueue makes no decision and the "
+        "Workload stays without a QuotaReserved condition";
+    return r;
   }
   for (tas_domain* d : cur) {
     if (leader && d->leader > 0) r.leaders[leaf_id(*d)] += d->leader;
@@ -883,8 +899,11 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       if (!r.ok) {
         if (out) {
           out->step = "topology";
+          out->no_decision = r.no_decision;
           out->podset = workers.ps->name;
-          out->message = "couldn't assign flavors to pod set " + workers.ps->name + ": " + r.reason;
+          out->message = r.no_decision ? r.reason
+                                       : "couldn't assign flavors to pod set " + workers.ps->name +
+                                             ": " + r.reason;
           for (std::size_t i : groups[g]) {
             out->podsets[i].stage = "topology";
             out->podsets[i].detail = r.reason;
@@ -929,7 +948,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
     attempt.admissible = place_all(false, &attempt);
     k = attempt;
-    if (k.admissible) break;
+    if (k.admissible || k.no_decision) break;
     tried.push_back(join(group_flavor, "+"));
     for (std::size_t g = 0; g < groups.size(); ++g)
       start[g] = chosen_pos[g] + 1 >= rg_size[g] ? 0 : chosen_pos[g] + 1;

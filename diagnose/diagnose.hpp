@@ -115,11 +115,12 @@ struct kueue_podset {
 };
 
 struct kueue_decision {
-  bool modelled = false;    // a ClusterQueue was found: the decision below is computed
-  bool admissible = false;  // quota and placement admit every PodSet
-  std::string step;         // what stops it: "queue", "quota", "topology"; "" when admissible
-  std::string podset;       // the PodSet that stops it
-  std::string message;      // as Kueue words it ("couldn't assign flavors to pod set ...")
+  bool modelled = false;     // a ClusterQueue was found: the decision below is computed
+  bool admissible = false;   // quota and placement admit every PodSet
+  bool no_decision = false;  // a Kueue v0.17.0 bug leaves the Workload undecided (message)
+  std::string step;          // what stops it: "queue", "quota", "topology"; "" when admissible
+  std::string podset;        // the PodSet that stops it
+  std::string message;       // as Kueue words it ("couldn't assign flavors to pod set ...")
   std::vector<kueue_podset> podsets;
   std::vector<std::string> notes;  // Kueue's known bugs that matter here, inputs not modelled
 };

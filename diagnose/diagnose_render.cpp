@@ -317,6 +317,7 @@ std::string render_pending_json(const pending_report& r) {
   out += ",\"kueue\":{";
   out += k.modelled ? "\"modelled\":true" : "\"modelled\":false";
   json_bool(out, "admissible", k.admissible);
+  json_bool(out, "noDecision", k.no_decision);
   json_str(out, "step", k.step);
   json_str(out, "podSet", k.podset);
   json_str(out, "message", k.message);

@@ -640,7 +640,7 @@ def diagnose(name):
     else:
         fits = bool(ps) and all(p["fits"] for p in ps)
     return {"verdict": "fits" if fits else "no-domain", "exit": r.returncode, "podSets": ps,
-            "kueue": {k: kq.get(k) for k in ("admissible", "step", "podSet", "message", "notes")},
+            "kueue": {k: kq.get(k) for k in ("admissible", "noDecision", "step", "podSet", "message", "notes")},
             "conclusion": rep.get("conclusion")}, rep
 
 
@@ -713,7 +713,14 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
     lines = []
     for w in s["workloads"]:
         create("workloads.kueue.x-k8s.io", workload_obj(s, w))
-        kd = wait_decision(s, w["name"], timeout, settle)
+        wait = timeout
+        if any(p.get("podSetGroupName") for p in w["podSets"]):
+            # A leader + workers group can meet a Kueue v0.17.0 bug that leaves the Workload
+            # undecided; when diagnose foresees it, waiting the full timeout tells nothing more.
+            pre, _ = diagnose(w["name"])
+            if (pre.get("kueue") or {}).get("noDecision"):
+                wait = 8.0
+        kd = wait_decision(s, w["name"], wait, settle)
         dg, _ = diagnose(w["name"])
         lines.append((w, kd, dg))
     ch = chain()
@@ -722,6 +729,8 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
         final = kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], NS) or {})
         agree = bool(kd["decision"]) and dg["verdict"] != "error" and \
             (kd["decision"] == "admitted") == (dg["verdict"] == "fits")
+        if kd["decision"] is None and (dg.get("kueue") or {}).get("noDecision"):
+            agree = True  # diagnose foresaw Kueue's bug: no decision at all
         line = {"scenario": s["name"], "workload": f"{NS}/{w['name']}", "kueue": kd, "diagnose": dg,
                 "agree": agree, "chain": ch}
         if final["decision"] != kd["decision"]:
