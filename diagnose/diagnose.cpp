@@ -748,6 +748,25 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   }
   for (const auto& ps : w.podsets)
     k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count});
+  if (w.quota_reserved()) {
+    // Kueue has decided: its admission is the answer (re-deciding would count the
+    // Workload's own bound Pods against it).
+    k.admissible = true;
+    for (auto& p : k.podsets) {
+      p.stage = "placed";
+      for (const auto& a : w.assignments)
+        if (a.name == p.podset) {
+          for (const auto& [r, f] : a.flavors)
+            if (p.flavor.empty()) p.flavor = f;
+          std::vector<std::string> doms;
+          for (const auto& d : a.topology_domains)
+            doms.push_back(join(d.values, "/") + "=" + std::to_string(d.count));
+          p.detail = join(doms, ", ");
+        }
+    }
+    k.notes.push_back("the Workload holds a reservation: Kueue's admission is its decision");
+    return k;
+  }
 
   // What the Workloads holding a reservation in this ClusterQueue use, per flavor.
   std::map<std::pair<std::string, std::string>, std::int64_t> usage;
@@ -1532,7 +1551,8 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
             : "Pending, yet a domain holds every PodSet: the chain is broken at step " +
                   join(problems, ", ");
   }
-  for (const auto& n : r.kueue.notes) r.conclusion += "; " + n;
+  if (!w->quota_reserved())
+    for (const auto& n : r.kueue.notes) r.conclusion += "; " + n;
   if (!r.groups.empty()) {
     std::vector<std::string> held, lacking;
     for (const auto& g : r.groups) {

@@ -719,7 +719,7 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
             # undecided; when diagnose foresees it, waiting the full timeout tells nothing more.
             pre, _ = diagnose(w["name"])
             if (pre.get("kueue") or {}).get("noDecision"):
-                wait = 8.0
+                wait = 3.0
         kd = wait_decision(s, w["name"], wait, settle)
         dg, _ = diagnose(w["name"])
         lines.append((w, kd, dg))
