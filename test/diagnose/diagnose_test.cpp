@@ -874,7 +874,7 @@ TEST(Kueue, FlavorWithoutTheLevelIsSkipped) {
 // Workload (QuotaReserved=False), offline.
 TEST(Kueue, FixtureCaseMatchesKueuesRecordedMessage) {
   const auto c = load("kueue-decision");
-  for (const char* name : {"three-podsets", "gpu-uncovered"}) {
+  for (const char* name : {"three-podsets", "gpu-uncovered", "group-short", "over-quota"}) {
     const auto r = diagnose_pending(c, "default", name);
     ASSERT_TRUE(r.found) << name;
     const auto* qr = find_condition(c.find_workload("default", name)->conditions, "QuotaReserved");
