@@ -136,13 +136,17 @@ void read_flavor(cluster_objects& c, const doc_node& o) {
   f.node_labels = labels_of(at(o, {"spec", "nodeLabels"}));
   f.topology_name = text_of(at(o, {"spec", "topologyName"}));
   f.node_taints = taints_of(at(o, {"spec", "nodeTaints"}));
+  f.tolerations = tolerations_of(at(o, {"spec", "tolerations"}));
   c.flavors.push_back(std::move(f));
 }
 
-void read_cluster_queue(cluster_objects& c, const doc_node& o) {
+void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string& path,
+                        error_list& errors) {
   cluster_queue q;
   q.name = meta_name(o);
   q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
+  q.cohort = text_of(at(o, {"spec", "cohortName"}));
+  if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
   if (const doc_node* groups = at(o, {"spec", "resourceGroups"}); groups && groups->is_sequence()) {
     for (std::size_t g = 0; g < groups->items.size(); ++g) {
       const doc_node& group = groups->items[g];
@@ -155,8 +159,22 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o) {
           queue_flavor qf;
           qf.group = g;
           qf.name = text_of(f.find("name"));
-          if (const doc_node* rs = f.find("resources"); rs && rs->is_sequence())
-            for (const doc_node& r : rs->items) qf.resources.push_back(text_of(r.find("name")));
+          if (const doc_node* rs = f.find("resources"); rs && rs->is_sequence()) {
+            for (std::size_t ri = 0; ri < rs->items.size(); ++ri) {
+              const doc_node& r = rs->items[ri];
+              const std::string rn = text_of(r.find("name"));
+              qf.resources.push_back(rn);
+              const doc_node* nq = r.find("nominalQuota");
+              if (!nq) continue;
+              const auto qty = nq->is_scalar() ? parse_quantity(nq->text) : std::nullopt;
+              if (!qty) {
+                errors.push_back(invalid("", child(path, "spec.resourceGroups.flavors.resources"),
+                                         nq->text, "nominalQuota: not a Kubernetes quantity"));
+                continue;
+              }
+              qf.nominal[rn] = amount_of(rn, *qty);
+            }
+          }
           q.flavors.push_back(std::move(qf));
         }
       }
@@ -493,7 +511,7 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
   } else if (kind == "ResourceFlavor" && kueue) {
     read_flavor(into, o);
   } else if (kind == "ClusterQueue" && kueue) {
-    read_cluster_queue(into, o);
+    read_cluster_queue(into, o, path, errors);
   } else if (kind == "LocalQueue" && kueue) {
     read_local_queue(into, o);
   } else if (kind == "Workload" && kueue) {

@@ -78,12 +78,14 @@ struct resource_flavor {
   label_map node_labels;
   std::string topology_name;  // spec.topologyName, "" when unset
   std::vector<taint> node_taints;
+  std::vector<toleration> tolerations;  // spec.tolerations: added to every PodSet's
 };
 
 struct queue_flavor {
   std::size_t group = 0;  // index in spec.resourceGroups
   std::string name;
   std::vector<std::string> resources;
+  resource_amounts nominal;  // resources[*].nominalQuota
 };
 
 struct cluster_queue {
@@ -93,6 +95,7 @@ struct cluster_queue {
   std::vector<object_condition> conditions;
   std::optional<std::int64_t> reserving_workloads, admitted_workloads, pending_workloads;
   std::string stop_policy;
+  std::string cohort;  // spec.cohortName (v1beta2) or spec.cohort (v1beta1)
 };
 
 struct local_queue {

@@ -102,6 +102,29 @@ struct group_status {
   std::string assignment;        // "zone-a=2" style summary of the topology assignment
 };
 
+// Kueue v0.17.0's decision for the Workload, taken in Kueue's order: the ClusterQueue's
+// quota and flavor choice PodSet group by group (resource groups, flavors in order, the
+// nominalQuota less what reserved Workloads use), then topology-aware placement in the
+// chosen flavor, group by group, each group's assignment subtracted before the next.
+struct kueue_podset {
+  std::string podset, group;  // group: podSetGroupName, "" when none
+  std::string flavor;         // chosen by quota; "" when quota stopped the Workload first
+  std::string stage;          // "placed", "quota", "topology", "not reached"
+  std::string detail;         // Kueue-style message or the assignment ("host-a=2, host-b=1")
+  std::int64_t count = 0;
+};
+
+struct kueue_decision {
+  bool modelled = false;     // a ClusterQueue was found: the decision below is computed
+  bool admissible = false;   // quota and placement admit every PodSet
+  bool no_decision = false;  // a Kueue v0.17.0 bug leaves the Workload undecided (message)
+  std::string step;          // what stops it: "queue", "quota", "topology"; "" when admissible
+  std::string podset;        // the PodSet that stops it
+  std::string message;       // as Kueue words it ("couldn't assign flavors to pod set ...")
+  std::vector<kueue_podset> podsets;
+  std::vector<std::string> notes;  // Kueue's known bugs that matter here, inputs not modelled
+};
+
 struct pending_report {
   bool found = false;
   std::string workload;    // namespace/name
@@ -109,6 +132,7 @@ struct pending_report {
   std::vector<pending_step> steps;
   std::vector<podset_fit> fits;
   std::vector<group_status> groups;
+  kueue_decision kueue;
   std::string conclusion;
 };
 
@@ -116,10 +140,15 @@ struct pending_report {
 [[nodiscard]] pending_report diagnose_pending(const cluster_objects& objects, std::string_view ns,
                                               std::string_view name);
 
-// Pods of `per_pod` that fit into `free` (`pods` counted when allocatable lists it);
-// `unbounded` when the Pod requests nothing the Node counts.
+// Pods of `per_pod` that fit into `free` as Kueue counts them: every Pod also takes one of
+// `pods`, so a Node whose allocatable lacks `pods` fits none; a resource the Pod requests
+// and `free` lacks fits none; an over-committed resource (negative free) gives a negative
+// count (truncated toward zero), which Kueue sums into the domain.
 [[nodiscard]] std::int64_t pods_that_fit(const resource_amounts& free,
-                                         const resource_amounts& per_pod, std::int64_t unbounded);
+                                         const resource_amounts& per_pod);
+
+// Kueue v0.17.0's decision for `w` (kueue_decision above).
+[[nodiscard]] kueue_decision follow_kueue(const cluster_objects& objects, const workload& w);
 
 // Renderings for the command line: people's tables and JSON.
 [[nodiscard]] std::string render_chain_text(const chain_report& r);

@@ -313,6 +313,30 @@ std::string render_pending_json(const pending_report& r) {
     out += '}';
   }
   out += ']';
+  const auto& k = r.kueue;
+  out += ",\"kueue\":{";
+  out += k.modelled ? "\"modelled\":true" : "\"modelled\":false";
+  json_bool(out, "admissible", k.admissible);
+  json_bool(out, "noDecision", k.no_decision);
+  json_str(out, "step", k.step);
+  json_str(out, "podSet", k.podset);
+  json_str(out, "message", k.message);
+  out += ",\"podSets\":[";
+  for (std::size_t i = 0; i < k.podsets.size(); ++i) {
+    const auto& p = k.podsets[i];
+    if (i) out += ',';
+    out += '{';
+    json_str(out, "name", p.podset, false);
+    json_str(out, "group", p.group);
+    json_int(out, "count", p.count);
+    json_str(out, "flavor", p.flavor);
+    json_str(out, "stage", p.stage);
+    json_str(out, "detail", p.detail);
+    out += '}';
+  }
+  out += ']';
+  json_strings(out, "notes", k.notes);
+  out += '}';
   json_str(out, "conclusion", r.conclusion);
   out += "}\n";
   return out;

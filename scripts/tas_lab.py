@@ -332,6 +332,21 @@ def write_inventory(s, out):
 
 # ---------------------------------------------------------------- Nodes
 
+OVERCOMMITABLE = ("cpu", "memory", "ephemeral-storage")
+
+
+def container_resources(amounts):
+    """requests as given; limits equal to requests for the resources the apiserver does not
+    let a Pod overcommit (extended resources such as nvidia.com/gpu, hugepages-*): "Limit
+    must be set for non overcommitable resources" otherwise."""
+    req = {r: str(v) for r, v in (amounts or {}).items()}
+    out = {"requests": req}
+    lim = {r: v for r, v in req.items() if r not in OVERCOMMITABLE}
+    if lim:
+        out["limits"] = lim
+    return out
+
+
 def cmd_nodes(path):
     """Create the Nodes, set their status, lift the not-ready taint, create the usage Pods;
     batched (one kubectl call per step) so a 64-Node scenario loads in seconds."""
@@ -348,22 +363,25 @@ def cmd_nodes(path):
                       "metadata": {"name": name, "labels": {HOSTNAME: name, **cloud, **owned}},
                       "spec": {"unschedulable": bool(n.get("unschedulable", False)), "taints": n.get("taints", [])}})
         alloc = {r: str(v) for r, v in n["allocatable"].items()}
-        alloc.setdefault("pods", "110")
+        if not n.get("noPodsAllocatable"):
+            alloc.setdefault("pods", "110")
         cap = {r: str(v) for r, v in (n.get("capacity") or alloc).items()}
         ready = n.get("ready", True)
+        # ready: true, false, or "missing" (the Node reports no Ready condition at all)
+        conds = [] if ready == "missing" else [
+            {"type": "Ready", "status": "True" if ready else "False",
+             "reason": "KubeletReady" if ready else "KubeletNotReady",
+             "message": "set by the TAS lab (no kubelet)",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}]
         statuses.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {
-            "capacity": cap, "allocatable": alloc,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                            "reason": "KubeletReady" if ready else "KubeletNotReady",
-                            "message": "set by the TAS lab (no kubelet)",
-                            "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+            "capacity": cap, "allocatable": alloc, "conditions": conds}})
         for i, u in enumerate(n.get("usage") or []):
             pods.append({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": f"usage-{name}-{i}", "namespace": NS, "labels": owned},
                          "spec": {"nodeName": name, "restartPolicy": "Never",
                                   "tolerations": [{"operator": "Exists"}],
                                   "containers": [{"name": "usage", "image": "registry.k8s.io/pause:3.10",
-                                                  "resources": {"requests": {r: str(v) for r, v in u.items()}}}]}})
+                                                  "resources": container_resources(u)}]}})
     for node, st in zip(nodes, statuses):
         create("nodes", node)
         status_patch("nodes", node["metadata"]["name"], st["status"])
@@ -379,6 +397,8 @@ def cmd_nodes(path):
 # ---------------------------------------------------------------- chain
 
 def covered(s):
+    if s.get("coveredResourcesOnly"):
+        return list(s["coveredResourcesOnly"])
     res = ["cpu", "memory"]
     for w in s["workloads"]:
         for p in w["podSets"]:
@@ -432,9 +452,14 @@ def make_flavors(s, lab):
         apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
                    "metadata": {"name": name, "labels": owned},
                    "spec": {"levels": [{"nodeLabel": l} for l in lab["profiles"][p]]}})
+        rf_spec = {"nodeLabels": {PROFILE: p}, "topologyName": name}
+        fl = s.get("flavor") or {}  # the scenario's nodeTaints and tolerations, on every flavor
+        if fl.get("nodeTaints"):
+            rf_spec["nodeTaints"] = fl["nodeTaints"]
+        if fl.get("tolerations"):
+            rf_spec["tolerations"] = fl["tolerations"]
         apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                   "metadata": {"name": name, "labels": owned},
-                   "spec": {"nodeLabels": {PROFILE: p}, "topologyName": name}})
+                   "metadata": {"name": name, "labels": owned}, "spec": rf_spec})
         rq = []
         for r in res:
             if r in quota:
@@ -524,11 +549,17 @@ def workload_obj(s, w):
             tr["preferred"] = p["preferred"]
         else:
             tr["unconstrained"] = True
-        pod_sets.append({
-            "name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {r: str(v) for r, v in (p.get("requests") or {}).items()}}}]}}})
+        if p.get("podSetGroupName"):
+            tr["podSetGroupName"] = p["podSetGroupName"]
+        spec = {"restartPolicy": "Never", "containers": [{
+            "name": "main", "image": "registry.k8s.io/pause:3.10",
+            "resources": container_resources(p.get("requests"))}]}
+        if p.get("tolerations"):
+            spec["tolerations"] = p["tolerations"]
+        if p.get("nodeSelector"):
+            spec["nodeSelector"] = p["nodeSelector"]
+        pod_sets.append({"name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
+                         "template": {"spec": spec}})
     meta = {"name": w["name"], "namespace": NS, "labels": {OWNED: s["name"]}}
     if w.get("role"):
         meta["labels"][ROLE] = w["role"]
@@ -600,9 +631,16 @@ def diagnose(name):
            "clusterFits": p.get("clusterFits"), "largestDomainFits": p.get("largestDomainFits"),
            "spanningFits": p.get("spanningFits"), "fitsOneDomain": p.get("fitsOneDomain"),
            "fits": p.get("fits")} for p in rep.get("podSets") or []]
-    # `fits`: one domain of the level holds the PodSet, or (preferred) the domains together.
-    fits = bool(ps) and all(p["fits"] for p in ps)
+    # `fits`: Kueue's decision as diagnose follows it (quota and flavor, then placement PodSet
+    # by PodSet); without a ClusterQueue, one domain of the level holds each PodSet, or
+    # (preferred) the domains together.
+    kq = rep.get("kueue") or {}
+    if kq.get("modelled"):
+        fits = bool(kq.get("admissible"))
+    else:
+        fits = bool(ps) and all(p["fits"] for p in ps)
     return {"verdict": "fits" if fits else "no-domain", "exit": r.returncode, "podSets": ps,
+            "kueue": {k: kq.get(k) for k in ("admissible", "noDecision", "step", "podSet", "message", "notes")},
             "conclusion": rep.get("conclusion")}, rep
 
 
@@ -675,7 +713,14 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
     lines = []
     for w in s["workloads"]:
         create("workloads.kueue.x-k8s.io", workload_obj(s, w))
-        kd = wait_decision(s, w["name"], timeout, settle)
+        wait = timeout
+        if any(p.get("podSetGroupName") for p in w["podSets"]):
+            # A leader + workers group can meet a Kueue v0.17.0 bug that leaves the Workload
+            # undecided; when diagnose foresees it, waiting the full timeout tells nothing more.
+            pre, _ = diagnose(w["name"])
+            if (pre.get("kueue") or {}).get("noDecision"):
+                wait = 3.0
+        kd = wait_decision(s, w["name"], wait, settle)
         dg, _ = diagnose(w["name"])
         lines.append((w, kd, dg))
     ch = chain()
@@ -684,6 +729,8 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
         final = kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], NS) or {})
         agree = bool(kd["decision"]) and dg["verdict"] != "error" and \
             (kd["decision"] == "admitted") == (dg["verdict"] == "fits")
+        if kd["decision"] is None and (dg.get("kueue") or {}).get("noDecision"):
+            agree = True  # diagnose foresaw Kueue's bug: no decision at all
         line = {"scenario": s["name"], "workload": f"{NS}/{w['name']}", "kueue": kd, "diagnose": dg,
                 "agree": agree, "chain": ch}
         if final["decision"] != kd["decision"]:

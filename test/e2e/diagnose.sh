@@ -173,8 +173,18 @@ n=$(load_scenario "$fx/split-profiles")
 pass "split-profiles: $n objects created with kubectl"
 same_report "split profiles: Pending" 1 "$fx/split-profiles" pending default/zone-trio
 
-section "online: a broken chain"
+section "online: Kueue's decision followed (PodSets in order, an uncovered resource)"
 unload_scenario "$fx/split-profiles" && pass "split-profiles objects deleted" || fail "split-profiles objects remain"
+n=$(load_scenario "$fx/kueue-decision")
+pass "kueue-decision: $n objects created with kubectl"
+same_report "kueue-decision: third PodSet stops" 1 "$fx/kueue-decision" pending default/three-podsets
+same_report "kueue-decision: uncovered resource" 1 "$fx/kueue-decision" pending default/gpu-uncovered
+out=$(tg pending default/three-podsets --kubeconfig "$KUBECONFIG" || true)
+grep -q "PodSet c (1 Pods; alone: cluster-wide 4 fit, the largest domain holds 2) stops the Workload once the PodSets before it are placed" <<<"$out" &&
+  pass "kueue-decision conclusion names PodSet c and the PodSets before it" || fail "kueue-decision conclusion: $(tail -n 1 <<<"$out")"
+
+section "online: a broken chain"
+unload_scenario "$fx/kueue-decision" && pass "kueue-decision objects deleted" || fail "kueue-decision objects remain"
 n=$(load_scenario "$fx/broken-chain")
 pass "broken-chain: $n objects created with kubectl"
 same_report "broken chain: findings" 1 "$fx/broken-chain" chain

@@ -62,8 +62,8 @@ def test_pending_three_pods_four_fit_no_zone_holds_three(binary):
     r = diagnose(binary, "pending", "default/zone-trio", "--from", str(FIX / "two-zones"))
     assert r.returncode == 1, r.stderr
     out = r.stdout
-    titles = [line for line in out.splitlines() if line[:2] in ("1.", "2.", "3.", "4.", "5.", "6.")]
-    assert [t[:2] for t in titles] == ["1.", "2.", "3.", "4.", "5.", "6."]
+    titles = [line for line in out.splitlines() if line[:2] in ("1.", "2.", "3.", "4.", "5.", "6.", "7.")]
+    assert [t[:2] for t in titles] == ["1.", "2.", "3.", "4.", "5.", "6.", "7."]
     assert titles[5].endswith(": problem")
     assert "HOLDS 3" in out
     assert "cluster-wide 4 fit; largest topology.kubernetes.io/zone domain holds 2" in out
@@ -77,7 +77,11 @@ def test_pending_three_pods_four_fit_no_zone_holds_three(binary):
     a1 = flavor["domains"][0]["nodes"][0]
     assert a1["name"] == "worker-a1"
     assert a1["allocatable"]["cpu"] == 2000 and a1["used"]["cpu"] == 100 and a1["free"]["cpu"] == 1900
-    assert [s["verdict"] for s in report["steps"]] == ["skipped", "problem", "ok", "ok", "ok", "problem"]
+    assert [s["verdict"] for s in report["steps"]] == ["skipped", "problem", "ok", "ok", "ok", "problem", "problem"]
+    # 7: Kueue's own decision, with its message.
+    k = report["kueue"]
+    assert (k["modelled"], k["admissible"], k["step"], k["podSet"]) == (True, False, "topology", "main")
+    assert k["message"].endswith("allows to fit only 2 out of 3 pod(s)")
 
 
 def test_pending_two_pods_fit_one_zone(binary):

@@ -68,7 +68,7 @@ def main():
             elif n > 1:
                 failures.append((i, f"{w}: {n} results"))
         for l in got:
-            if l["kueue"]["decision"] is None:
+            if l["kueue"]["decision"] is None and not (l["diagnose"].get("kueue") or {}).get("noDecision"):
                 failures.append((i, f"{l['workload']}: Kueue made no decision"))
             if l["diagnose"]["verdict"] == "error":
                 failures.append((i, f"{l['workload']}: diagnose error: "
@@ -98,6 +98,7 @@ def main():
               f" ({(l['diagnose'].get('conclusion') or '')[:140]}) -> {c or 'UNCLASSIFIED'}")
         print(replay(i))
     dec = collections.Counter((l["kueue"]["decision"], l["diagnose"]["verdict"]) for _, l, _ in lines)
+    foreseen = sum(1 for _, l, _ in lines if l["kueue"]["decision"] is None and l["agree"])
     floor = a.min_agreed * expected_workloads
     print()
     print(f"| seed {a.seed} | count |")
@@ -108,10 +109,33 @@ def main():
     print(f"| agreed | {agreed} (floor {a.min_agreed:.0%}: {floor:.0f}) |")
     for (kd, dv), n in sorted(dec.items(), key=str):
         print(f"| Kueue {kd} / diagnose {dv} | {n} |")
+    print(f"| of which Kueue v0.17.0 left undecided, as diagnose foresaw (leader group bug) | {foreseen} |")
     for c, n in classes.most_common():
         print(f"| disagreement: {c} | {n} |")
     print(f"| disagreement: unclassified | {unclassified} |")
     print(f"| failures (cases not run, exit 3, missing results, no decision, diagnose error) | {len(failures)} |")
+    # By trait (generate.py's add_traits; a Workload counts under each of its traits, and
+    # under "plain" when it has none): Workloads, agreed, disagreements by class.
+    by_trait = collections.OrderedDict()
+    for _, l, case in lines:
+        if (l["kueue"]["decision"] is None and not l["agree"]) or l["diagnose"]["verdict"] == "error":
+            continue
+        name = l["workload"].split("/", 1)[1]
+        w = next((x for x in case["workloads"] if x["name"] == name), {})
+        for t in w.get("traits") or ["plain"]:
+            row = by_trait.setdefault(t, [0, 0, collections.Counter()])
+            row[0] += 1
+            if l["agree"]:
+                row[1] += 1
+            else:
+                row[2][classify(l) or "unclassified"] += 1
+    if by_trait:
+        print()
+        print("| trait | Workloads | agreed | disagreements |")
+        print("|---|---|---|---|")
+        for t, (n, ag, cl) in sorted(by_trait.items()):
+            dis = ", ".join(f"{c} {k}" for c, k in cl.most_common()) or "-"
+            print(f"| {t} | {n} | {ag} | {dis} |")
     ok = not failures and not unclassified and expected_workloads > 0 and agreed >= floor
     if agreed < floor:
         print(f"FAIL agreement {agreed}/{expected_workloads} is below the floor of {a.min_agreed:.0%}")
