@@ -1,0 +1,34 @@
+#pragma once
+// What diagnose.cpp and kueue_decision.cpp share: small helpers over the cluster's objects.
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnose/cluster_objects.hpp"
+
+namespace topogate::diagnose::detail {
+
+inline constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept;
+std::string join(const std::vector<std::string>& v, std::string_view sep);
+// Every label of `want` present in `have` with its value.
+bool labels_match(const label_map& want, const label_map& have);
+// NoSchedule and NoExecute keep Pods off a Node; PreferNoSchedule does not.
+bool counts_for_scheduling(const taint& t);
+// The PodSet's tolerations and the ResourceFlavor's.
+std::vector<toleration> with_flavor(const podset& ps, const resource_flavor* rf);
+bool tolerates(const std::vector<toleration>& tols, const taint& t);
+// The ClusterQueue a Workload is (or would be) admitted to: its admission, else its
+// LocalQueue's, else the only ClusterQueue there is.
+const cluster_queue* queue_of(const cluster_objects& c, const workload& w);
+// What bound Pods and hostname-level reservations take on each Node (in `flavor` only when
+// given), `except` left out.
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
+                                                   std::string_view flavor = {});
+
+}  // namespace topogate::diagnose::detail

@@ -1,0 +1,405 @@
+// Kueue v0.17.0's decision as diagnose follows it (diagnose/kueue_decision.cpp): quota and
+// flavor order, then topology-aware placement PodSet group by group, on small clusters built
+// in code and on the kueue-decision fixture, each behaviour from both sides.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "diagnose/cluster_objects.hpp"
+#include "diagnose/diagnose.hpp"
+#include "test/diagnose/fixtures.hpp"
+
+namespace topogate::diagnose {
+namespace {
+
+using namespace core;
+using testing::load;
+using testing::step;
+
+constexpr const char* zone = "topology.kubernetes.io/zone";
+
+// ---------------------------------------------------------------- Kueue's decision
+
+// A small TAS cluster built in code: zones zone-a and zone-b of two Nodes each (4 CPU,
+// 16 GiB, 110 Pods), one flavor pool=gpu over a zone + hostname Topology, one ClusterQueue
+// covering cpu and memory with ample quota.
+constexpr const char* host = "kubernetes.io/hostname";
+
+label_map sorted_labels(label_map l) {
+  std::sort(l.begin(), l.end());
+  return l;
+}
+
+k8s_node make_node(const std::string& name, const std::string& z, std::int64_t cpu = 4000) {
+  k8s_node n;
+  n.name = name;
+  n.labels = sorted_labels({{host, name}, {zone, z}, {"pool", "gpu"}});
+  n.allocatable = {{"cpu", cpu}, {"memory", 16ll << 30}, {"pods", 110}};
+  n.ready = true;
+  return n;
+}
+
+cluster_objects tas_cluster() {
+  cluster_objects c;
+  c.topologies.push_back({"t", {zone, host}});
+  resource_flavor f;
+  f.name = "f";
+  f.node_labels = {{"pool", "gpu"}};
+  f.topology_name = "t";
+  c.flavors.push_back(f);
+  for (const char* n : {"a1", "a2"}) c.nodes.push_back(make_node(n, "zone-a"));
+  for (const char* n : {"b1", "b2"}) c.nodes.push_back(make_node(n, "zone-b"));
+  cluster_queue q;
+  q.name = "q";
+  q.group_resources = {{"cpu", "memory"}};
+  q.flavors.push_back({0, "f", {"cpu", "memory"}, {{"cpu", 64000}, {"memory", 256ll << 30}}});
+  c.cluster_queues.push_back(q);
+  c.local_queues.push_back({"default", "q", "q"});
+  return c;
+}
+
+podset make_podset(const std::string& name, std::int64_t count, std::int64_t cpu,
+                   const std::string& level = zone, const std::string& group = "") {
+  podset ps;
+  ps.name = name;
+  ps.count = count;
+  ps.requests = {{"cpu", cpu}};
+  ps.required_level = level;
+  ps.group_name = group;
+  return ps;
+}
+
+workload& add_workload(cluster_objects& c, const std::string& name, std::vector<podset> sets) {
+  workload w;
+  w.namespace_ = "default";
+  w.name = name;
+  w.queue_name = "q";
+  w.podsets = std::move(sets);
+  w.conditions.push_back({"QuotaReserved", "False", "Pending", ""});
+  c.workloads.push_back(std::move(w));
+  return c.workloads.back();
+}
+
+kueue_decision decide(const cluster_objects& c, const std::string& name) {
+  return diagnose_pending(c, "default", name).kueue;
+}
+
+// Several PodSets are placed in order, each assignment subtracted before the next: two
+// PodSets of two 4-CPU Pods take a zone each; a third finds no zone left, though alone any
+// zone would hold it.
+TEST(Kueue, PodSetsPlacedInOrderEachSubtractedBeforeTheNext) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("a", 2, 4000), make_podset("b", 2, 4000)});
+  auto k = decide(c, "w");
+  ASSERT_TRUE(k.modelled);
+  EXPECT_TRUE(k.admissible) << k.message;
+  ASSERT_EQ(k.podsets.size(), 2u);
+  EXPECT_EQ(k.podsets[0].detail, "a1=1, a2=1");
+  EXPECT_EQ(k.podsets[1].detail, "b1=1, b2=1");
+
+  c.workloads.back().podsets.push_back(make_podset("c", 1, 4000));
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.step, "topology");
+  EXPECT_EQ(r.kueue.podset, "c");
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set c: topology \"t\" doesn't allow to fit any of 1 "
+            "pod(s)");
+  EXPECT_TRUE(r.fits.at(2).fits());  // alone, a zone holds it
+  EXPECT_EQ(step(r, 7).result, verdict::problem);
+  EXPECT_NE(r.conclusion.find("PodSet c (1 Pods; alone: cluster-wide 4 fit"), std::string::npos)
+      << r.conclusion;
+  EXPECT_NE(r.conclusion.find("once the PodSets before it are placed: a (a1=1, a2=1); b"),
+            std::string::npos)
+      << r.conclusion;
+  EXPECT_NE(render_pending_json(r).find("\"kueue\":{\"modelled\":true,\"admissible\":false"),
+            std::string::npos);
+}
+
+// podSetGroupName: a leader and its workers must fit one domain together.
+TEST(Kueue, GroupMustFitOneDomainTogether) {
+  auto c = tas_cluster();
+  // Workers 2 x 3 CPU and a 1-CPU leader: a1 takes a worker and the leader, a2 a worker.
+  add_workload(
+      c, "fits",
+      {make_podset("leader", 1, 1000, zone, "g"), make_podset("workers", 2, 3000, zone, "g")});
+  auto k = decide(c, "fits");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].group, "g");
+  EXPECT_EQ(k.podsets[0].detail, "a1=1");
+  EXPECT_EQ(k.podsets[1].detail, "a1=1, a2=1");
+  // Workers of 4 CPU: a zone holds the two workers, or the leader and one worker, not all
+  // three; each PodSet alone fits.
+  add_workload(
+      c, "short",
+      {make_podset("leader", 1, 1000, zone, "g"), make_podset("workers", 2, 4000, zone, "g")});
+  const auto r = diagnose_pending(c, "default", "short");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.podset, "workers");
+  EXPECT_NE(r.kueue.message.find("allows to fit only 2 out of 2"), std::string::npos)
+      << r.kueue.message;
+  EXPECT_TRUE(r.fits.at(0).fits());
+  EXPECT_TRUE(r.fits.at(1).fits());
+}
+
+// Kueue v0.17.0 does not subtract earlier PodSets' Pod count (`pods`): diagnose follows it
+// and says so.
+TEST(Kueue, PodsOfEarlierPodSetsNotSubtractedKnownBug) {
+  auto c = tas_cluster();
+  for (auto& n : c.nodes) n.allocatable["pods"] = 1;
+  add_workload(c, "w",
+               {make_podset("a", 2, 1000), make_podset("b", 2, 1000), make_podset("c", 1, 1000)});
+  const auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;  // Kueue admits: the Nodes' `pods` still look free
+  ASSERT_EQ(k.notes.size(), 1u);
+  EXPECT_NE(k.notes[0].find("Kueue v0.17.0 known bug"), std::string::npos);
+  EXPECT_NE(k.notes[0].find("would not fit"), std::string::npos);
+  // Without a `pods` limit that binds, no note.
+  for (auto& n : c.nodes) n.allocatable["pods"] = 110;
+  EXPECT_TRUE(decide(c, "w").notes.empty());
+}
+
+// Quota before placement: nominalQuota over the Workload's PodSets in order.
+TEST(Kueue, QuotaOfEarlierPodSetsCountsAgainstNominal) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  add_workload(c, "w", {make_podset("a", 1, 3000), make_podset("b", 1, 4000)});
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.step, "quota");
+  EXPECT_EQ(r.kueue.podset, "b");
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set b: insufficient quota for cpu in flavor f, "
+            "previously considered podsets requests (3) + current podset request (4) > maximum "
+            "capacity (6)");
+  EXPECT_EQ(r.conclusion.rfind("Pending at quota and flavor choice: PodSet b", 0), 0u)
+      << r.conclusion;
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 7000;
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// Workloads holding a reservation in the ClusterQueue use its quota.
+TEST(Kueue, ReservedWorkloadsUseTheQuota) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  auto& held = add_workload(c, "held", {make_podset("main", 1, 4000)});
+  held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  held.admitted_cluster_queue = "q";
+  podset_assignment a;
+  a.name = "main";
+  a.count = 1;
+  a.flavors = {{"cpu", "f"}};
+  a.topology_levels = {host};
+  a.topology_domains = {{{"b1"}, 1}};
+  held.assignments.push_back(a);
+  add_workload(c, "w", {make_podset("main", 1, 3000)});
+  const auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+            "f, 1 more needed");
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 7000;
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// The first flavor whose quota fits is chosen, and TAS runs in that flavor only.
+TEST(Kueue, FlavorOrderQuotaPicksTheFlavorTasRunsInItOnly) {
+  auto c = tas_cluster();
+  resource_flavor other = c.flavors[0];
+  other.name = "f2";
+  other.node_labels = {{"pool", "other"}};
+  c.flavors.push_back(other);
+  k8s_node o = make_node("o1", "zone-o", 2000);
+  o.labels = sorted_labels({{host, "o1"}, {zone, "zone-o"}, {"pool", "other"}});
+  c.nodes.push_back(o);
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 1000;  // f: too little quota
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  EXPECT_EQ(k.podsets[0].detail, "o1=2");
+  // Three Pods: f2's one Node holds two; f's zones would hold them, but quota chose f2.
+  c.workloads.back().podsets[0].count = 3;
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.podsets[0].flavor, "f2");
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 2 out of 3 "
+            "pod(s)");
+  EXPECT_TRUE(r.fits[0].fits_one_domain());  // the per-flavor table still shows f's zones
+}
+
+// When placement fails in the flavor quota chose, Kueue's next scheduling cycle starts after
+// it (LastTriedFlavorIdx): the Workload is admitted in a later flavor that places it.
+TEST(Kueue, NextCycleTriesTheNextFlavorAfterPlacementFails) {
+  auto c = tas_cluster();
+  resource_flavor other = c.flavors[0];
+  other.name = "f2";
+  other.node_labels = {{"pool", "other"}};
+  c.flavors.push_back(other);
+  k8s_node o = make_node("o1", "zone-o", 16000);
+  o.labels = sorted_labels({{host, "o1"}, {zone, "zone-o"}, {"pool", "other"}});
+  c.nodes.push_back(o);
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+  add_workload(c, "w", {make_podset("main", 3, 3000)});  // f's zones hold 2, o1 holds 5
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  ASSERT_EQ(k.notes.size(), 1u);
+  EXPECT_NE(k.notes[0].find("failed in f, placed in f2"), std::string::npos) << k.notes[0];
+  c.workloads.back().podsets[0].count = 6;  // neither flavor places six
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "topology");
+}
+
+// A resource no resource group covers: Kueue's "unavailable in ClusterQueue".
+TEST(Kueue, ResourceTheQueueDoesNotCover) {
+  auto c = tas_cluster();
+  for (auto& n : c.nodes) n.allocatable["nvidia.com/gpu"] = 8;
+  auto ps = make_podset("main", 1, 1000);
+  ps.requests["nvidia.com/gpu"] = 1;
+  add_workload(c, "w", {ps});
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in "
+            "ClusterQueue");
+  c.cluster_queues[0].group_resources[0].push_back("nvidia.com/gpu");
+  c.cluster_queues[0].flavors[0].resources.push_back("nvidia.com/gpu");
+  c.cluster_queues[0].flavors[0].nominal["nvidia.com/gpu"] = 32;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+}
+
+// A flavor without the requested level is skipped: Kueue's "does not contain the requested
+// level".
+TEST(Kueue, FlavorWithoutTheLevelIsSkipped) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 1, 1000, "topology.gpustack.ai/rack")});
+  const auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: Flavor \"f\" does not contain the requested "
+            "level");
+}
+
+// The fixture case: diagnose's decision matches the message Kueue recorded on each
+// Workload (QuotaReserved=False), offline.
+TEST(Kueue, FixtureCaseMatchesKueuesRecordedMessage) {
+  const auto c = load("kueue-decision");
+  for (const char* name : {"three-podsets", "gpu-uncovered", "group-short", "over-quota"}) {
+    const auto r = diagnose_pending(c, "default", name);
+    ASSERT_TRUE(r.found) << name;
+    const auto* qr = find_condition(c.find_workload("default", name)->conditions, "QuotaReserved");
+    ASSERT_NE(qr, nullptr);
+    EXPECT_FALSE(r.kueue.admissible) << name;
+    EXPECT_EQ(r.kueue.message, qr->message) << name;
+  }
+  const auto r = diagnose_pending(c, "default", "three-podsets");
+  EXPECT_EQ(r.kueue.podset, "c");
+  for (const auto& f : r.fits) EXPECT_TRUE(f.fits()) << f.podset;  // each alone fits
+}
+
+// Node facts as Kueue's TAS cache has them.
+TEST(Kueue, NodeWithoutReadyConditionIsExcluded) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 4000)});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.nodes[1].ready.reset();  // a2: no Ready condition
+  c.nodes[3].ready.reset();  // b2
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.fits[0].cluster_fits, 2);
+  bool named = false;
+  for (const auto& [n, why] : r.fits[0].flavors[0].excluded)
+    named = named || (n == "a2" && why == "no Ready condition (counts as not Ready)");
+  EXPECT_TRUE(named);
+}
+
+TEST(Kueue, OverCommittedNodeSubtractsFromItsDomain) {
+  auto c = tas_cluster();
+  c.nodes.resize(2);  // zone-a only: a1 and a2, 4 CPU each
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  // a1 runs 7 CPU of Pods on 4: free -3 CPU counts as -3 Pods; the zone holds 4 - 3 = 1.
+  k8s_pod p;
+  p.namespace_ = "kube-system";
+  p.name = "big";
+  p.node_name = "a1";
+  p.phase = "Running";
+  p.requests = {{"cpu", 7000}};
+  c.pods.push_back(p);
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.fits[0].best_domain, 1);
+  EXPECT_EQ(r.fits[0].flavors[0].domains[0].nodes[0].fits, -3);
+  EXPECT_NE(r.kueue.message.find("allows to fit only 1 out of 2"), std::string::npos)
+      << r.kueue.message;
+}
+
+TEST(Kueue, NoPodsInAllocatableFitsNoPod) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 4, 1000)});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  for (auto& n : c.nodes) n.allocatable.erase("pods");
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.fits[0].cluster_fits, 0);
+}
+
+TEST(Kueue, FlavorTaintsAndTolerations) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  c.flavors[0].node_taints.push_back({"gpu", "true", "PreferNoSchedule"});
+  EXPECT_TRUE(decide(c, "w").admissible);  // PreferNoSchedule does not exclude
+  c.flavors[0].node_taints[0].effect = "NoSchedule";
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(
+      k.message,
+      "couldn't assign flavors to pod set main: untolerated taint {gpu true NoSchedule <nil>} "
+      "in flavor f");
+  // The flavor's own tolerations are added to the PodSet's: for its nodeTaints ...
+  c.flavors[0].tolerations.push_back({"gpu", "Exists", "", ""});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  // ... and for the Nodes' taints.
+  for (auto& n : c.nodes) n.taints.push_back({"gpu", "true", "NoSchedule"});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.flavors[0].tolerations.clear();
+  c.flavors[0].node_taints.clear();
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(diagnose_pending(c, "default", "w").fits[0].cluster_fits, 0);
+  c.workloads.back().podsets[0].tolerations.push_back({"gpu", "Equal", "true", "NoSchedule"});
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+TEST(Kueue, NodeMissingALevelLabelLeavesTheFlavorEmptyValueIsADomain) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 3, 4000, host)});  // hostname level: 3 Nodes
+  // A Node without the zone label is not in the flavor at all, even for a hostname request.
+  for (int i = 1; i < 4; ++i)
+    c.nodes[static_cast<std::size_t>(i)].labels =
+        sorted_labels({{host, c.nodes[static_cast<std::size_t>(i)].name}, {"pool", "gpu"}});
+  auto r = diagnose_pending(c, "default", "w");
+  EXPECT_EQ(r.fits[0].cluster_fits, 1);
+  EXPECT_NE(r.kueue.message.find("allows to fit only 1 out of 3"), std::string::npos)
+      << r.kueue.message;
+  // An empty zone value is a zone: the three Nodes labelled zone="" are one domain.
+  for (int i = 1; i < 4; ++i)
+    c.nodes[static_cast<std::size_t>(i)].labels = sorted_labels(
+        {{host, c.nodes[static_cast<std::size_t>(i)].name}, {"pool", "gpu"}, {zone, ""}});
+  c.workloads.back().podsets[0].required_level = zone;
+  r = diagnose_pending(c, "default", "w");
+  EXPECT_TRUE(r.kueue.admissible) << r.kueue.message;
+  EXPECT_TRUE(r.fits[0].fits_one_domain());
+  EXPECT_EQ(r.kueue.podsets[0].detail, "a2=1, b1=1, b2=1");
+}
+
+}  // namespace
+}  // namespace topogate::diagnose
