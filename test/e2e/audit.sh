@@ -25,19 +25,12 @@ repo=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 e2e_init audit
 server_pid=
-stop_server() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-}
+stop_server() { e2e_stop_pid "$server_pid"; }
 e2e_on_exit stop_server
 
 section setup
 e2e_cp_start
-k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-k wait --for condition=Established --timeout 60s crd/topologysources.worker.gpustack.ai \
-  crd/modeldeployments.worker.gpustack.ai >/dev/null
+e2e_test_crds
 pass "chart CRDs established"
 if [[ -z $(k get validatingwebhookconfigurations -o name) ]]; then
   pass "no webhook registered: nothing checks a write"

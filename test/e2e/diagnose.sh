@@ -32,10 +32,7 @@ e2e_cp_start
 for c in topologies resourceflavors clusterqueues localqueues workloads; do
   k apply --server-side -f "$crds/kueue.x-k8s.io_$c.yaml" >/dev/null
 done
-k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-k wait --for condition=Established --timeout 60s crd/topologies.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io \
-  crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/workloads.kueue.x-k8s.io \
-  crd/topologysources.worker.gpustack.ai crd/modeldeployments.worker.gpustack.ai >/dev/null
+e2e_test_crds
 pass "Kueue $kueue_version and chart CRDs established"
 
 # load_scenario DIR [FILE...]: create every object of the fixture files with kubectl,

@@ -12,6 +12,9 @@
 #                   (KUBECONFIG, KUBECTL, TOPOGATE_CP_*) and define k (kubectl)
 #   e2e_kueue_crds  print the folder of the Kueue CRDs (KUEUE_VERSION, default v0.17.0,
 #                   from the Go module proxy)
+#   e2e_test_crds   apply the operator's CRDs the suites use (test/e2e/crds) and wait until
+#                   every CRD of the cluster is Established (any applied before included)
+#   e2e_stop_pid P  SIGTERM the process P if it runs, and reap it
 #   pass/fail TEXT  count a check (checks, fails) and print it; section TEXT heads a part
 #   poll S CMD...   run CMD until it succeeds, for at most S seconds
 # shellcheck shell=bash
@@ -64,6 +67,19 @@ e2e_kueue_crds() {
     python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/config/components/crd/bases
   [[ -s $dir/kueue.x-k8s.io_workloads.yaml ]] || { echo "no Kueue CRDs in $dir" >&2; return 1; }
   echo "$dir"
+}
+
+e2e_test_crds() {
+  k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
+  # Retried: a wait on a CRD just created can find no condition at all yet.
+  poll 60 k wait --for condition=Established --timeout 5s crd --all >/dev/null 2>&1 ||
+    { echo "the CRDs are not Established after 60 s" >&2; return 1; }
+}
+
+e2e_stop_pid() {
+  [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null || return 0
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
 }
 
 # poll DEADLINE_SECONDS COMMAND...: until COMMAND succeeds (no fixed sleeps).

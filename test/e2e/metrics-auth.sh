@@ -146,8 +146,7 @@ section setup
 eval "$("$here/control-plane.sh" env)"
 k() { "$KUBECTL" "$@"; }
 k apply --server-side -f "$here/fixtures/cert-manager-crds.yaml" -f "$here/fixtures/servicemonitor-crd.yaml" >/dev/null
-k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-k wait --for condition=Established --timeout 60s crd --all >/dev/null
+e2e_test_crds
 k create namespace "$ns" >/dev/null
 for f in kube tokenfile insecure plainoff; do
   if k apply --dry-run=server -f "$work/$f.yaml" >"$work/$f.apply" 2>&1; then

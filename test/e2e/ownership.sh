@@ -27,19 +27,12 @@ cp_dir=${TOPOGATE_CP_DIR:-}
 e2e_init ownership
 [[ -n $cp_dir ]] && export TOPOGATE_CP_DIR=$cp_dir
 server_pid=
-stop_server() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-}
+stop_server() { e2e_stop_pid "$server_pid"; }
 e2e_on_exit stop_server
 
 section setup
 e2e_cp_start
-k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-# Until the CRD has its conditions at all (a wait on a CRD just created can find none yet).
-poll 60 k wait --for condition=Established --timeout 5s crd/topologysources.worker.gpustack.ai >/dev/null 2>&1
+e2e_test_crds
 for n in gpu-1:a gpu-2:a gpu-3:a gpu-9:b; do
   k apply -f - >/dev/null <<YAML
 apiVersion: v1

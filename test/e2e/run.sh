@@ -97,9 +97,7 @@ stop_topogate() {
 start_topogate
 pass "topogate ready on 127.0.0.1:$port"
 
-k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
-k wait --for condition=Established --timeout 60s \
-  crd/topologysources.worker.gpustack.ai crd/modeldeployments.worker.gpustack.ai >/dev/null
+e2e_test_crds
 k create namespace gpustack-system --dry-run=client -o yaml | k apply -f - >/dev/null
 pass "CRDs established"
 
