@@ -337,6 +337,28 @@ def server(make_server, pki):
     return make_server(lambda d: default_config(pki, d))
 
 
+@pytest.fixture
+def hanging_api(pki):
+    """An HTTPS API server that accepts every request and never answers (hanging_api.py)."""
+    from hanging_api import HangingApiServer
+    api = HangingApiServer(pki.server_crt, pki.server_key)
+    yield api
+    api.stop()
+
+
+def api_client_config(pki, d, api_url, token, section):
+    """topogate with no inventory, calling the Kubernetes API at `api_url` with `token`, and
+    `section` (YAML lines: the feature under test, e.g. "audit: {enabled: true}")."""
+    (d / "api.token").write_text(token + "\n")
+    return f"""listen: {{address: 127.0.0.1, port: 0}}
+tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}
+threads: 1
+limits: {{shutdownTimeout: 2s}}
+store: {{type: none, apiServer: '{api_url}', tokenFile: {d / 'api.token'}, caFile: {pki.ca}}}
+{section}
+"""
+
+
 def curl(*args, check=False):
     """curl with -sS; returns (status code, body, stderr, returncode)."""
     p = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", *args], capture_output=True, text=True,

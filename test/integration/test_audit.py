@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, SCHEDULING_MARGIN_S, wait_for
-from hanging_api import HangingApiServer
+from conftest import FIXTURES, SCHEDULING_MARGIN_S, api_client_config, wait_for
 from hostile_support import client_context
 
 FIX = FIXTURES / "audit"
@@ -231,21 +230,7 @@ SUCCEEDED = 'topogate_audit_runs_total{result="success"}'
 
 
 def audit_config(pki, d: Path, api_url, audit="{enabled: true, interval: 1s, timeout: 2s}"):
-    (d / "api.token").write_text(API_TOKEN + "\n")
-    return f"""listen: {{address: 127.0.0.1, port: 0}}
-tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}
-threads: 1
-limits: {{shutdownTimeout: 2s}}
-store: {{type: none, apiServer: '{api_url}', tokenFile: {d / 'api.token'}, caFile: {pki.ca}}}
-audit: {audit}
-"""
-
-
-@pytest.fixture
-def hanging_api(pki):
-    api = HangingApiServer(pki.server_crt, pki.server_key)
-    yield api
-    api.stop()
+    return api_client_config(pki, d, api_url, API_TOKEN, f"audit: {audit}")
 
 
 def test_off_by_default_no_series_no_api_call(make_server, pki, hanging_api):

@@ -5,13 +5,10 @@ check (no ownership warning: the view has no snapshot). Also off by default: no 
 import json
 import time
 
-import pytest
 
-from conftest import FIXTURES, SCHEDULING_MARGIN_S, wait_for
-from hanging_api import HangingApiServer
-from test_audit import get
+from conftest import SCHEDULING_MARGIN_S, api_client_config, wait_for
+from test_audit import review
 
-REVIEW = (FIXTURES / "admission" / "allowed.json").read_bytes()
 VIEW_TIMEOUT_S = 2.0
 # An answer that waited on the hung list would take at least its timeout.
 AT_ONCE_S = 0.5
@@ -19,26 +16,7 @@ API_TOKEN = "ownership-api-token-0123456789abcdef"
 
 
 def config(pki, d, api_url, check="{enabled: true, interval: 5s, timeout: 2s}"):
-    (d / "api.token").write_text(API_TOKEN + "\n")
-    return f"""listen: {{address: 127.0.0.1, port: 0}}
-tls: {{certFile: {pki.server_crt}, keyFile: {pki.server_key}}}
-threads: 1
-limits: {{shutdownTimeout: 2s}}
-store: {{type: none, apiServer: '{api_url}', tokenFile: {d / 'api.token'}, caFile: {pki.ca}}}
-admission: {{ownershipCheck: {check}}}
-"""
-
-
-@pytest.fixture
-def hanging_api(pki):
-    api = HangingApiServer(pki.server_crt, pki.server_key)
-    yield api
-    api.stop()
-
-
-def review(port, pki):
-    return get(port, pki, "/validate/topologysources?timeout=10s", "POST", REVIEW,
-               {"Content-Type": "application/json"})
+    return api_client_config(pki, d, api_url, API_TOKEN, f"admission: {{ownershipCheck: {check}}}")
 
 
 def test_off_by_default_no_api_call(make_server, pki, hanging_api):
