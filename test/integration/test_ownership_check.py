@@ -5,7 +5,6 @@ check (no ownership warning: the view has no snapshot). Also off by default: no 
 import json
 import time
 
-
 from conftest import SCHEDULING_MARGIN_S, api_client_config, wait_for
 from test_audit import review
 
