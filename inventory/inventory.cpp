@@ -252,15 +252,17 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
     // snapshot that names a Node the list lacks fails S3 as it is, so it is only checked
     // as pruned (one validation where a Node change prunes, not two), and as it is only to
     // report its errors when the pruned one fails too.
-    for (const auto& n : snap.nodes) {
-      if (selected->find(n.name) == nullptr) gone.push_back(n.name);
+    std::vector<bool> known(snap.nodes.size());
+    for (std::size_t i = 0; i < snap.nodes.size(); ++i) {
+      known[i] = selected->find(snap.nodes[i].name) != nullptr;
+      if (!known[i]) gone.push_back(snap.nodes[i].name);
     }
     if (!gone.empty()) {
       pruned.api_version = snap.api_version;
       pruned.revision = snap.revision + "+pruned-" + std::to_string(gone.size());
       pruned.nodes.reserve(snap.nodes.size() - gone.size());
-      for (const auto& n : snap.nodes) {
-        if (selected->find(n.name) != nullptr) pruned.nodes.push_back(n);
+      for (std::size_t i = 0; i < snap.nodes.size(); ++i) {
+        if (known[i]) pruned.nodes.push_back(snap.nodes[i]);
       }
       if (!core::validate_snapshot(pruned, ctx).empty()) {
         ev.errors = core::validate_snapshot(snap, ctx);  // report the unpruned errors
