@@ -454,7 +454,6 @@ void registry::impl::adopt_head(entry& e, const char* origin) {
   auto p = e.inv->prepare(rev.json, opts);
   if (p.candidate) {
     e.inv->commit(p);
-    release_freed_memory();
     head.held = true;
   } else {
     e.inv->record_rejection(p, opts);
@@ -464,7 +463,9 @@ void registry::impl::adopt_head(entry& e, const char* origin) {
                     "); nothing is served until a Node change or a push makes a valid one current");
     head.held = false;
   }
+  // Told at once with what is served; the heap walk (milliseconds on a large heap) after.
   e.store_behind = !head.held;
+  if (head.held) release_freed_memory();
   report(e, before);
 }
 
