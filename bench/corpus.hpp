@@ -5,6 +5,7 @@
 // Nodes as fit in S10's 1 MiB, spread round-robin over 4 regions x 4 zones x 16 racks
 // (every rack in one zone, every zone in one region).
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -63,6 +64,36 @@ void fill_round_robin(core::snapshot& snap, const node_names& f, Render render) 
   // Rendering ~1 MiB per step would be slow: extrapolate, then trim to the exact limit.
   for (std::size_t i = first + 2; one + (i - first) * per <= core::max_snapshot_bytes; ++i) add(i);
   while (render(snap).size() > core::max_snapshot_bytes) snap.nodes.pop_back();
+}
+
+// A Node's watch object as the metadata-only watch receives it: the ~20 labels cloud GPU Nodes
+// carry, three topology levels (rack = i / 16), and a heartbeat label no rule reads; `group`
+// is its node-group label (the scale benchmark's nodeSelector key).
+inline std::string node_json(std::size_t i, std::size_t beat, const char* group = "gpu") {
+  char name[32];
+  std::snprintf(name, sizeof name, "gpu-%05zu", i);
+  const char zone = "abcd"[i % 4];
+  std::string out =
+      R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":")";
+  out += name;
+  out += R"(","resourceVersion":")" + std::to_string(1000 + beat) + R"(","labels":{)";
+  out += R"("kubernetes.io/hostname":")" + std::string(name) + R"(","kubernetes.io/os":"linux",)";
+  out += R"("kubernetes.io/arch":"amd64","node.kubernetes.io/instance-type":"p5.48xlarge",)";
+  out += R"("topology.kubernetes.io/region":"us-east-1","topology.kubernetes.io/zone":"us-east-1)";
+  out += zone;
+  out += R"(","eks.amazonaws.com/nodegroup":"gpu-ng-)" + std::to_string(i % 8) + R"(",)";
+  out +=
+      R"("eks.amazonaws.com/capacityType":"ON_DEMAND","karpenter.sh/capacity-type":"on-demand",)";
+  out += R"("nvidia.com/gpu.present":"true","nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3",)";
+  out += R"("nvidia.com/gpu.count":"8","nvidia.com/gpu.memory":"81559",)";
+  out += R"("feature.node.kubernetes.io/cpu-model.vendor_id":"AMD",)";
+  out += R"("feature.node.kubernetes.io/pci-10de.present":"true",)";
+  out += R"("topology.gpustack.ai/region":"region-a","topology.gpustack.ai/zone":"zone-)";
+  out += std::to_string(i / 64 % 4) + R"(","topology.gpustack.ai/rack":"rack-)" +
+         std::to_string(i / 16) + R"(",)";
+  out += R"("node-group":")" + std::string(group) + R"(",)";
+  out += R"("example.com/heartbeat":")" + std::to_string(beat) + R"("}}})";
+  return out;
 }
 
 }  // namespace topogate::bench

@@ -12,6 +12,8 @@ counted, and compares the counts with bench/instr_baseline.json for the build ty
   node_event_N        100 Node watch events that change a label no rule reads, parsed and
                       applied to a view of N Nodes (1 000 and 10 000): the two must stay
                       equal within the tolerance, whatever the cluster's size
+  node_change_10000   10 Node changes that matter (a Node out of the nodeSelector and back)
+                      at 10 000 Nodes, each applied and re-evaluated (a new served revision)
 
 Instruction counts are deterministic for one binary on one machine kind (same compiler,
 same libraries, same CPU features: simdjson and the core pick AVX2 at run time), so the
@@ -76,6 +78,7 @@ def main():
     ap.add_argument("--validate", required=True, help="path to instr_validate")
     ap.add_argument("--admission", required=True, help="path to instr_admission")
     ap.add_argument("--node-event", help="path to instr_node_event")
+    ap.add_argument("--node-change", help="path to instr_node_change")
     ap.add_argument("--valgrind", default="", help="valgrind executable (default: from PATH)")
     ap.add_argument("--reviews", type=int, default=10000,
                     help="admission reviews handled in the counted region (the count is linear in it)")
@@ -98,6 +101,8 @@ def main():
     if args.node_event:
         for n in (1000, 10000):
             cases[f"node_event_{n}"] = [args.node_event, str(n)]
+    if args.node_change:
+        cases["node_change_10000"] = [args.node_change, "10000"]
     baseline_path = Path(args.baseline)
     data = json.loads(baseline_path.read_text()) if baseline_path.exists() else {}
     tolerance = float(data.get("tolerance", DEFAULT_TOLERANCE))

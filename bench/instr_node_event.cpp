@@ -20,32 +20,6 @@
 
 namespace {
 
-std::string node_json(std::size_t i, std::size_t beat) {
-  char name[32];
-  std::snprintf(name, sizeof name, "gpu-%05zu", i);
-  const char zone = "abcd"[i % 4];
-  std::string out =
-      R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":")";
-  out += name;
-  out += R"(","resourceVersion":")" + std::to_string(1000 + beat) + R"(","labels":{)";
-  out += R"("kubernetes.io/hostname":")" + std::string(name) + R"(","kubernetes.io/os":"linux",)";
-  out += R"("kubernetes.io/arch":"amd64","node.kubernetes.io/instance-type":"p5.48xlarge",)";
-  out += R"("topology.kubernetes.io/region":"us-east-1","topology.kubernetes.io/zone":"us-east-1)";
-  out += zone;
-  out += R"(","eks.amazonaws.com/nodegroup":"gpu-ng-)" + std::to_string(i % 8) + R"(",)";
-  out +=
-      R"("eks.amazonaws.com/capacityType":"ON_DEMAND","karpenter.sh/capacity-type":"on-demand",)";
-  out += R"("nvidia.com/gpu.present":"true","nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3",)";
-  out += R"("nvidia.com/gpu.count":"8","nvidia.com/gpu.memory":"81559",)";
-  out += R"("feature.node.kubernetes.io/cpu-model.vendor_id":"AMD",)";
-  out += R"("feature.node.kubernetes.io/pci-10de.present":"true",)";
-  out += R"("topology.gpustack.ai/region":"region-a","topology.gpustack.ai/zone":"zone-)";
-  out += std::to_string(i / 64 % 4) + R"(","topology.gpustack.ai/rack":"rack-)" +
-         std::to_string(i / 16) + R"(",)";
-  out += R"("example.com/heartbeat":")" + std::to_string(beat) + R"("}}})";
-  return out;
-}
-
 constexpr std::size_t events = 100;
 
 }  // namespace
@@ -80,14 +54,15 @@ int main(int argc, char** argv) {
   simdjson::dom::parser parser;
   for (std::size_t i = 0; i < n; ++i) {
     simdjson::dom::element node;
-    const auto json = node_json(i, 0);
+    const auto json = topogate::bench::node_json(i, 0);
     if (parser.parse(json).get(node)) return 2;
     view.add_listed(node);
   }
   view.finish_list();
   std::vector<std::string> lines;
   for (std::size_t k = 0; k < events; ++k)
-    lines.push_back(R"({"type":"MODIFIED","object":)" + node_json((k * 7919) % n, k + 1) + "}");
+    lines.push_back(R"({"type":"MODIFIED","object":)" +
+                    topogate::bench::node_json((k * 7919) % n, k + 1) + "}");
   // Warm-up outside the counted region: the parser's buffers are sized by then.
   instr_region(view, parser, lines);
   CALLGRIND_START_INSTRUMENTATION;

@@ -9,6 +9,20 @@
 
 namespace topogate::core {
 
+const node_labels::storage& node_labels::empty_storage() noexcept {
+  static const storage none;
+  return none;
+}
+
+node_labels::storage& node_labels::edit() {
+  if (!p_) {
+    p_ = std::make_shared<storage>();
+  } else if (p_.use_count() > 1) {
+    p_ = std::make_shared<storage>(*p_);
+  }
+  return *p_;
+}
+
 const std::string* cluster_node::label(std::string_view key) const noexcept {
   auto it = std::lower_bound(labels.begin(), labels.end(), key,
                              [](const auto& l, std::string_view k) { return l.first < k; });
@@ -23,6 +37,30 @@ const cluster_node* node_list::find(std::string_view name) const noexcept {
   return &*it;
 }
 
+const cluster_node* node_list::cursor::find(std::string_view name) noexcept {
+  const auto& v = list_->nodes;
+  const auto by_name = [](const cluster_node& n, std::string_view k) { return n.name < k; };
+  std::size_t lo = 0;
+  std::size_t hi = v.size();
+  if (pos_ > 0 && !(name > v[pos_ - 1].name)) {
+    pos_ = 0;  // out of order: search the whole list
+  } else if (pos_ < v.size()) {
+    // Gallop forward from pos_: the first step that reaches a name >= `name` bounds it.
+    lo = pos_;
+    std::size_t step = 1;
+    while (lo + step < v.size() && v[lo + step].name < name) step *= 2;
+    hi = std::min(v.size(), lo + step + 1);
+    lo += step / 2;
+  } else {
+    lo = v.size();
+  }
+  const auto it = std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(lo),
+                                   v.begin() + static_cast<std::ptrdiff_t>(hi), name, by_name);
+  pos_ = static_cast<std::size_t>(it - v.begin());
+  if (it == v.end() || it->name != name) return nullptr;
+  return &*it;
+}
+
 namespace {
 
 // A cluster's node list is far larger than any object topogate validates (`kubectl get nodes
@@ -31,9 +69,11 @@ constexpr std::size_t max_node_list_bytes = 512u << 20;
 
 void finish(node_list_result& r) {
   auto& nodes = r.list.nodes;
-  for (auto& n : nodes)
-    std::sort(n.labels.begin(), n.labels.end(),
+  for (auto& n : nodes) {
+    auto& labels = n.labels.edit();
+    std::sort(labels.begin(), labels.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   std::stable_sort(nodes.begin(), nodes.end(),
                    [](const cluster_node& a, const cluster_node& b) { return a.name < b.name; });
   for (std::size_t i = 1; i < nodes.size(); ++i)

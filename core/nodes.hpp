@@ -1,6 +1,9 @@
 #pragma once
 // The cluster's Nodes, as `kubectl get nodes -o json` prints them (a v1 List of Node).
 
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,15 +14,71 @@
 
 namespace topogate::core {
 
+// A Node's labels, sorted by key. Copies share one vector: the Node list the watch hands to
+// every inventory, and each inventory's selected part of it, copy no label (at 10,000 Nodes a
+// list copy is then ~10,000 names and reference counts, not ~50,000 strings). A write through
+// a copy that shares its vector copies the vector first, so a shared list is never changed.
+class node_labels {
+ public:
+  using value_type = std::pair<std::string, std::string>;
+  using storage = std::vector<value_type>;
+  using const_iterator = storage::const_iterator;
+
+  node_labels() = default;
+  node_labels(std::initializer_list<value_type> l) : node_labels(storage(l)) {}
+  node_labels(storage v)  // NOLINT(google-explicit-constructor): assigned from vectors
+      : p_(v.empty() ? nullptr : std::make_shared<storage>(std::move(v))) {}
+
+  [[nodiscard]] const storage& get() const noexcept { return p_ ? *p_ : empty_storage(); }
+  operator const storage&() const noexcept { return get(); }  // NOLINT: reads as the vector
+  [[nodiscard]] const_iterator begin() const noexcept { return get().begin(); }
+  [[nodiscard]] const_iterator end() const noexcept { return get().end(); }
+  [[nodiscard]] std::size_t size() const noexcept { return p_ ? p_->size() : 0; }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  [[nodiscard]] const value_type& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  [[nodiscard]] const value_type& front() const noexcept { return p_->front(); }
+  [[nodiscard]] const value_type& back() const noexcept { return p_->back(); }
+
+  // The vector to change, this copy's own (copied first when shared).
+  storage& edit();
+  template <class... A>
+  value_type& emplace_back(A&&... a) {
+    return edit().emplace_back(std::forward<A>(a)...);
+  }
+  void push_back(value_type v) { edit().push_back(std::move(v)); }
+
+  friend bool operator==(const node_labels& a, const node_labels& b) noexcept {
+    return a.p_ == b.p_ || a.get() == b.get();
+  }
+
+ private:
+  static const storage& empty_storage() noexcept;
+  std::shared_ptr<storage> p_;
+};
+
 struct cluster_node {
   std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;  // sorted by key
+  node_labels labels;  // sorted by key
   [[nodiscard]] const std::string* label(std::string_view key) const noexcept;
 };
 
 struct node_list {
   std::vector<cluster_node> nodes;  // sorted by name, unique
   [[nodiscard]] const cluster_node* find(std::string_view name) const noexcept;
+
+  // Lookups of names in increasing order, as a pass over a snapshot (whose Nodes are listed
+  // sorted) makes them: each continues from where the previous one ended (a galloping
+  // search), so the pass is linear in the list, not N log N. Names in any other order are
+  // found all the same, by a search of the whole list.
+  class cursor {
+   public:
+    explicit cursor(const node_list& list) noexcept : list_(&list) {}
+    [[nodiscard]] const cluster_node* find(std::string_view name) noexcept;
+
+   private:
+    const node_list* list_;
+    std::size_t pos_ = 0;  // every Node before it has a name below the last one looked up
+  };
 };
 
 struct node_list_result {

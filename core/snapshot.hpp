@@ -46,6 +46,9 @@ snapshot_decode_result decode_snapshot(std::string_view text);
 struct snapshot_context {
   const topology_source* source = nullptr;  // required
   const node_list* nodes = nullptr;         // optional: enables S3 and S6
+  // The list holds only the Nodes the source's nodeSelector selects (an inventory's selected
+  // Nodes): S3 then needs no match of the selector per Node.
+  bool nodes_selected = false;
 };
 
 // S2-S10 over a decoded snapshot (S6 only when S1-S9 pass, as the consumer does).

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -123,9 +124,12 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
 
   // S3 asks whether the Node exists and the source selects it: a lookup in the list and a
   // match of that Node's labels, not a copy of the selected Nodes per validation.
-  auto is_selected = [&](std::string_view name) {
-    const cluster_node* node = ctx.nodes->find(name);
-    return node != nullptr && (!src->node_selector || src->node_selector->matches(node->labels));
+  // Snapshots list their Nodes sorted: a cursor makes the pass's lookups linear.
+  std::optional<node_list::cursor> lookup;
+  if (ctx.nodes) lookup.emplace(*ctx.nodes);
+  auto is_selected = [&](const cluster_node* node) {
+    return node != nullptr &&
+           (ctx.nodes_selected || !src->node_selector || src->node_selector->matches(node->labels));
   };
 
   if (check_duplicates) {
@@ -187,8 +191,9 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
     bool plain_name = false;
     // S3: a known, selected Node; without a node list, a DNS-1123 subdomain name.
     if (ctx.nodes && src) {
-      if (!is_selected(n.name) && sink.room("S3")) {
-        const bool exists = ctx.nodes->find(n.name) != nullptr;
+      const cluster_node* node = lookup->find(n.name);
+      if (!is_selected(node) && sink.room("S3")) {
+        const bool exists = node != nullptr;
         sink.add(not_found("S3", node_path(n.name), n.name,
                            exists ? "the Node is not selected by the source's nodeSelector"
                                   : "no Node with this name exists in the cluster"));
@@ -320,8 +325,9 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
 
   // S6 last, as the consumer checks it only once everything else holds.
   if (sink.empty() && ctx.nodes && src) {
+    node_list::cursor s6_lookup(*ctx.nodes);
     for (const node_ref& n : s.nodes) {
-      const cluster_node* node = ctx.nodes->find(n.name);
+      const cluster_node* node = s6_lookup.find(n.name);
       for (std::uint32_t li = 0; li < n.count; ++li) {
         const label_ref& l = s.labels[n.first + li];
         if (!is_read_only_parent(l.key)) continue;

@@ -243,7 +243,8 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
                                           const core::node_list* selected,
                                           const revision* from) const {
   evaluation ev;
-  const core::snapshot_context ctx{&cfg_.source, selected};
+  // `selected` is the inventory's selected Nodes (set_nodes() applied the nodeSelector).
+  const core::snapshot_context ctx{&cfg_.source, selected, true};
   const core::snapshot* served = &snap;
   core::snapshot pruned;
   std::vector<std::string> gone;
@@ -253,8 +254,9 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
     // as pruned (one validation where a Node change prunes, not two), and as it is only to
     // report its errors when the pruned one fails too.
     std::vector<bool> known(snap.nodes.size());
+    core::node_list::cursor lookup(*selected);
     for (std::size_t i = 0; i < snap.nodes.size(); ++i) {
-      known[i] = selected->find(snap.nodes[i].name) != nullptr;
+      known[i] = lookup.find(snap.nodes[i].name) != nullptr;
       if (!known[i]) gone.push_back(snap.nodes[i].name);
     }
     if (!gone.empty()) {

@@ -13,16 +13,16 @@ std::string_view name_of(simdjson::dom::element node) {
 }  // namespace
 
 node_view::labels node_view::kept_labels(simdjson::dom::element node) const {
-  labels out;
+  labels::storage out;
   simdjson::dom::object all;
-  if (node["metadata"]["labels"].get(all)) return out;
+  if (node["metadata"]["labels"].get(all)) return {};
   for (auto field : all) {
     std::string_view v;
     if (field.value.get(v) || (keep_ && !keep_(field.key))) continue;
     out.emplace_back(std::string(field.key), std::string(v));
   }
   std::sort(out.begin(), out.end());
-  return out;
+  return labels(std::move(out));
 }
 
 void node_view::add_listed(simdjson::dom::element node) {

@@ -36,7 +36,7 @@ class node_view {
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
-  using labels = std::vector<std::pair<std::string, std::string>>;
+  using labels = core::node_labels;  // shared with every list handed out
   [[nodiscard]] labels kept_labels(simdjson::dom::element node) const;
 
   node_watch::label_filter keep_;

@@ -88,9 +88,9 @@ node_list nodes_of(std::vector<std::pair<std::string, labels_t>> in) {
   for (auto& [name, labels] : in) {
     cluster_node n;
     n.name = name;
+    labels.emplace_back(std::string(hostname_label), name);
+    std::sort(labels.begin(), labels.end());
     n.labels = std::move(labels);
-    n.labels.emplace_back(std::string(hostname_label), name);
-    std::sort(n.labels.begin(), n.labels.end());
     out.nodes.push_back(std::move(n));
   }
   std::sort(out.nodes.begin(), out.nodes.end(),

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "core/topology_source.hpp"
 
@@ -139,6 +142,69 @@ INSTANTIATE_TEST_SUITE_P(
                  "items[0].metadata.name"},
         bad_list{"not_yaml", "kind: List\nitems: [\n", "items"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// A cursor answers exactly as find() does, whatever the order of the names it is asked for:
+// sorted (the fast path, misses between, before and after the Nodes included), repeated,
+// backwards and shuffled.
+TEST(NodeListCursor, AnswersAsFindInAnyOrder) {
+  node_list list;
+  for (int i = 0; i < 1000; i += 2) list.nodes.push_back({"node-" + std::to_string(10000 + i), {}});
+  std::vector<std::string> names = {"a", "node-0", "zzz"};
+  for (int i = 0; i < 1002; ++i) names.push_back("node-" + std::to_string(10000 + i));
+  auto check = [&](const std::vector<std::string>& order, const char* what) {
+    node_list::cursor c(list);
+    std::size_t found = 0;
+    for (const auto& n : order) {
+      const cluster_node* want = list.find(n);
+      EXPECT_EQ(c.find(n), want) << what << ": " << n;
+      found += want != nullptr;
+    }
+    return found;
+  };
+  auto sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(check(sorted, "sorted"), 500u);
+  auto twice = sorted;
+  twice.insert(twice.end(), sorted.begin(), sorted.end());
+  std::sort(twice.begin(), twice.end());
+  EXPECT_EQ(check(twice, "each twice"), 1000u);
+  auto backwards = sorted;
+  std::reverse(backwards.begin(), backwards.end());
+  EXPECT_EQ(check(backwards, "backwards"), 500u);
+  auto shuffled = names;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  EXPECT_EQ(check(shuffled, "shuffled"), 500u);
+  node_list empty;
+  node_list::cursor none(empty);
+  EXPECT_EQ(none.find("node-10000"), nullptr);
+}
+
+// Copies of a Node's labels share one vector; a write through a copy changes that copy only.
+TEST(NodeLabels, CopiesShareAndAWriteCopiesFirst) {
+  node_labels a = {{"k1", "v1"}, {"k2", "v2"}};
+  node_labels b = a;
+  EXPECT_EQ(&a.get(), &b.get());  // shared, not copied
+  EXPECT_TRUE(a == b);
+  b.emplace_back("k3", "v3");
+  EXPECT_NE(&a.get(), &b.get());
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_EQ(b.size(), 3u);
+  EXPECT_FALSE(a == b);
+  EXPECT_EQ(b[2].second, "v3");
+  node_labels c;  // none: empty, and equal to another empty set
+  EXPECT_TRUE(c.empty());
+  EXPECT_TRUE(c == node_labels(node_labels::storage{}));
+  c.push_back({"k", "v"});
+  EXPECT_EQ(c.front().first, "k");
+  // A list's copy (as select_nodes makes) keeps the labels it was taken with.
+  node_list list;
+  list.nodes.push_back({"n", a});
+  const node_list copy = list;
+  list.nodes[0].labels.edit()[0].second = "changed";
+  EXPECT_EQ(*copy.find("n")->label("k1"), "v1");
+  EXPECT_EQ(*list.find("n")->label("k1"), "changed");
+  EXPECT_EQ(*a.get().front().second.data(), 'v');
+}
 
 TEST(SelectNodes, NodeSelectorFiltersAndAbsentSelectsAll) {
   const node_list all = parse_node_list(kubectl_json).list;

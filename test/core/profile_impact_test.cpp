@@ -279,10 +279,10 @@ node_list labelled(std::vector<std::pair<std::string, std::string>> node_profile
   for (auto& [name, profile] : node_profile) {
     cluster_node n;
     n.name = name;
-    n.labels = {{std::string(hostname_label), name}};
-    if (!profile.empty())
-      n.labels.insert(n.labels.begin(), {"topology.gpustack.ai/profile", profile});
-    std::sort(n.labels.begin(), n.labels.end());
+    node_labels::storage labels = {{std::string(hostname_label), name}};
+    if (!profile.empty()) labels.insert(labels.begin(), {"topology.gpustack.ai/profile", profile});
+    std::sort(labels.begin(), labels.end());
+    n.labels = std::move(labels);
     l.nodes.push_back(std::move(n));
   }
   return l;

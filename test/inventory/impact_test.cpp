@@ -176,7 +176,8 @@ core::node_list labelled_nodes(int n, const std::vector<std::string>& profile) {
     if (!profile[static_cast<std::size_t>(idx)].empty())
       node.labels.emplace_back("topology.gpustack.ai/profile",
                                profile[static_cast<std::size_t>(idx)]);
-    std::sort(node.labels.begin(), node.labels.end());
+    auto& labels = node.labels.edit();
+    std::sort(labels.begin(), labels.end());
   }
   return list;
 }

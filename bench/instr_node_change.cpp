@@ -1,0 +1,54 @@
+// Instruction-count driver for the CI guard (bench/instr_guard.py): what relevant Node
+// changes cost topogate at 10,000 Nodes (bench/node_cluster.hpp's cluster, a 7,000-Node
+// snapshot). The counted region applies 10 watch events that each take a Node out of the
+// inventory's nodeSelector or bring it back, and after each, as the registry does once per
+// coalescing window, takes the view's list and re-evaluates the inventory (set_nodes): every
+// one is a new served revision.
+//
+//   instr_node_change [N]     prints nodes, changes and the served revision's Node count
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "bench/callgrind.hpp"
+#include "bench/node_cluster.hpp"
+
+namespace {
+constexpr std::size_t changes = 10;
+}
+
+extern "C" __attribute__((noinline)) std::size_t instr_region(topogate::bench::cluster& c,
+                                                              topogate::inventory::inventory& inv,
+                                                              std::size_t first) {
+  std::size_t revisions = 0;
+  std::string etag = inv.current() ? inv.current()->etag : "";
+  for (std::size_t k = 0; k < changes; ++k) {
+    const std::size_t i = ((first + k / 2) * 7919) % topogate::bench::snapshot_nodes;
+    if (!c.set_group(i, k % 2 == 0 ? "cpu" : "gpu")) std::abort();
+    inv.set_nodes(std::make_shared<const topogate::core::node_list>(c.view.list()));
+    const auto cur = inv.current();
+    if (cur && cur->etag != etag) {
+      ++revisions;
+      etag = cur->etag;
+    }
+  }
+  return revisions;
+}
+
+int main(int argc, char** argv) {
+  const std::size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 10000;
+  topogate::bench::cluster c(n);
+  auto inv = c.make_inventory();
+  if (!inv) {
+    std::fprintf(stderr, "instr_node_change: snapshot refused\n");
+    return 2;
+  }
+  instr_region(c, *inv, 0);  // warm-up: allocator and parser buffers sized
+  CALLGRIND_START_INSTRUMENTATION;
+  const std::size_t revisions = instr_region(c, *inv, 100);
+  CALLGRIND_STOP_INSTRUMENTATION;
+  std::printf("nodes %zu\nchanges %zu\nrevisions %zu\nserved_nodes %zu\n", c.view.size(), changes,
+              revisions, inv->current() ? inv->current()->node_count : 0);
+  return revisions == changes ? 0 : 1;
+}
