@@ -195,6 +195,13 @@ bool revision::accepted_snapshot(core::snapshot& out) const {
   return true;
 }
 
+std::shared_ptr<const core::snapshot> revision::accepted_shared() const {
+  if (accepted_decoded) return accepted_decoded;
+  auto out = std::make_shared<core::snapshot>();
+  if (!accepted_snapshot(*out)) return nullptr;
+  return out;
+}
+
 const clock& system_clock() {
   static const real_clock c;
   return c;
@@ -240,8 +247,8 @@ bool inventory::if_match_matches(std::string_view header, const std::string* cur
 }
 
 inventory::evaluation inventory::evaluate(const core::snapshot& snap,
-                                          const core::node_list* selected,
-                                          const revision* from) const {
+                                          const core::node_list* selected, const revision* from,
+                                          std::shared_ptr<const core::snapshot> decoded) const {
   evaluation ev;
   // `selected` is the inventory's selected Nodes (set_nodes() applied the nodeSelector).
   const core::snapshot_context ctx{&cfg_.source, selected, true};
@@ -297,6 +304,7 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   rev->profiles = std::make_shared<const core::profile_assignment>(
       core::assign_profiles(cfg_.source, served, selected));
   rev->pruned_nodes = std::move(gone);
+  if (selected != nullptr) rev->accepted_decoded = std::move(decoded);
   ev.rev = std::move(rev);
   return ev;
 }
@@ -369,7 +377,11 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
     return p;
   }
   if (large) decoder = core::json_decoder{};
-  auto ev = evaluate(decoded.value, selected.get());
+  // With a Node list, the decoded snapshot is kept for the Node changes to come.
+  auto shared =
+      selected ? std::make_shared<const core::snapshot>(std::move(decoded.value)) : nullptr;
+  auto ev = shared ? evaluate(*shared, selected.get(), nullptr, shared)
+                   : evaluate(decoded.value, selected.get());
   if (!ev.rev) {
     p.result.errors = std::move(ev.errors);
     return p;
@@ -419,10 +431,9 @@ void inventory::commit(const prepared& p) {
   if (stale_nodes) {
     // The Node list changed between prepare() and commit(): what is served must be a
     // function of the current list, so evaluate the accepted snapshot again.
-    core::snapshot snap;
     evaluation ev;
-    if (p.candidate->accepted_snapshot(snap)) {
-      ev = evaluate(snap, selected.get(), p.candidate.get());
+    if (auto snap = p.candidate->accepted_shared()) {
+      ev = evaluate(*snap, selected.get(), p.candidate.get(), snap);
     } else {
       ev.errors = unreadable_revision();
     }
@@ -578,13 +589,10 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   if (!base) return;
 
   evaluation ev;
-  {
-    core::snapshot snap;
-    if (base->accepted_snapshot(snap)) {
-      ev = evaluate(snap, selected.get(), base.get());
-    } else {
-      ev.errors = unreadable_revision();
-    }
+  if (auto snap = base->accepted_shared()) {
+    ev = evaluate(*snap, selected.get(), base.get(), snap);
+  } else {
+    ev.errors = unreadable_revision();
   }
   const auto now = clock_.now();
   std::lock_guard lk(mu_);

@@ -76,6 +76,12 @@ struct revision {
   // is not exactly it (pruned, or the input's Nodes or labels were not in canonical order);
   // null when decoding json_body gives it back. Shared by the revisions derived from it.
   std::shared_ptr<const std::string> accepted_packed;
+  // The accepted snapshot decoded, kept while the inventory knows the cluster's Nodes (each
+  // Node change re-evaluates it: decoding it again each time cost more than the rules);
+  // null otherwise. Shared by the revisions derived from it.
+  std::shared_ptr<const core::snapshot> accepted_decoded;
+  // accepted_decoded, or the accepted snapshot decoded now; null when it does not decode.
+  [[nodiscard]] std::shared_ptr<const core::snapshot> accepted_shared() const;
   // Copies of a revision share the YAML rendering (a copy is the same revision).
   std::shared_ptr<detail::once_text> yaml_cache = std::make_shared<detail::once_text>();
 };
@@ -223,8 +229,11 @@ class inventory {
   // The one deterministic function from (accepted snapshot, selected Nodes, policy) to
   // what is served, shared by offers and Node changes so every replica agrees.
   // `from` (may be null) is the revision `snap` was unpacked from: its packed form is reused.
+  // `decoded` (may be null) is `snap` itself, shared: kept as the revision's accepted_decoded
+  // when there is a Node list.
   [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected,
-                                    const revision* from = nullptr) const;
+                                    const revision* from = nullptr,
+                                    std::shared_ptr<const core::snapshot> decoded = nullptr) const;
   void push_history(attempt a);  // mu_ held
 
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
