@@ -29,7 +29,14 @@ struct tas_domain {
   std::int64_t state = 0, with_leader = 0, leader = 0;
 };
 
+// Kueue's ExclusionStats: why leaves were left out in the last fill_counts, first cause only.
+struct exclusion_stats {
+  std::int64_t total = 0, node_selector = 0;
+  std::map<std::string, std::int64_t> taints, resources;
+};
+
 struct tas_snapshot {
+  exclusion_stats stats;
   const kueue_topology* topo = nullptr;
   const resource_flavor* rf = nullptr;
   bool per_node = false;
@@ -96,22 +103,79 @@ struct tas_result {
   std::map<std::string, std::int64_t> workers, leaders;  // leaf id -> Pods
 };
 
+// corev1 Taint.ToString: key=value:effect, key:effect, key=value: or key.
+std::string taint_text(const taint& t) {
+  if (t.effect.empty()) return t.value.empty() ? t.key : t.key + "=" + t.value + ":";
+  return t.value.empty() ? t.key + ":" + t.effect : t.key + "=" + t.value + ":" + t.effect;
+}
+
+// Kueue's Requests.CountInWithLimitingResource (with `pods: 1` added): a requested resource
+// the leaf lacks is the cause, else the one with the fewest Pods, ties to the smaller name.
+// Kueue returns the first missing one in Go's map order; with several missing, the smallest
+// name is taken here.
+std::string limiting_resource(const resource_amounts& free, const resource_amounts& per_pod) {
+  resource_amounts req = per_pod;
+  req["pods"] = 1;
+  for (const auto& [k, v] : req)
+    if (v != 0 && free.find(k) == free.end()) return k;
+  std::string lim;
+  std::int64_t least = big;
+  for (const auto& [k, v] : req) {
+    const std::int64_t n = v == 0 ? big : free.at(k) / v;
+    if (lim.empty() || n < least) {
+      least = n;
+      lim = k;
+    }
+  }
+  return lim;
+}
+
+// Kueue's formatReasons: "kind: n" parts sorted as strings, joined by ", ".
+std::string exclusions_text(const exclusion_stats& st) {
+  std::vector<std::string> parts;
+  if (st.node_selector > 0) parts.push_back("nodeSelector: " + std::to_string(st.node_selector));
+  for (const auto& [k, n] : st.taints)
+    parts.push_back("taint \"" + k + "\": " + std::to_string(n));
+  for (const auto& [k, n] : st.resources)
+    parts.push_back("resource \"" + k + "\": " + std::to_string(n));
+  if (parts.empty()) return {};
+  std::sort(parts.begin(), parts.end());
+  return ". Total nodes: " + std::to_string(st.total) + "; excluded: " + join(parts, ", ");
+}
+
 void fill_counts(tas_snapshot& s, const resource_amounts& req, const resource_amounts* leader_req,
                  const std::vector<toleration>& tols, const label_map& selector,
                  const std::map<std::string, resource_amounts>& assumed) {
   auto& leaves = s.levels.back();
+  s.stats = {};
+  for (auto& d : leaves) d.state = d.with_leader = d.leader = 0;
   for (auto& leaf : leaves) {
-    leaf.state = leaf.with_leader = leaf.leader = 0;
+    ++s.stats.total;
     if (s.per_node) {
-      bool excluded = false;
+      // The first untolerated NoSchedule/NoExecute taint in the Node's order is the cause.
+      const taint* untolerated = nullptr;
       for (const auto& t : leaf.node->taints)
-        if (counts_for_scheduling(t) && !tolerates(tols, t)) excluded = true;
-      if (excluded || !labels_match(selector, leaf.node->labels)) continue;
+        if (counts_for_scheduling(t) && !tolerates(tols, t)) {
+          untolerated = &t;
+          break;
+        }
+      if (untolerated) {
+        ++s.stats.taints[taint_text(*untolerated)];
+        continue;
+      }
+      if (!labels_match(selector, leaf.node->labels)) {
+        ++s.stats.node_selector;
+        continue;
+      }
     }
     resource_amounts remaining = leaf.free;
     if (auto it = assumed.find(leaf_id(leaf)); it != assumed.end())
       for (const auto& [k, v] : it->second) remaining[k] -= v;
     leaf.state = pods_that_fit(remaining, req);
+    if (leaf.state == 0) {
+      const std::string lim = limiting_resource(remaining, req);
+      if (!lim.empty()) ++s.stats.resources[lim];
+    }
     if (leader_req && pods_that_fit(remaining, *leader_req) > 0) {
       leaf.leader = 1;
       for (const auto& [k, v] : *leader_req) remaining[k] -= v;
@@ -202,9 +266,11 @@ std::vector<tas_domain*> update_counts(const std::vector<tas_domain*>& doms, std
 
 std::string not_fit(const tas_snapshot& s, std::int64_t fit, std::int64_t count) {
   const std::string t = "topology \"" + s.topo->name + "\" ";
-  if (fit <= 0) return t + "doesn't allow to fit any of " + std::to_string(count) + " pod(s)";
+  const std::string ex = exclusions_text(s.stats);
+  if (fit <= 0)
+    return t + "doesn't allow to fit any of " + std::to_string(count) + " pod(s)" + ex;
   return t + "allows to fit only " + std::to_string(fit) + " out of " + std::to_string(count) +
-         " pod(s)";
+         " pod(s)" + ex;
 }
 
 // Kueue's findLevelWithFitDomains: the domains of `level` (or coarser, for a preferred

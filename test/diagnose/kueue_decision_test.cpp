@@ -106,7 +106,7 @@ TEST(Kueue, PodSetsPlacedInOrderEachSubtractedBeforeTheNext) {
   EXPECT_EQ(r.kueue.podset, "c");
   EXPECT_EQ(r.kueue.message,
             "couldn't assign flavors to pod set c: topology \"t\" doesn't allow to fit any of 1 "
-            "pod(s)");
+            "pod(s). Total nodes: 4; excluded: resource \"cpu\": 4");
   EXPECT_TRUE(r.fits.at(2).fits());  // alone, a zone holds it
   EXPECT_EQ(step(r, 7).result, verdict::problem);
   EXPECT_NE(r.conclusion.find("PodSet c (1 Pods; alone: cluster-wide 4 fit"), std::string::npos)
@@ -350,6 +350,52 @@ TEST(Kueue, NoPodsInAllocatableFitsNoPod) {
   const auto r = diagnose_pending(c, "default", "w");
   EXPECT_FALSE(r.kueue.admissible);
   EXPECT_EQ(r.fits[0].cluster_fits, 0);
+}
+
+// Kueue's "Total nodes: N; excluded: ..." suffix: N counts the flavor's leaves, each left-out
+// leaf by its first cause (the first untolerated NoSchedule/NoExecute taint in the Node's
+// order, then the nodeSelector, then the resource that fits no Pod), sorted as strings.
+TEST(Kueue, TotalNodesAndExclusionsByFirstCause) {
+  auto c = tas_cluster();
+  auto& ps = add_workload(c, "w", {make_podset("main", 2, 3000)}).podsets[0];
+  ps.node_selector = {{"tier", "x"}};
+  for (auto& n : c.nodes) {
+    if (n.name != "b2") n.labels = sorted_labels([&] { auto l = n.labels; l.push_back({"tier", "x"}); return l; }());
+    if (n.name == "a1") {
+      n.taints.push_back({"soft", "", "PreferNoSchedule"});  // not a cause
+      n.taints.push_back({"gpu", "true", "NoSchedule"});
+      n.taints.push_back({"later", "", "NoExecute"});  // only the first counts
+    }
+    if (n.name == "b1") n.taints.push_back({"maint", "", "NoExecute"});
+  }
+  auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  const std::string want =
+      "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 1 out of 2 "
+      "pod(s). Total nodes: 4; excluded: nodeSelector: 1, taint \"gpu=true:NoSchedule\": 1, "
+      "taint \"maint:NoExecute\": 1";
+  EXPECT_EQ(r.kueue.message, want);
+  EXPECT_NE(r.conclusion.find(want.substr(want.find("topology"))), std::string::npos)
+      << r.conclusion;
+  // The last eligible Node holds no 3-CPU Pod: it is counted by its limiting resource.
+  for (auto& n : c.nodes)
+    if (n.name == "a2") n.allocatable["cpu"] = 2000;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set main: topology \"t\" doesn't allow to fit any "
+            "of 2 pod(s). Total nodes: 4; excluded: nodeSelector: 1, resource \"cpu\": 1, "
+            "taint \"gpu=true:NoSchedule\": 1, taint \"maint:NoExecute\": 1");
+  // The admitting side: one Pod fits b2 once it matches the selector; no message.
+  for (auto& n : c.nodes)
+    if (n.name == "b2") n.labels = sorted_labels([&] { auto l = n.labels; l.push_back({"tier", "x"}); return l; }());
+  c.workloads.back().podsets[0].count = 1;
+  const auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  // Without an exclusion Kueue appends nothing.
+  auto plain = tas_cluster();
+  add_workload(plain, "w", {make_podset("main", 3, 4000)});
+  EXPECT_EQ(decide(plain, "w").message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 2 out of 3 "
+            "pod(s)");
 }
 
 TEST(Kueue, FlavorTaintsAndTolerations) {
