@@ -60,11 +60,14 @@ struct cluster_node {
   std::string name;
   node_labels labels;  // sorted by key
   [[nodiscard]] const std::string* label(std::string_view key) const noexcept;
+  bool operator==(const cluster_node&) const = default;
 };
 
 struct node_list {
   std::vector<cluster_node> nodes;  // sorted by name, unique
   [[nodiscard]] const cluster_node* find(std::string_view name) const noexcept;
+  // Same Nodes, same labels (labels shared with the other list compare by address first).
+  bool operator==(const node_list&) const = default;
 
   // Lookups of names in increasing order, as a pass over a snapshot (whose Nodes are listed
   // sorted) makes them: each continues from where the previous one ended (a galloping

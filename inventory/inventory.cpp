@@ -582,6 +582,9 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   std::shared_ptr<const revision> base;
   {
     std::lock_guard lk(mu_);
+    // What is served is a function of the accepted snapshot and the selected Nodes: a change
+    // to a Node this inventory does not select (or to none of what it keeps) changes nothing.
+    if (selected && selected_ && *selected == *selected_) return;
     selected_ = selected;
     ++generation_;
     base = base_;
