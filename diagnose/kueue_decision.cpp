@@ -134,8 +134,7 @@ std::string limiting_resource(const resource_amounts& free, const resource_amoun
 std::string exclusions_text(const exclusion_stats& st) {
   std::vector<std::string> parts;
   if (st.node_selector > 0) parts.push_back("nodeSelector: " + std::to_string(st.node_selector));
-  for (const auto& [k, n] : st.taints)
-    parts.push_back("taint \"" + k + "\": " + std::to_string(n));
+  for (const auto& [k, n] : st.taints) parts.push_back("taint \"" + k + "\": " + std::to_string(n));
   for (const auto& [k, n] : st.resources)
     parts.push_back("resource \"" + k + "\": " + std::to_string(n));
   if (parts.empty()) return {};
@@ -267,8 +266,7 @@ std::vector<tas_domain*> update_counts(const std::vector<tas_domain*>& doms, std
 std::string not_fit(const tas_snapshot& s, std::int64_t fit, std::int64_t count) {
   const std::string t = "topology \"" + s.topo->name + "\" ";
   const std::string ex = exclusions_text(s.stats);
-  if (fit <= 0)
-    return t + "doesn't allow to fit any of " + std::to_string(count) + " pod(s)" + ex;
+  if (fit <= 0) return t + "doesn't allow to fit any of " + std::to_string(count) + " pod(s)" + ex;
   return t + "allows to fit only " + std::to_string(fit) + " out of " + std::to_string(count) +
          " pod(s)" + ex;
 }

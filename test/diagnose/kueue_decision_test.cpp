@@ -360,7 +360,12 @@ TEST(Kueue, TotalNodesAndExclusionsByFirstCause) {
   auto& ps = add_workload(c, "w", {make_podset("main", 2, 3000)}).podsets[0];
   ps.node_selector = {{"tier", "x"}};
   for (auto& n : c.nodes) {
-    if (n.name != "b2") n.labels = sorted_labels([&] { auto l = n.labels; l.push_back({"tier", "x"}); return l; }());
+    if (n.name != "b2")
+      n.labels = sorted_labels([&] {
+        auto l = n.labels;
+        l.push_back({"tier", "x"});
+        return l;
+      }());
     if (n.name == "a1") {
       n.taints.push_back({"soft", "", "PreferNoSchedule"});  // not a cause
       n.taints.push_back({"gpu", "true", "NoSchedule"});
@@ -386,7 +391,12 @@ TEST(Kueue, TotalNodesAndExclusionsByFirstCause) {
             "taint \"gpu=true:NoSchedule\": 1, taint \"maint:NoExecute\": 1");
   // The admitting side: one Pod fits b2 once it matches the selector; no message.
   for (auto& n : c.nodes)
-    if (n.name == "b2") n.labels = sorted_labels([&] { auto l = n.labels; l.push_back({"tier", "x"}); return l; }());
+    if (n.name == "b2")
+      n.labels = sorted_labels([&] {
+        auto l = n.labels;
+        l.push_back({"tier", "x"});
+        return l;
+      }());
   c.workloads.back().podsets[0].count = 1;
   const auto k = decide(c, "w");
   EXPECT_TRUE(k.admissible) << k.message;
