@@ -5,7 +5,14 @@
 //
 //   BM_ViewList/N        node_view::list(): the copy the registry takes once per window
 //   BM_SelectNodes/N     core::select_nodes over that list (the inventory's selected Nodes)
-//   BM_RelevantChange/N  the whole change: the event applied, the list taken, set_nodes()
+//   BM_RelevantChange/N  the whole change: the event applied, the list taken, set_nodes();
+//                        a Node leaves the selection, then comes back (mean of the two)
+//   BM_NodeLeaves/N      only the departure: the Node is cut from the served rendering
+//                        (inventory::evaluate_change), its return is not timed
+//   BM_NodeReturns/N     only the return: a Node the snapshot names joins, which is
+//                        evaluated in full (its own rules were never checked)
+//   BM_LabelChange/N     a label the rules read changed (the rack a consumer projects) and
+//                        nothing served moves: S6 and the profile of that Node only
 //
 // The scale benchmark (bench/node_scale.py) measures the same against a real kube-apiserver.
 
@@ -16,6 +23,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/node_cluster.hpp"
 #include "core/nodes.hpp"
@@ -63,9 +71,61 @@ void BM_RelevantChange(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 2);
 }
 
+// One direction of the selection flip timed, the other not.
+void flip_one_way(benchmark::State& state, bool time_leave) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  cluster c(n);
+  auto inventory = c.make_inventory();
+  if (!inventory) {
+    state.SkipWithError("snapshot refused");
+    return;
+  }
+  std::size_t k = 0;
+  for (auto _ : state) {
+    const std::size_t i = (k++ * 7919) % std::min(n, snapshot_nodes);
+    for (const bool leave : {true, false}) {
+      const bool timed = leave == time_leave;
+      if (!timed) state.PauseTiming();
+      if (!c.set_group(i, leave ? "cpu" : "gpu")) std::abort();
+      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.list()));
+      if (!timed) state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_NodeLeaves(benchmark::State& state) { flip_one_way(state, true); }
+void BM_NodeReturns(benchmark::State& state) { flip_one_way(state, false); }
+
+void BM_LabelChange(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  cluster c(n);
+  auto inventory = c.make_inventory();
+  if (!inventory) {
+    state.SkipWithError("snapshot refused");
+    return;
+  }
+  const auto served = inventory->current();
+  std::vector<bool> moved(std::min(n, snapshot_nodes));
+  std::size_t k = 0;
+  for (auto _ : state) {
+    const std::size_t i = (k * 7919) % moved.size();
+    moved[i] = !moved[i];
+    if (!c.set_rack(i, moved[i] ? "rack-moved" : "rack-next")) std::abort();
+    inventory->set_nodes(std::make_shared<const core::node_list>(c.view.list()));
+    ++k;
+  }
+  if (inventory->current() != served)
+    state.SkipWithError("a rack label on a Node changed what is served");
+  state.SetItemsProcessed(state.iterations());
+}
+
 }  // namespace
 
 BENCHMARK(BM_ViewList)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SelectNodes)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RelevantChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NodeLeaves)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NodeReturns)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LabelChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -69,7 +69,9 @@ void fill_round_robin(core::snapshot& snap, const node_names& f, Render render) 
 // A Node's watch object as the metadata-only watch receives it: the ~20 labels cloud GPU Nodes
 // carry, three topology levels (rack = i / 16), and a heartbeat label no rule reads; `group`
 // is its node-group label (the scale benchmark's nodeSelector key).
-inline std::string node_json(std::size_t i, std::size_t beat, const char* group = "gpu") {
+// `rack`, when given, replaces the Node's topology.gpustack.ai/rack value.
+inline std::string node_json(std::size_t i, std::size_t beat, const char* group = "gpu",
+                             const char* rack = nullptr) {
   char name[32];
   std::snprintf(name, sizeof name, "gpu-%05zu", i);
   const char zone = "abcd"[i % 4];
@@ -89,8 +91,8 @@ inline std::string node_json(std::size_t i, std::size_t beat, const char* group 
   out += R"("feature.node.kubernetes.io/cpu-model.vendor_id":"AMD",)";
   out += R"("feature.node.kubernetes.io/pci-10de.present":"true",)";
   out += R"("topology.gpustack.ai/region":"region-a","topology.gpustack.ai/zone":"zone-)";
-  out += std::to_string(i / 64 % 4) + R"(","topology.gpustack.ai/rack":"rack-)" +
-         std::to_string(i / 16) + R"(",)";
+  out += std::to_string(i / 64 % 4) + R"(","topology.gpustack.ai/rack":")" +
+         (rack != nullptr ? std::string(rack) : "rack-" + std::to_string(i / 16)) + R"(",)";
   out += R"("node-group":")" + std::string(group) + R"(",)";
   out += R"("example.com/heartbeat":")" + std::to_string(beat) + R"("}}})";
   return out;

@@ -13,7 +13,10 @@ counted, and compares the counts with bench/instr_baseline.json for the build ty
                       applied to a view of N Nodes (1 000 and 10 000): the two must stay
                       equal within the tolerance, whatever the cluster's size
   node_change_10000   10 Node changes that matter (a Node out of the nodeSelector and back)
-                      at 10 000 Nodes, each applied and re-evaluated (a new served revision)
+                      at 10 000 Nodes, each applied and re-evaluated (a new served revision):
+                      the departures cut from the served rendering, the returns in full
+  node_label_10000    10 changes of a label the rules read (a described Node's rack) at
+                      10 000 Nodes that change nothing served: decided from that Node alone
 
 Instruction counts are deterministic for one binary on one machine kind (same compiler,
 same libraries, same CPU features: simdjson and the core pick AVX2 at run time), so the
@@ -103,6 +106,7 @@ def main():
             cases[f"node_event_{n}"] = [args.node_event, str(n)]
     if args.node_change:
         cases["node_change_10000"] = [args.node_change, "10000"]
+        cases["node_label_10000"] = [args.node_change, "10000", "label"]
     baseline_path = Path(args.baseline)
     data = json.loads(baseline_path.read_text()) if baseline_path.exists() else {}
     tolerance = float(data.get("tolerance", DEFAULT_TOLERANCE))

@@ -64,6 +64,15 @@ struct cluster {
     return view.apply("MODIFIED", node);
   }
 
+  // Node i's topology.gpustack.ai/rack label set to `rack` (what a consumer projecting the
+  // next revision writes; the served one decides a rack from the snapshot): true when the
+  // view changed.
+  bool set_rack(std::size_t i, const char* rack) {
+    simdjson::dom::element node;
+    const auto json = node_json(i, 1, "gpu", rack);
+    if (parser.parse(json).get(node)) std::abort();
+    return view.apply("MODIFIED", node);
+  }
   // The inventory, given the view's list, with the snapshot accepted; null if refused.
   [[nodiscard]] std::unique_ptr<topogate::inventory::inventory> make_inventory();
 };

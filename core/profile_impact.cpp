@@ -166,17 +166,60 @@ const node_assignment* profile_assignment::find(std::string_view node) const noe
   return it != nodes.end() && it->node == node ? &*it : nullptr;
 }
 
+namespace {
+
+// What decides each Node's profile for a source: its normalised levels, and which of them
+// take their value from the snapshot only.
+struct profile_rules {
+  std::vector<std::string> levels;
+  std::vector<bool> from_snapshot_only;
+  profile_rules(const topology_source& src, bool with_snapshot)
+      : levels(normalize_levels(src.levels)), from_snapshot_only(levels.size(), false) {
+    if (!with_snapshot) return;
+    for (std::size_t i = 0; i < levels.size(); ++i)
+      from_snapshot_only[i] = is_publishable_key(levels[i], src) && !is_read_only_parent(levels[i]);
+  }
+  // The Node's values and its depth (the number of levels populated without a gap).
+  std::size_t assign(const source_node& n, node_assignment& a) const {
+    a.node = std::string(n.name);
+    a.values.clear();
+    std::size_t depth = 0;
+    for (; depth < levels.size(); ++depth) {
+      const std::string* v =
+          n.described != nullptr ? described_label(*n.described, levels[depth]) : nullptr;
+      if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr)
+        v = n.cluster->label(levels[depth]);
+      if (v == nullptr || v->empty()) break;  // a Node may omit a fine suffix, never a parent
+      a.values.push_back(*v);
+    }
+    return depth;
+  }
+  // The profiles in use, deepest first, as `kubectl get resourceflavors` lists the most
+  // specific flavor first; `index_of_depth` maps a depth to its position.
+  void table(const std::vector<std::size_t>& count_by_depth, profile_assignment& out,
+             std::vector<std::uint32_t>& index_of_depth) const {
+    out.profiles.clear();
+    index_of_depth.assign(levels.size() + 1, 0);
+    for (std::size_t d = levels.size() + 1; d-- > 0;) {
+      if (count_by_depth[d] == 0) continue;
+      assigned_profile p;
+      p.levels.assign(levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(d));
+      p.levels.emplace_back(hostname_label);
+      p.id = profile_id(p.levels);
+      p.nodes = count_by_depth[d];
+      index_of_depth[d] = static_cast<std::uint32_t>(out.profiles.size());
+      out.profiles.push_back(std::move(p));
+    }
+  }
+};
+
+}  // namespace
+
 profile_assignment assign_profiles(const topology_source& src, const snapshot* snap,
                                    const node_list* selected) {
   // A profile is the longest populated prefix of the normalised levels, so a source has at
   // most levels+1 profiles and each is identified by its depth.
-  const auto levels = normalize_levels(src.levels);
-  std::vector<bool> from_snapshot_only(levels.size(), false);
-  if (snap != nullptr) {
-    for (std::size_t i = 0; i < levels.size(); ++i) {
-      from_snapshot_only[i] = is_publishable_key(levels[i], src) && !is_read_only_parent(levels[i]);
-    }
-  }
+  const profile_rules rules(src, snap != nullptr);
 
   std::vector<source_node> all;
   if (snap != nullptr) {
@@ -210,40 +253,96 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
 
   profile_assignment out;
   std::vector<std::size_t> depth_of;
-  std::vector<std::size_t> count_by_depth(levels.size() + 1, 0);
+  std::vector<std::size_t> count_by_depth(rules.levels.size() + 1, 0);
   out.nodes.reserve(all.size());
+  depth_of.reserve(all.size());
   for (const auto& n : all) {
     node_assignment a;
-    a.node = std::string(n.name);
-    std::size_t depth = 0;
-    for (; depth < levels.size(); ++depth) {
-      const std::string* v =
-          n.described != nullptr ? described_label(*n.described, levels[depth]) : nullptr;
-      if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr)
-        v = n.cluster->label(levels[depth]);
-      if (v == nullptr || v->empty()) break;  // a Node may omit a fine suffix, never a parent
-      a.values.push_back(*v);
-    }
+    const std::size_t depth = rules.assign(n, a);
     ++count_by_depth[depth];
     depth_of.push_back(depth);
     out.nodes.push_back(std::move(a));
   }
-
-  // Deepest first, as `kubectl get resourceflavors` lists the most specific flavor first.
-  std::vector<std::uint32_t> index_of_depth(levels.size() + 1, 0);
-  for (std::size_t d = levels.size() + 1; d-- > 0;) {
-    if (count_by_depth[d] == 0) continue;
-    assigned_profile p;
-    p.levels.assign(levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(d));
-    p.levels.emplace_back(hostname_label);
-    p.id = profile_id(p.levels);
-    p.nodes = count_by_depth[d];
-    index_of_depth[d] = static_cast<std::uint32_t>(out.profiles.size());
-    out.profiles.push_back(std::move(p));
-  }
+  std::vector<std::uint32_t> index_of_depth;
+  rules.table(count_by_depth, out, index_of_depth);
   for (std::size_t i = 0; i < out.nodes.size(); ++i)
     out.nodes[i].profile = index_of_depth[depth_of[i]];
   return out;
+}
+
+std::shared_ptr<const profile_assignment> update_profiles(
+    const topology_source& src, const std::shared_ptr<const profile_assignment>& shared_before,
+    const std::vector<profile_update>& updates) {
+  const profile_assignment& before = *shared_before;
+  const profile_rules rules(src, true);
+  {
+    // Most changes leave every entry as it was (a label the snapshot decides, a profile
+    // label): then nothing is copied.
+    bool same = true;
+    node_assignment a;
+    for (const profile_update& u : updates) {
+      const node_assignment* was = before.find(u.node);
+      if ((u.described == nullptr && u.cluster == nullptr) || was == nullptr) {
+        same = was == nullptr && u.described == nullptr && u.cluster == nullptr;
+      } else {
+        const std::size_t depth = rules.assign({u.node, u.described, u.cluster}, a);
+        same = before.profiles[was->profile].levels.size() == depth + 1 && a.values == was->values;
+      }
+      if (!same) break;
+    }
+    if (same) return shared_before;
+  }
+  // A profile's depth is its number of levels, kubernetes.io/hostname excluded.
+  std::vector<std::size_t> count_by_depth(rules.levels.size() + 1, 0);
+  std::vector<std::size_t> depth_of_profile(before.profiles.size());
+  for (std::size_t p = 0; p < before.profiles.size(); ++p) {
+    const std::size_t depth = before.profiles[p].levels.size() - 1;
+    depth_of_profile[p] = depth;
+    if (depth < count_by_depth.size()) count_by_depth[depth] += before.profiles[p].nodes;
+  }
+
+  profile_assignment out;
+  out.nodes.reserve(before.nodes.size() + updates.size());
+  std::vector<std::size_t> fresh_depth;  // for the entries taken from `updates`, in order
+  std::vector<std::size_t> fresh_at;     // their positions in out.nodes
+  std::size_t i = 0;
+  for (const profile_update& u : updates) {
+    const auto first = before.nodes.begin() + static_cast<std::ptrdiff_t>(i);
+    const auto at = std::lower_bound(
+        first, before.nodes.end(), u.node,
+        [](const node_assignment& n, std::string_view name) { return n.node < name; });
+    out.nodes.insert(out.nodes.end(), first, at);
+    i = static_cast<std::size_t>(at - before.nodes.begin());
+    if (i < before.nodes.size() && before.nodes[i].node == u.node) {
+      --count_by_depth[depth_of_profile[before.nodes[i].profile]];
+      ++i;
+    }
+    if (u.described == nullptr && u.cluster == nullptr) continue;  // no longer managed
+    node_assignment a;
+    const std::size_t depth = rules.assign({u.node, u.described, u.cluster}, a);
+    ++count_by_depth[depth];
+    fresh_depth.push_back(depth);
+    fresh_at.push_back(out.nodes.size());
+    out.nodes.push_back(std::move(a));
+  }
+  out.nodes.insert(out.nodes.end(), before.nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                   before.nodes.end());
+
+  std::vector<std::uint32_t> index_of_depth;
+  rules.table(count_by_depth, out, index_of_depth);
+  // The table moves only when a profile appears or disappears: then every entry is renumbered.
+  bool same_table = out.profiles.size() == before.profiles.size();
+  for (std::size_t p = 0; same_table && p < out.profiles.size(); ++p)
+    same_table = out.profiles[p].id == before.profiles[p].id;
+  if (!same_table) {
+    std::vector<std::uint32_t> renumber(before.profiles.size());
+    for (std::size_t p = 0; p < before.profiles.size(); ++p)
+      renumber[p] = index_of_depth[depth_of_profile[p]];
+    for (auto& n : out.nodes) n.profile = renumber[n.profile];
+  }
+  for (std::size_t k = 0; k < fresh_at.size(); ++k)
+    out.nodes[fresh_at[k]].profile = index_of_depth[fresh_depth[k]];
+  return std::make_shared<const profile_assignment>(std::move(out));
 }
 
 profile_impact compute_profile_impact(const profile_assignment& before,

@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nodes.hpp"
@@ -49,6 +51,24 @@ struct profile_assignment {
 // `snap` may be null (a nodeLabels source: every level is read from the Nodes).
 [[nodiscard]] profile_assignment assign_profiles(const topology_source& src, const snapshot* snap,
                                                  const node_list* selected);
+
+// One Node whose assignment is decided again: the snapshot's entry for it (the served
+// snapshot's, null when it does not describe the Node) and the selected Node (null when it
+// is not selected). Both null: the Node is no longer managed.
+struct profile_update {
+  std::string_view node;
+  const snapshot_node* described = nullptr;
+  const cluster_node* cluster = nullptr;
+};
+
+// assign_profiles(src, snap, selected) for a snapshot and Node list that differ from the
+// ones `before` was assigned from only at `updates` (sorted by node, unique): the other
+// Nodes keep their entries, the table of profiles follows the counts. Equal to assigning
+// them all again; costs a copy of the entries, not a look at every Node's labels, and
+// nothing when no update changes an entry (`before` itself is returned).
+[[nodiscard]] std::shared_ptr<const profile_assignment> update_profiles(
+    const topology_source& src, const std::shared_ptr<const profile_assignment>& before,
+    const std::vector<profile_update>& updates);
 
 struct profile_change {
   std::string node;

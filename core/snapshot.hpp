@@ -2,6 +2,7 @@
 // Snapshots (topology.gpustack.ai/v1alpha1): strict decoding (S1) and rules S2-S10.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,18 @@ error_list check_snapshot(std::string_view text, const snapshot_context& ctx);
 // topogate's canonical JSON rendering (what it serves): keys sorted like Go's
 // encoding/json, YAML-safe escaping, no insignificant white space.
 std::string render_snapshot_json(const snapshot& snap);
+// The same, and in `members` where each Node's member ("name":{...}) starts, in the order
+// rendered (by name), then one more offset: the `}` that closes "nodes".
+std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t>* members);
+// From a rendering and its `members`: the bytes render_snapshot_json gives for the same
+// snapshot under `revision` without the Nodes at the member indices `drop` (increasing),
+// without rendering the others again; `members_out` (may be null) gets the new offsets.
+std::string drop_rendered_nodes(std::string_view body, const std::vector<std::uint32_t>& members,
+                                const std::vector<std::size_t>& drop, std::string_view api_version,
+                                std::string_view revision, std::vector<std::uint32_t>* members_out);
+// S6 for one Node: each read-only parent (topology.kubernetes.io/region, /zone) the snapshot
+// gives `n` equals the label of `node` (null: no such Node, which fails when there is one).
+[[nodiscard]] bool read_only_parents_match(const snapshot_node& n, const cluster_node* node);
 // The same content as block YAML (Accept: application/yaml).
 std::string render_snapshot_yaml(const snapshot& snap);
 

@@ -60,6 +60,9 @@ class json_writer {
     room(1);
     *p_++ = c;
   }
+  [[nodiscard]] std::size_t size() const noexcept {
+    return static_cast<std::size_t>(p_ - out_.data());
+  }
   void string(std::string_view s) {
     // Eight bytes at a time: each word is checked and stored whole (the buffer keeps eight
     // spare bytes; what lands past the string is overwritten by the next piece).
@@ -126,6 +129,10 @@ std::vector<std::uint32_t> name_order(const snapshot& snap) {
 }  // namespace
 
 std::string render_snapshot_json(const snapshot& snap) {
+  return render_snapshot_json(snap, nullptr);
+}
+
+std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t>* members) {
   // Exact for plain strings: quotes, `:` and `,` around every name, key and value.
   std::size_t estimate = 64 + snap.api_version.size() + snap.revision.size();
   for (const snapshot_node& n : snap.nodes) {
@@ -140,10 +147,15 @@ std::string render_snapshot_json(const snapshot& snap) {
   w.raw(R"(,"nodes":{)");
   bool first_node = true;
   std::vector<const snapshot_label*> many;
+  if (members != nullptr) {
+    members->clear();
+    members->reserve(snap.nodes.size() + 1);
+  }
   for (const std::uint32_t ni : name_order(snap)) {
     const snapshot_node& node = snap.nodes[ni];
     if (!first_node) w.raw(',');
     first_node = false;
+    if (members != nullptr) members->push_back(static_cast<std::uint32_t>(w.size()));
     w.string(node.name);
     w.raw(":{");
     // Labels by key; a node has a handful, sorted in place by insertion.
@@ -174,6 +186,52 @@ std::string render_snapshot_json(const snapshot& snap) {
     }
     w.raw('}');
   }
+  if (members != nullptr) members->push_back(static_cast<std::uint32_t>(w.size()));
+  w.raw("}}");
+  return std::move(w).finish();
+}
+
+std::string drop_rendered_nodes(std::string_view body, const std::vector<std::uint32_t>& members,
+                                const std::vector<std::size_t>& drop, std::string_view api_version,
+                                std::string_view revision,
+                                std::vector<std::uint32_t>* members_out) {
+  const std::size_t n = members.empty() ? 0 : members.size() - 1;
+  json_writer w(body.size() + revision.size() + 16);
+  w.raw(R"({"apiVersion":)");
+  w.string(api_version);
+  w.raw(R"(,"revision":)");
+  w.string(revision);
+  w.raw(R"(,"nodes":{)");
+  if (members_out != nullptr) {
+    members_out->clear();
+    members_out->reserve(n - std::min(n, drop.size()) + 1);
+  }
+  bool first_node = true;
+  std::size_t d = 0;
+  std::size_t k = 0;
+  while (k < n) {
+    while (d < drop.size() && drop[d] < k) ++d;
+    if (d < drop.size() && drop[d] == k) {
+      ++k;
+      continue;
+    }
+    // A run of kept members is copied whole, with the commas between them.
+    const std::size_t run_end = d < drop.size() ? std::min(drop[d], n) : n;
+    // Member i spans [members[i], members[i + 1] - 1) (the next one's comma), the last one
+    // [members[n - 1], members[n]).
+    const std::size_t from = members[k];
+    const std::size_t to = run_end < n ? members[run_end] - 1 : members[n];
+    if (!first_node) w.raw(',');
+    first_node = false;
+    if (members_out != nullptr) {
+      const auto shift = static_cast<std::int64_t>(w.size()) - static_cast<std::int64_t>(from);
+      for (std::size_t i = k; i < run_end; ++i)
+        members_out->push_back(static_cast<std::uint32_t>(members[i] + shift));
+    }
+    w.raw(body.substr(from, to - from));
+    k = run_end;
+  }
+  if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(w.size()));
   w.raw("}}");
   return std::move(w).finish();
 }

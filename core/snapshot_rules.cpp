@@ -353,3 +353,17 @@ void validate_ref(const snapshot_ref& s, const snapshot_context& ctx, error_sink
 }
 
 }  // namespace topogate::core::detail
+
+namespace topogate::core {
+
+bool read_only_parents_match(const snapshot_node& n, const cluster_node* node) {
+  // The condition validate_ref's S6 pass reports on, for one Node.
+  for (const snapshot_label& l : n.labels) {
+    if (!is_read_only_parent(l.key)) continue;
+    const std::string* current = node != nullptr ? node->label(l.key) : nullptr;
+    if (current == nullptr || *current != l.value) return false;
+  }
+  return true;
+}
+
+}  // namespace topogate::core

@@ -71,6 +71,12 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+bool names_increasing(const core::snapshot& s) {
+  for (std::size_t i = 1; i < s.nodes.size(); ++i)
+    if (!(s.nodes[i - 1].name < s.nodes[i].name)) return false;
+  return true;
+}
+
 // True when the canonical rendering lists Nodes and labels in the snapshot's own order
 // (names, then each Node's keys, strictly increasing): decoding json_body then gives back
 // this very snapshot, order included, and no packed copy is needed.
@@ -247,11 +253,12 @@ bool inventory::if_match_matches(std::string_view header, const std::string* cur
 }
 
 inventory::evaluation inventory::evaluate(const core::snapshot& snap,
-                                          const core::node_list* selected, const revision* from,
+                                          const std::shared_ptr<const core::node_list>& selected,
+                                          const revision* from,
                                           std::shared_ptr<const core::snapshot> decoded) const {
   evaluation ev;
   // `selected` is the inventory's selected Nodes (set_nodes() applied the nodeSelector).
-  const core::snapshot_context ctx{&cfg_.source, selected, true};
+  const core::snapshot_context ctx{&cfg_.source, selected.get(), true};
   const core::snapshot* served = &snap;
   core::snapshot pruned;
   std::vector<std::string> gone;
@@ -286,7 +293,8 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   }
 
   auto rev = std::make_shared<revision>();
-  rev->json_body = core::render_snapshot_json(*served);
+  std::vector<std::uint32_t> members;
+  rev->json_body = core::render_snapshot_json(*served, selected != nullptr ? &members : nullptr);
   if (rev->json_body.size() > core::max_snapshot_bytes) {
     // S10 as served: the consumer's reader refuses a body larger than 1 MiB.
     ev.errors.push_back(core::too_long("S10", "", rev->json_body.size(), core::max_snapshot_bytes));
@@ -302,9 +310,132 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
                                : std::make_shared<const std::string>(pack(snap));
   }
   rev->profiles = std::make_shared<const core::profile_assignment>(
-      core::assign_profiles(cfg_.source, served, selected));
+      core::assign_profiles(cfg_.source, served, selected.get()));
   rev->pruned_nodes = std::move(gone);
-  if (selected != nullptr) rev->accepted_decoded = std::move(decoded);
+  if (selected != nullptr) {
+    rev->accepted_decoded = std::move(decoded);
+    rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
+    rev->accepted_sorted = names_increasing(snap);
+  }
+  ev.rev = std::move(rev);
+  return ev;
+}
+
+inventory::node_diff inventory::diff_nodes(const core::node_list& before,
+                                           const core::node_list& after, std::size_t most) {
+  node_diff d;
+  const auto& was = before.nodes;
+  const auto& now = after.nodes;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  const auto add = [&](const core::cluster_node* a, const core::cluster_node* b) {
+    d.changes.emplace_back(a, b);
+    d.many = d.changes.size() > most;
+    return !d.many;
+  };
+  while (i < was.size() && j < now.size()) {
+    // The lists mostly name the same Nodes at the same places: one comparison of equal
+    // names, the order asked only where they differ.
+    const core::cluster_node& a = was[i];
+    const core::cluster_node& b = now[j];
+    if (a.name == b.name) {
+      ++i;
+      ++j;
+      if (!(a.labels == b.labels) && !add(&a, &b)) return d;
+    } else if (a.name < b.name) {
+      ++i;
+      if (!add(&a, nullptr)) return d;
+    } else {
+      ++j;
+      if (!add(nullptr, &b)) return d;
+    }
+  }
+  for (; i < was.size(); ++i)
+    if (!add(&was[i], nullptr)) return d;
+  for (; j < now.size(); ++j)
+    if (!add(nullptr, &now[j])) return d;
+  return d;
+}
+
+std::optional<inventory::evaluation> inventory::evaluate_change(
+    const revision& cur, const revision& base, const node_diff& diff,
+    const std::shared_ptr<const core::profile_assignment>& profiles) const {
+  const auto& snap_ptr = cur.accepted_decoded;
+  if (diff.many || !snap_ptr || snap_ptr != base.accepted_decoded || !cur.members ||
+      !cur.accepted_sorted)
+    return std::nullopt;
+  const core::snapshot& snap = *snap_ptr;
+
+  const auto described = [&](std::string_view name) -> const core::snapshot_node* {
+    const auto it = std::lower_bound(
+        snap.nodes.begin(), snap.nodes.end(), name,
+        [](const core::snapshot_node& n, std::string_view key) { return n.name < key; });
+    return it != snap.nodes.end() && it->name == name ? &*it : nullptr;
+  };
+  std::vector<core::profile_update> updates;
+  std::vector<const core::snapshot_node*> left;  // described Nodes that left: pruned now
+  const auto change = [&](const core::cluster_node* was, const core::cluster_node* now) {
+    const std::string_view name = now != nullptr ? now->name : was->name;
+    const core::snapshot_node* d = described(name);
+    if (d != nullptr) {
+      // A described Node in `before` is served (not pruned): cur is valid for `before`.
+      if (was == nullptr) return false;  // a pruned Node joined: its rules were never checked
+      if (now == nullptr) {
+        if (cfg_.unknown_nodes != unknown_nodes_policy::prune) return false;  // S3 fails
+        left.push_back(d);
+        d = nullptr;
+      } else if (!core::read_only_parents_match(*d, now)) {
+        return false;  // S6 fails: evaluate() reports it
+      }
+    }
+    updates.push_back({name, d, now});
+    return true;
+  };
+  for (const auto& [was, now] : diff.changes)
+    if (!change(was, now)) return std::nullopt;
+
+  evaluation ev;
+  auto next_profiles = core::update_profiles(cfg_.source, profiles, updates);
+  auto rev = std::make_shared<revision>();
+  if (left.empty()) {
+    if (next_profiles == profiles) {
+      ev.unchanged = true;  // the same bytes, the same profiles: nothing to publish
+      return ev;
+    }
+    // The same Nodes are served: the same bytes (and their YAML), only profiles move.
+    *rev = cur;
+  } else {
+    // Each Node that left is dropped from the rendering; the others are not rendered again.
+    const auto& pruned_before = cur.pruned_nodes;  // sorted, as the snapshot is
+    std::vector<std::size_t> drop;
+    std::vector<std::string> pruned;
+    pruned.reserve(pruned_before.size() + left.size());
+    std::size_t p = 0;
+    for (const core::snapshot_node* d : left) {
+      while (p < pruned_before.size() && pruned_before[p] < d->name)
+        pruned.push_back(pruned_before[p++]);
+      pruned.push_back(d->name);
+      // Its member in the rendering: its position among the snapshot's Nodes less the
+      // pruned ones before it.
+      drop.push_back(static_cast<std::size_t>(d - snap.nodes.data()) - p);
+    }
+    while (p < pruned_before.size()) pruned.push_back(pruned_before[p++]);
+    rev->revision_id = snap.revision + "+pruned-" + std::to_string(pruned.size());
+    std::vector<std::uint32_t> members;
+    rev->json_body = core::drop_rendered_nodes(cur.json_body, *cur.members, drop, snap.api_version,
+                                               rev->revision_id, &members);
+    rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
+    rev->etag = etag_of(rev->json_body);
+    rev->accepted_revision_id = snap.revision;
+    rev->node_count = cur.node_count - drop.size();
+    rev->accepted_packed = cur.accepted_packed    ? cur.accepted_packed
+                           : base.accepted_packed ? base.accepted_packed
+                                                  : std::make_shared<const std::string>(pack(snap));
+    rev->pruned_nodes = std::move(pruned);
+    rev->accepted_decoded = snap_ptr;
+    rev->accepted_sorted = true;
+  }
+  rev->profiles = std::move(next_profiles);
   ev.rev = std::move(rev);
   return ev;
 }
@@ -380,8 +511,8 @@ inventory::prepared inventory::prepare(std::string_view bytes, const offer_optio
   // With a Node list, the decoded snapshot is kept for the Node changes to come.
   auto shared =
       selected ? std::make_shared<const core::snapshot>(std::move(decoded.value)) : nullptr;
-  auto ev = shared ? evaluate(*shared, selected.get(), nullptr, shared)
-                   : evaluate(decoded.value, selected.get());
+  auto ev =
+      shared ? evaluate(*shared, selected, nullptr, shared) : evaluate(decoded.value, selected);
   if (!ev.rev) {
     p.result.errors = std::move(ev.errors);
     return p;
@@ -433,7 +564,7 @@ void inventory::commit(const prepared& p) {
     // function of the current list, so evaluate the accepted snapshot again.
     evaluation ev;
     if (auto snap = p.candidate->accepted_shared()) {
-      ev = evaluate(*snap, selected.get(), p.candidate.get(), snap);
+      ev = evaluate(*snap, selected, p.candidate.get(), snap);
     } else {
       ev.errors = unreadable_revision();
     }
@@ -465,6 +596,8 @@ void inventory::commit(const prepared& p) {
                 p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
             ? p.result.impact
             : impact_between(last_served_, rev, selected.get());
+    delta_nodes_ = selected;
+    delta_profiles_ = rev->profiles;
     current_ = rev;
     last_served_ = rev;
     impact_refusal_.clear();
@@ -480,6 +613,7 @@ void inventory::commit(const prepared& p) {
                " Node(s) unknown to the cluster: " + join(rev->pruned_nodes);
     }
   } else {
+    set_delta(nullptr, nullptr);
     current_ = nullptr;
     unavailable_reason_ = "revision " + p.candidate->accepted_revision_id +
                           " is not valid for the current Nodes (" + summarize(errors) + ")";
@@ -536,7 +670,14 @@ void inventory::withdraw(std::string reason) {
   std::lock_guard lk(mu_);
   base_ = nullptr;
   current_ = nullptr;
+  set_delta(nullptr, nullptr);
   unavailable_reason_ = std::move(reason);
+}
+
+void inventory::set_delta(std::shared_ptr<const core::node_list> nodes,
+                          std::shared_ptr<const core::profile_assignment> profiles) {
+  delta_nodes_ = profiles ? std::move(nodes) : nullptr;
+  delta_profiles_ = std::move(profiles);
 }
 
 std::string inventory::impact_refusal() const {
@@ -579,21 +720,45 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   } else {
     selected = std::move(nodes);  // every Node is selected: the list itself
   }
+  // What is served is a function of the accepted snapshot and the selected Nodes: a change
+  // to a Node this inventory does not select (or to none of what it keeps) changes nothing.
+  // (selected_ is written only under write_mu_, which this holds.)
+  node_diff diff;
+  if (selected && selected_) {
+    diff =
+        diff_nodes(*selected_, *selected, std::max<std::size_t>(64, selected->nodes.size() / 16));
+    if (!diff.many && diff.changes.empty()) return;
+  }
   std::shared_ptr<const revision> base;
+  std::shared_ptr<const revision> cur;
+  std::shared_ptr<const core::node_list> before;
   {
     std::lock_guard lk(mu_);
-    // What is served is a function of the accepted snapshot and the selected Nodes: a change
-    // to a Node this inventory does not select (or to none of what it keeps) changes nothing.
-    if (selected && selected_ && *selected == *selected_) return;
+    before = std::move(selected_);
     selected_ = selected;
     ++generation_;
     base = base_;
+    // Only what the consumer last saw can take the change alone (its impact is measured
+    // against it).
+    if (current_ && current_ == last_served_) cur = current_;
   }
   if (!base) return;
 
+  std::optional<evaluation> change;
+  // A diff of the lists the served revision is known to be exact for (a Node change past
+  // cur, or cur made from other Nodes, is evaluated in full).
+  if (delta_ && cur && before && selected && delta_nodes_ == before && delta_profiles_)
+    change = evaluate_change(*cur, *base, diff, delta_profiles_);
   evaluation ev;
-  if (auto snap = base->accepted_shared()) {
-    ev = evaluate(*snap, selected.get(), base.get(), snap);
+  if (change) {
+    delta_count_.fetch_add(1, std::memory_order_relaxed);
+    if (change->unchanged) {
+      set_delta(selected, delta_profiles_);
+      return;
+    }
+    ev = std::move(*change);
+  } else if (auto snap = base->accepted_shared()) {
+    ev = evaluate(*snap, selected, base.get(), snap);
   } else {
     ev.errors = unreadable_revision();
   }
@@ -612,7 +777,11 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
     if (current_ && current_->etag == ev.rev->etag) {
       // The same bytes, but a Node the snapshot does not describe joined, left or changed a
       // read-only parent: the consumer assigns profiles from Nodes too.
-      if (impact->empty()) return;  // nothing the consumer would notice
+      if (impact->empty()) {
+        // Nothing the consumer would notice; the next change starts from these Nodes.
+        set_delta(selected, ev.rev->profiles);
+        return;
+      }
       a.accepted = true;
       a.etag = ev.rev->etag;
       a.revision_id = ev.rev->revision_id;
@@ -620,6 +789,7 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
       a.note = "Node list changed: profiles of managed Nodes changed (" +
                core::summarize_impact(*impact) + ")";
       a.impact = std::move(impact);
+      set_delta(selected, ev.rev->profiles);
       current_ = std::move(ev.rev);
       last_served_ = current_;
       push_history(std::move(a));
@@ -634,9 +804,11 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
                  ? std::string("Node list changed: revision valid again")
                  : "Node list changed: pruned " + std::to_string(ev.rev->pruned_nodes.size()) +
                        " Node(s) unknown to the cluster: " + join(ev.rev->pruned_nodes);
+    set_delta(selected, ev.rev->profiles);
     current_ = std::move(ev.rev);
     last_served_ = current_;
   } else {
+    set_delta(nullptr, nullptr);
     const auto reason = "revision " + base->accepted_revision_id +
                         " is not valid for the current Nodes (" + summarize(ev.errors) + ")";
     if (!current_ && unavailable_reason_ == reason) return;

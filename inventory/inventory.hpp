@@ -3,6 +3,7 @@
 // there, and the last attempts. Readers take an immutable revision (a shared_ptr
 // swapped under them); nothing is ever served half-built.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,12 @@ struct revision {
   std::shared_ptr<const core::snapshot> accepted_decoded;
   // accepted_decoded, or the accepted snapshot decoded now; null when it does not decode.
   [[nodiscard]] std::shared_ptr<const core::snapshot> accepted_shared() const;
+  // What lets a Node change be applied to this revision alone (inventory::set_nodes), set
+  // when the inventory knew its Nodes: where each served Node's member starts in json_body
+  // (core::render_snapshot_json), and whether the accepted snapshot lists its Nodes by name
+  // (strictly increasing).
+  std::shared_ptr<const std::vector<std::uint32_t>> members;
+  bool accepted_sorted = false;
   // Copies of a revision share the YAML rendering (a copy is the same revision).
   std::shared_ptr<detail::once_text> yaml_cache = std::make_shared<detail::once_text>();
 };
@@ -181,6 +188,14 @@ class inventory {
   // is committed. Records no attempt; the caller does.
   void withdraw(std::string reason);
 
+  // Off: every Node change evaluates the accepted snapshot again in full (the reference the
+  // differential test compares the incremental path with); on by default. Before any use.
+  void set_incremental_node_changes(bool on) { delta_ = on; }
+  // Node changes decided from the served revision alone (evaluate_change), not evaluated in full.
+  [[nodiscard]] std::uint64_t incremental_node_changes() const noexcept {
+    return delta_count_.load(std::memory_order_relaxed);
+  }
+
   // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
   void set_nodes(std::optional<core::node_list> nodes);
   // The same for a list shared with others (null = unknown): without a nodeSelector the
@@ -225,15 +240,45 @@ class inventory {
   struct evaluation {
     std::shared_ptr<revision> rev;  // null when invalid
     core::error_list errors;
+    // evaluate_change only: what is served stays exactly as it is (rev is null).
+    bool unchanged = false;
   };
+  // The Nodes that differ between two selected lists (before, after; null = absent), in
+  // name order; `many` when there are more than `most` (the list then stops there).
+  struct node_diff {
+    std::vector<std::pair<const core::cluster_node*, const core::cluster_node*>> changes;
+    bool many = false;
+  };
+  [[nodiscard]] static node_diff diff_nodes(const core::node_list& before,
+                                            const core::node_list& after, std::size_t most);
   // The one deterministic function from (accepted snapshot, selected Nodes, policy) to
   // what is served, shared by offers and Node changes so every replica agrees.
   // `from` (may be null) is the revision `snap` was unpacked from: its packed form is reused.
   // `decoded` (may be null) is `snap` itself, shared: kept as the revision's accepted_decoded
   // when there is a Node list.
-  [[nodiscard]] evaluation evaluate(const core::snapshot& snap, const core::node_list* selected,
+  [[nodiscard]] evaluation evaluate(const core::snapshot& snap,
+                                    const std::shared_ptr<const core::node_list>& selected,
                                     const revision* from = nullptr,
                                     std::shared_ptr<const core::snapshot> decoded = nullptr) const;
+  // evaluate(snap, after, base) computed from `cur`, which is evaluate(snap, before, base),
+  // for a change of a few Nodes: a label changed on a Node (S6 for it, its profile), a Node
+  // left (pruned from the rendering without rendering the others) or a Node the snapshot
+  // does not describe joined. Nullopt when it cannot be decided so (a Node the snapshot
+  // names joined, S6 fails, the policy rejects unknown Nodes, many Nodes changed, `cur` was
+  // not evaluated against `before`): evaluate() decides then, as it would anyway.
+  // `profiles` is what evaluate(snap, before) assigns (cur's own profiles may keep level
+  // values an unnoticed change since moved).
+  [[nodiscard]] std::optional<evaluation> evaluate_change(
+      const revision& cur, const revision& base, const node_diff& diff,
+      const std::shared_ptr<const core::profile_assignment>& profiles) const;
+  bool delta_ = true;
+  std::atomic<std::uint64_t> delta_count_{0};
+  // current_ (its bytes) and delta_profiles_ are exactly what evaluate() gives for the
+  // selected Nodes delta_nodes_; null when that is not known. Writers only (write_mu_).
+  std::shared_ptr<const core::node_list> delta_nodes_;
+  std::shared_ptr<const core::profile_assignment> delta_profiles_;
+  void set_delta(std::shared_ptr<const core::node_list> nodes,
+                 std::shared_ptr<const core::profile_assignment> profiles);
   void push_history(attempt a);  // mu_ held
 
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
