@@ -234,8 +234,10 @@ node_list_result parse_node_list(std::string_view text) {
 node_list select_nodes(const node_list& all, const topology_source& src) {
   if (!src.node_selector) return all;
   node_list out;
-  for (const cluster_node& n : all.nodes)
+  out.nodes.reserve(all.nodes.size());     // never regrown; the list is kept, so a few of many
+  for (const cluster_node& n : all.nodes)  // selected give the room back
     if (src.node_selector->matches(n.labels)) out.nodes.push_back(n);
+  if (out.nodes.size() < out.nodes.capacity() / 2) out.nodes.shrink_to_fit();
   return out;
 }
 

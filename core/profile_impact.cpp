@@ -159,6 +159,11 @@ profile_assignment profiles_from_node_labels(const node_list& nodes) {
   return pa;
 }
 
+const std::vector<std::string>& node_assignment::values() const noexcept {
+  static const std::vector<std::string> none;
+  return level_values ? *level_values : none;
+}
+
 const node_assignment* profile_assignment::find(std::string_view node) const noexcept {
   auto it = std::lower_bound(
       nodes.begin(), nodes.end(), node,
@@ -179,10 +184,18 @@ struct profile_rules {
     for (std::size_t i = 0; i < levels.size(); ++i)
       from_snapshot_only[i] = is_publishable_key(levels[i], src) && !is_read_only_parent(levels[i]);
   }
-  // The Node's values and its depth (the number of levels populated without a gap).
+  // The Node's entry and its depth (the number of levels populated without a gap).
   std::size_t assign(const source_node& n, node_assignment& a) const {
+    std::vector<std::string> values;
+    const std::size_t depth = assign(n, values);
     a.node = std::string(n.name);
-    a.values.clear();
+    a.level_values = values.empty()
+                         ? nullptr
+                         : std::make_shared<const std::vector<std::string>>(std::move(values));
+    return depth;
+  }
+  std::size_t assign(const source_node& n, std::vector<std::string>& values) const {
+    values.clear();
     std::size_t depth = 0;
     for (; depth < levels.size(); ++depth) {
       const std::string* v =
@@ -190,7 +203,7 @@ struct profile_rules {
       if (v == nullptr && !from_snapshot_only[depth] && n.cluster != nullptr)
         v = n.cluster->label(levels[depth]);
       if (v == nullptr || v->empty()) break;  // a Node may omit a fine suffix, never a parent
-      a.values.push_back(*v);
+      values.push_back(*v);
     }
     return depth;
   }
@@ -279,14 +292,14 @@ std::shared_ptr<const profile_assignment> update_profiles(
     // Most changes leave every entry as it was (a label the snapshot decides, a profile
     // label): then nothing is copied.
     bool same = true;
-    node_assignment a;
+    std::vector<std::string> values;
     for (const profile_update& u : updates) {
       const node_assignment* was = before.find(u.node);
       if ((u.described == nullptr && u.cluster == nullptr) || was == nullptr) {
         same = was == nullptr && u.described == nullptr && u.cluster == nullptr;
       } else {
-        const std::size_t depth = rules.assign({u.node, u.described, u.cluster}, a);
-        same = before.profiles[was->profile].levels.size() == depth + 1 && a.values == was->values;
+        const std::size_t depth = rules.assign({u.node, u.described, u.cluster}, values);
+        same = before.profiles[was->profile].levels.size() == depth + 1 && values == was->values();
       }
       if (!same) break;
     }
@@ -358,22 +371,31 @@ profile_impact compute_profile_impact(const profile_assignment& before,
     ++count;
     if (list.size() < max_listed) list.push_back(std::move(c));
   };
+  // A profile of `before` -> the position of the same profile (by id) in `after`'s table:
+  // a Node keeps its profile when its entries map to each other, no id compared per Node.
+  constexpr std::uint32_t none = ~std::uint32_t{0};
+  std::vector<std::uint32_t> same(before.profiles.size(), none);
+  for (std::size_t p = 0; p < before.profiles.size(); ++p)
+    for (std::size_t q = 0; q < after.profiles.size(); ++q)
+      if (before.profiles[p].id == after.profiles[q].id) same[p] = static_cast<std::uint32_t>(q);
   std::size_t i = 0;
   std::size_t j = 0;
   while (i < before.nodes.size() || j < after.nodes.size()) {
-    if (j == after.nodes.size() ||
-        (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
+    // Both name mostly the same Nodes in the same order: equal names are tried first.
+    if (i < before.nodes.size() && j < after.nodes.size() &&
+        before.nodes[i].node == after.nodes[j].node) {
+      const auto& b = before.nodes[i++];
+      const auto& a = after.nodes[j++];
+      if (same[b.profile] != a.profile)
+        note(im.changed, im.changed_count,
+             {a.node, before.profile_of(b).id, after.profile_of(a).id});
+    } else if (j == after.nodes.size() ||
+               (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
       const auto& b = before.nodes[i++];
       note(im.removed, im.removed_count, {b.node, before.profile_of(b).id, {}});
-    } else if (i == before.nodes.size() || after.nodes[j].node < before.nodes[i].node) {
+    } else {
       const auto& a = after.nodes[j++];
       note(im.added, im.added_count, {a.node, {}, after.profile_of(a).id});
-    } else {
-      const auto& b = before.nodes[i++];
-      const auto& a = after.nodes[j++];
-      const auto& from = before.profile_of(b).id;
-      const auto& to = after.profile_of(a).id;
-      if (from != to) note(im.changed, im.changed_count, {a.node, from, to});
     }
   }
 

@@ -26,8 +26,11 @@ struct assigned_profile {
 
 struct node_assignment {
   std::string node;
-  std::uint32_t profile = 0;        // index into profile_assignment::profiles
-  std::vector<std::string> values;  // one per level of the profile, kubernetes.io/hostname excluded
+  std::uint32_t profile = 0;  // index into profile_assignment::profiles
+  // One value per level of the profile, kubernetes.io/hostname excluded; shared by the
+  // copies (an assignment updated for a few Nodes copies every other entry).
+  std::shared_ptr<const std::vector<std::string>> level_values;
+  [[nodiscard]] const std::vector<std::string>& values() const noexcept;
 };
 
 // node -> profile for one revision.

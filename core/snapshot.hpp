@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "field_error.hpp"
@@ -67,11 +68,16 @@ std::string render_snapshot_json(const snapshot& snap);
 // rendered (by name), then one more offset: the `}` that closes "nodes".
 std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t>* members);
 // From a rendering and its `members`: the bytes render_snapshot_json gives for the same
-// snapshot under `revision` without the Nodes at the member indices `drop` (increasing),
-// without rendering the others again; `members_out` (may be null) gets the new offsets.
-std::string drop_rendered_nodes(std::string_view body, const std::vector<std::uint32_t>& members,
-                                const std::vector<std::size_t>& drop, std::string_view api_version,
-                                std::string_view revision, std::vector<std::uint32_t>* members_out);
+// snapshot under `revision` without the Nodes at the member indices `drop` (increasing)
+// and with the Nodes `insert` (each placed before the old member at its index, n for the
+// end; increasing, names in order), without rendering the others again; `members_out`
+// (may be null) gets the new offsets.
+std::string splice_rendered_nodes(
+    std::string_view body, const std::vector<std::uint32_t>& members,
+    const std::vector<std::size_t>& drop,
+    const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
+    std::string_view api_version, std::string_view revision,
+    std::vector<std::uint32_t>* members_out);
 // S6 for one Node: each read-only parent (topology.kubernetes.io/region, /zone) the snapshot
 // gives `n` equals the label of `node` (null: no such Node, which fails when there is one).
 [[nodiscard]] bool read_only_parents_match(const snapshot_node& n, const cluster_node* node);

@@ -126,6 +126,40 @@ std::vector<std::uint32_t> name_order(const snapshot& snap) {
   return order;
 }
 
+// One Node's member of "nodes": "name":{labels by key}.
+void write_member(json_writer& w, const snapshot_node& node,
+                  std::vector<const snapshot_label*>& many) {
+  w.string(node.name);
+  w.raw(":{");
+  // Labels by key; a node has a handful, sorted in place by insertion.
+  std::array<const snapshot_label*, 16> few;
+  const snapshot_label** labels = few.data();
+  const std::size_t count = node.labels.size();
+  if (count > few.size()) {
+    many.resize(count);
+    labels = many.data();
+  }
+  if (count > few.size()) {
+    for (std::size_t i = 0; i < count; ++i) labels[i] = &node.labels[i];
+    std::sort(labels, labels + count,
+              [](const snapshot_label* a, const snapshot_label* b) { return a->key < b->key; });
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      const snapshot_label* l = &node.labels[i];
+      std::size_t j = i;
+      for (; j > 0 && l->key < labels[j - 1]->key; --j) labels[j] = labels[j - 1];
+      labels[j] = l;
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i) w.raw(',');
+    w.string(labels[i]->key);
+    w.raw(':');
+    w.string(labels[i]->value);
+  }
+  w.raw('}');
+}
+
 }  // namespace
 
 std::string render_snapshot_json(const snapshot& snap) {
@@ -156,84 +190,92 @@ std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t
     if (!first_node) w.raw(',');
     first_node = false;
     if (members != nullptr) members->push_back(static_cast<std::uint32_t>(w.size()));
-    w.string(node.name);
-    w.raw(":{");
-    // Labels by key; a node has a handful, sorted in place by insertion.
-    std::array<const snapshot_label*, 16> few;
-    const snapshot_label** labels = few.data();
-    const std::size_t count = node.labels.size();
-    if (count > few.size()) {
-      many.resize(count);
-      labels = many.data();
-    }
-    if (count > few.size()) {
-      for (std::size_t i = 0; i < count; ++i) labels[i] = &node.labels[i];
-      std::sort(labels, labels + count,
-                [](const snapshot_label* a, const snapshot_label* b) { return a->key < b->key; });
-    } else {
-      for (std::size_t i = 0; i < count; ++i) {
-        const snapshot_label* l = &node.labels[i];
-        std::size_t j = i;
-        for (; j > 0 && l->key < labels[j - 1]->key; --j) labels[j] = labels[j - 1];
-        labels[j] = l;
-      }
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      if (i) w.raw(',');
-      w.string(labels[i]->key);
-      w.raw(':');
-      w.string(labels[i]->value);
-    }
-    w.raw('}');
+    write_member(w, node, many);
   }
   if (members != nullptr) members->push_back(static_cast<std::uint32_t>(w.size()));
   w.raw("}}");
   return std::move(w).finish();
 }
 
-std::string drop_rendered_nodes(std::string_view body, const std::vector<std::uint32_t>& members,
-                                const std::vector<std::size_t>& drop, std::string_view api_version,
-                                std::string_view revision,
-                                std::vector<std::uint32_t>* members_out) {
+std::string splice_rendered_nodes(
+    std::string_view body, const std::vector<std::uint32_t>& members,
+    const std::vector<std::size_t>& drop,
+    const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
+    std::string_view api_version, std::string_view revision,
+    std::vector<std::uint32_t>* members_out) {
   const std::size_t n = members.empty() ? 0 : members.size() - 1;
-  json_writer w(body.size() + revision.size() + 16);
-  w.raw(R"({"apiVersion":)");
-  w.string(api_version);
-  w.raw(R"(,"revision":)");
-  w.string(revision);
-  w.raw(R"(,"nodes":{)");
+  // The header and the Nodes rendered anew go through the writer; the kept runs of the old
+  // rendering are appended as they are (no buffer of the whole size filled first).
+  json_writer head(revision.size() + api_version.size() + 64);
+  head.raw(R"({"apiVersion":)");
+  head.string(api_version);
+  head.raw(R"(,"revision":)");
+  head.string(revision);
+  head.raw(R"(,"nodes":{)");
+  std::string fresh;  // the inserted members, one after the other
+  std::vector<std::size_t> fresh_at;
+  if (!insert.empty()) {
+    std::size_t estimate = 16;
+    for (const auto& [at, node] : insert) {
+      estimate += node->name.size() + 8;
+      for (const snapshot_label& l : node->labels) estimate += l.key.size() + l.value.size() + 6;
+    }
+    json_writer w(estimate);
+    std::vector<const snapshot_label*> many;
+    for (const auto& [at, node] : insert) {
+      fresh_at.push_back(w.size());
+      write_member(w, *node, many);
+    }
+    fresh_at.push_back(w.size());
+    fresh = std::move(w).finish();
+  }
+  std::string out = std::move(head).finish();
+  out.reserve(out.size() + body.size() + fresh.size() + insert.size() + 2);
   if (members_out != nullptr) {
     members_out->clear();
-    members_out->reserve(n - std::min(n, drop.size()) + 1);
+    members_out->reserve(n + insert.size() + 1);
   }
   bool first_node = true;
-  std::size_t d = 0;
-  std::size_t k = 0;
-  while (k < n) {
+  const auto comma = [&] {
+    if (!first_node) out.push_back(',');
+    first_node = false;
+  };
+  std::size_t d = 0;  // next drop
+  std::size_t e = 0;  // next insert
+  std::size_t k = 0;  // next member of the old rendering
+  while (k < n || e < insert.size()) {
+    if (e < insert.size() && insert[e].first <= k) {
+      comma();
+      if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(out.size()));
+      out.append(fresh, fresh_at[e], fresh_at[e + 1] - fresh_at[e]);
+      ++e;
+      continue;
+    }
     while (d < drop.size() && drop[d] < k) ++d;
     if (d < drop.size() && drop[d] == k) {
       ++k;
       continue;
     }
-    // A run of kept members is copied whole, with the commas between them.
-    const std::size_t run_end = d < drop.size() ? std::min(drop[d], n) : n;
+    // A run of kept members is copied whole, with the commas between them, up to the next
+    // drop or insert.
+    std::size_t run_end = d < drop.size() ? std::min(drop[d], n) : n;
+    if (e < insert.size()) run_end = std::min(run_end, insert[e].first);
     // Member i spans [members[i], members[i + 1] - 1) (the next one's comma), the last one
     // [members[n - 1], members[n]).
     const std::size_t from = members[k];
     const std::size_t to = run_end < n ? members[run_end] - 1 : members[n];
-    if (!first_node) w.raw(',');
-    first_node = false;
+    comma();
     if (members_out != nullptr) {
-      const auto shift = static_cast<std::int64_t>(w.size()) - static_cast<std::int64_t>(from);
+      const auto shift = static_cast<std::int64_t>(out.size()) - static_cast<std::int64_t>(from);
       for (std::size_t i = k; i < run_end; ++i)
         members_out->push_back(static_cast<std::uint32_t>(members[i] + shift));
     }
-    w.raw(body.substr(from, to - from));
+    out.append(body.substr(from, to - from));
     k = run_end;
   }
-  if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(w.size()));
-  w.raw("}}");
-  return std::move(w).finish();
+  if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(out.size()));
+  out.append("}}");
+  return out;
 }
 
 std::string render_snapshot_yaml(const snapshot& snap) {

@@ -71,6 +71,29 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// Each value's first served carrier per level but the first (`gone`: the pruned Nodes,
+// sorted as the snapshot is).
+std::shared_ptr<const revision::level_carriers> carriers_of(const core::topology_source& src,
+                                                            const core::snapshot& snap,
+                                                            const std::vector<std::string>& gone) {
+  auto out = std::make_shared<revision::level_carriers>();
+  const auto& levels = src.levels;
+  if (levels.size() < 2) return out;
+  out->by_level.resize(levels.size() - 1);
+  std::size_t g = 0;
+  for (std::uint32_t si = 0; si < snap.nodes.size(); ++si) {
+    const core::snapshot_node& n = snap.nodes[si];
+    if (g < gone.size() && gone[g] == n.name) {
+      ++g;
+      continue;
+    }
+    for (const core::snapshot_label& l : n.labels)
+      for (std::size_t i = 1; i < levels.size(); ++i)
+        if (l.key == levels[i]) out->by_level[i - 1].emplace(l.value, si);
+  }
+  return out;
+}
+
 bool names_increasing(const core::snapshot& s) {
   for (std::size_t i = 1; i < s.nodes.size(); ++i)
     if (!(s.nodes[i - 1].name < s.nodes[i].name)) return false;
@@ -304,7 +327,8 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   rev->revision_id = served->revision;
   rev->accepted_revision_id = snap.revision;
   rev->node_count = served->nodes.size();
-  if (!gone.empty() || !in_canonical_order(snap)) {
+  const bool canonical = in_canonical_order(snap);
+  if (!gone.empty() || !canonical) {
     rev->accepted_packed = from != nullptr && from->accepted_packed
                                ? from->accepted_packed
                                : std::make_shared<const std::string>(pack(snap));
@@ -316,6 +340,8 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
     rev->accepted_decoded = std::move(decoded);
     rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
     rev->accepted_sorted = names_increasing(snap);
+    rev->accepted_canonical = canonical;
+    if (rev->accepted_sorted) rev->carriers = carriers_of(cfg_.source, snap, rev->pruned_nodes);
   }
   ev.rev = std::move(rev);
   return ev;
@@ -359,6 +385,7 @@ inventory::node_diff inventory::diff_nodes(const core::node_list& before,
 
 std::optional<inventory::evaluation> inventory::evaluate_change(
     const revision& cur, const revision& base, const node_diff& diff,
+    const std::shared_ptr<const core::node_list>& after,
     const std::shared_ptr<const core::profile_assignment>& profiles) const {
   const auto& snap_ptr = cur.accepted_decoded;
   if (diff.many || !snap_ptr || snap_ptr != base.accepted_decoded || !cur.members ||
@@ -373,14 +400,18 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
     return it != snap.nodes.end() && it->name == name ? &*it : nullptr;
   };
   std::vector<core::profile_update> updates;
-  std::vector<const core::snapshot_node*> left;  // described Nodes that left: pruned now
+  std::vector<const core::snapshot_node*> left;    // described Nodes that left: pruned now
+  std::vector<const core::snapshot_node*> joined;  // pruned Nodes that joined: served now
   const auto change = [&](const core::cluster_node* was, const core::cluster_node* now) {
     const std::string_view name = now != nullptr ? now->name : was->name;
     const core::snapshot_node* d = described(name);
     if (d != nullptr) {
-      // A described Node in `before` is served (not pruned): cur is valid for `before`.
-      if (was == nullptr) return false;  // a pruned Node joined: its rules were never checked
-      if (now == nullptr) {
+      // A described Node is served when `before` has it (cur is valid for `before`), pruned
+      // when it does not.
+      if (was == nullptr) {
+        if (!core::read_only_parents_match(*d, now)) return false;  // S6 fails
+        joined.push_back(d);
+      } else if (now == nullptr) {
         if (cfg_.unknown_nodes != unknown_nodes_policy::prune) return false;  // S3 fails
         left.push_back(d);
         d = nullptr;
@@ -393,11 +424,12 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
   };
   for (const auto& [was, now] : diff.changes)
     if (!change(was, now)) return std::nullopt;
+  if (!joined.empty() && !joins_hold(cur, snap, joined, after)) return std::nullopt;
 
   evaluation ev;
   auto next_profiles = core::update_profiles(cfg_.source, profiles, updates);
   auto rev = std::make_shared<revision>();
-  if (left.empty()) {
+  if (left.empty() && joined.empty()) {
     if (next_profiles == profiles) {
       ev.unchanged = true;  // the same bytes, the same profiles: nothing to publish
       return ev;
@@ -405,39 +437,99 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
     // The same Nodes are served: the same bytes (and their YAML), only profiles move.
     *rev = cur;
   } else {
-    // Each Node that left is dropped from the rendering; the others are not rendered again.
-    const auto& pruned_before = cur.pruned_nodes;  // sorted, as the snapshot is
+    // Each Node that left is dropped from the rendering and each that joined is rendered
+    // into it; the others are not rendered again. Both lists are in name order, as the
+    // snapshot and the pruned Nodes are.
+    const auto& pruned_before = cur.pruned_nodes;
+    // A described Node's member index in cur's rendering: its position among the
+    // snapshot's Nodes less the pruned ones before it.
+    const auto member_of = [&](const core::snapshot_node* d) {
+      const auto below = std::lower_bound(pruned_before.begin(), pruned_before.end(), d->name);
+      return static_cast<std::size_t>(d - snap.nodes.data()) -
+             static_cast<std::size_t>(below - pruned_before.begin());
+    };
     std::vector<std::size_t> drop;
+    drop.reserve(left.size());
+    for (const core::snapshot_node* d : left) drop.push_back(member_of(d));
+    std::vector<std::pair<std::size_t, const core::snapshot_node*>> insert;
+    insert.reserve(joined.size());
+    for (const core::snapshot_node* d : joined) insert.emplace_back(member_of(d), d);
     std::vector<std::string> pruned;
     pruned.reserve(pruned_before.size() + left.size());
-    std::size_t p = 0;
-    for (const core::snapshot_node* d : left) {
-      while (p < pruned_before.size() && pruned_before[p] < d->name)
-        pruned.push_back(pruned_before[p++]);
-      pruned.push_back(d->name);
-      // Its member in the rendering: its position among the snapshot's Nodes less the
-      // pruned ones before it.
-      drop.push_back(static_cast<std::size_t>(d - snap.nodes.data()) - p);
+    {
+      std::size_t l = 0;
+      std::size_t jn = 0;
+      for (const std::string& name : pruned_before) {
+        while (l < left.size() && left[l]->name < name) pruned.push_back(left[l++]->name);
+        if (jn < joined.size() && joined[jn]->name == name) {
+          ++jn;  // served again
+          continue;
+        }
+        pruned.push_back(name);
+      }
+      while (l < left.size()) pruned.push_back(left[l++]->name);
     }
-    while (p < pruned_before.size()) pruned.push_back(pruned_before[p++]);
-    rev->revision_id = snap.revision + "+pruned-" + std::to_string(pruned.size());
+    rev->revision_id =
+        pruned.empty() ? snap.revision : snap.revision + "+pruned-" + std::to_string(pruned.size());
     std::vector<std::uint32_t> members;
-    rev->json_body = core::drop_rendered_nodes(cur.json_body, *cur.members, drop, snap.api_version,
-                                               rev->revision_id, &members);
+    rev->json_body = core::splice_rendered_nodes(cur.json_body, *cur.members, drop, insert,
+                                                 snap.api_version, rev->revision_id, &members);
+    // S10 as served: a Node back may take the rendering past what the consumer reads.
+    if (rev->json_body.size() > core::max_snapshot_bytes) return std::nullopt;
     rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
     rev->etag = etag_of(rev->json_body);
     rev->accepted_revision_id = snap.revision;
-    rev->node_count = cur.node_count - drop.size();
-    rev->accepted_packed = cur.accepted_packed    ? cur.accepted_packed
-                           : base.accepted_packed ? base.accepted_packed
-                                                  : std::make_shared<const std::string>(pack(snap));
+    rev->node_count = cur.node_count - drop.size() + insert.size();
+    if (!pruned.empty() || !cur.accepted_canonical) {
+      rev->accepted_packed = cur.accepted_packed ? cur.accepted_packed
+                             : base.accepted_packed
+                                 ? base.accepted_packed
+                                 : std::make_shared<const std::string>(pack(snap));
+    }
     rev->pruned_nodes = std::move(pruned);
     rev->accepted_decoded = snap_ptr;
     rev->accepted_sorted = true;
+    rev->accepted_canonical = cur.accepted_canonical;
+    rev->carriers = cur.carriers;
   }
   rev->profiles = std::move(next_profiles);
   ev.rev = std::move(rev);
   return ev;
+}
+
+bool inventory::joins_hold(const revision& cur, const core::snapshot& snap,
+                           const std::vector<const core::snapshot_node*>& joined,
+                           const std::shared_ptr<const core::node_list>& after) const {
+  // The served Nodes are valid together, so every Node carrying a value of a level shares
+  // its ancestors. A Node joining them is valid with them when it is valid with one carrier
+  // of each of its values (the rules are per Node, or per value and its ancestors, or the
+  // size, checked on the rendering): a small snapshot of it and those carriers goes through
+  // the rules. A value no served Node carried when the index was built, or a carrier since
+  // gone (S3 fails for it), is left to the full evaluation.
+  if (!cur.carriers) return false;
+  const auto& levels = cfg_.source.levels;
+  const auto& by_level = cur.carriers->by_level;
+  const core::snapshot_context ctx{&cfg_.source, after.get(), true};
+  for (const core::snapshot_node* x : joined) {
+    core::snapshot mini;
+    mini.api_version = snap.api_version;
+    mini.revision = snap.revision;
+    mini.nodes.push_back(*x);
+    const auto self = static_cast<std::uint32_t>(x - snap.nodes.data());
+    std::vector<std::uint32_t> with;
+    for (std::size_t i = 1; i < levels.size() && i - 1 < by_level.size(); ++i) {
+      for (const core::snapshot_label& l : x->labels) {
+        if (l.key != levels[i]) continue;
+        const auto it = by_level[i - 1].find(l.value);
+        if (it == by_level[i - 1].end()) return false;
+        if (it->second != self && std::find(with.begin(), with.end(), it->second) == with.end())
+          with.push_back(it->second);
+      }
+    }
+    for (const std::uint32_t k : with) mini.nodes.push_back(snap.nodes[k]);
+    if (!core::validate_snapshot(mini, ctx).empty()) return false;
+  }
+  return true;
 }
 
 std::shared_ptr<const revision> inventory::current() const {
@@ -748,7 +840,7 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   // A diff of the lists the served revision is known to be exact for (a Node change past
   // cur, or cur made from other Nodes, is evaluated in full).
   if (delta_ && cur && before && selected && delta_nodes_ == before && delta_profiles_)
-    change = evaluate_change(*cur, *base, diff, delta_profiles_);
+    change = evaluate_change(*cur, *base, diff, selected, delta_profiles_);
   evaluation ev;
   if (change) {
     delta_count_.fetch_add(1, std::memory_order_relaxed);

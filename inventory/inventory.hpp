@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/field_error.hpp"
@@ -89,6 +90,14 @@ struct revision {
   // (strictly increasing).
   std::shared_ptr<const std::vector<std::uint32_t>> members;
   bool accepted_sorted = false;
+  bool accepted_canonical = false;  // and each Node's labels by key (json_body decodes to it)
+  // For each level but the first, each value's first carrier among the Nodes served when
+  // the revision was last evaluated in full (its index in accepted_decoded's Nodes, whose
+  // strings the keys view). What a Node joining is checked against (S9).
+  struct level_carriers {
+    std::vector<std::unordered_map<std::string_view, std::uint32_t>> by_level;
+  };
+  std::shared_ptr<const level_carriers> carriers;
   // Copies of a revision share the YAML rendering (a copy is the same revision).
   std::shared_ptr<detail::once_text> yaml_cache = std::make_shared<detail::once_text>();
 };
@@ -270,7 +279,13 @@ class inventory {
   // values an unnoticed change since moved).
   [[nodiscard]] std::optional<evaluation> evaluate_change(
       const revision& cur, const revision& base, const node_diff& diff,
+      const std::shared_ptr<const core::node_list>& after,
       const std::shared_ptr<const core::profile_assignment>& profiles) const;
+  // Whether the Nodes `joined` (described by `snap`, pruned from cur) may be served beside
+  // cur's; false when that cannot be told without the full evaluation.
+  [[nodiscard]] bool joins_hold(const revision& cur, const core::snapshot& snap,
+                                const std::vector<const core::snapshot_node*>& joined,
+                                const std::shared_ptr<const core::node_list>& after) const;
   bool delta_ = true;
   std::atomic<std::uint64_t> delta_count_{0};
   // current_ (its bytes) and delta_profiles_ are exactly what evaluate() gives for the

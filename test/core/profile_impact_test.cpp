@@ -73,7 +73,7 @@ TEST(AssignProfiles, LongestPopulatedPrefixPerNodeSortedByName) {
   EXPECT_EQ(pa.nodes[1].node, "worker-b");
   EXPECT_EQ(pa.nodes[2].node, "worker-c");
   EXPECT_EQ(pa.profile_of(pa.nodes[0]).id, id_of({std::string(zone), std::string(rack)}));
-  EXPECT_EQ(pa.nodes[0].values, (std::vector<std::string>{"zone-a", "rack-01"}));
+  EXPECT_EQ(pa.nodes[0].values(), (std::vector<std::string>{"zone-a", "rack-01"}));
   EXPECT_EQ(pa.profile_of(pa.nodes[1]).id, id_of({std::string(zone)}));
   EXPECT_EQ(pa.profile_of(pa.nodes[2]).id, id_of({}));
   // Deepest profile first, each counted once per Node.

@@ -3,9 +3,10 @@
 // pushes and the same Node lists, one with the incremental path and one without; after
 // every change they must serve the same bytes, ETag, revision, pruned Nodes and profiles,
 // give the same 503 reason, and record the same history. Random changes under fixed seeds:
-// Nodes leave and join the selection, leave and join the cluster, change the read-only
-// zone S6 compares (so it fails and holds again), lose it (so profiles move), change
-// labels no served byte depends on; several at once, and bursts past the incremental limit.
+// Nodes leave and join the selection, leave and join the cluster (one the snapshot names
+// breaks S8 when it joins), change the read-only zone S6 compares (so it fails and holds
+// again), lose it (so profiles move), change labels no served byte depends on; several at
+// once, bursts past the incremental limit, and new pushes (some out of name order).
 
 #include <gtest/gtest.h>
 
@@ -84,16 +85,21 @@ std::shared_ptr<const core::node_list> list_of(const cluster_state& c) {
   return std::make_shared<const core::node_list>(std::move(out));
 }
 
-// Nodes 0..29 of the cluster and, `with_unknown`, two it never has (pruned). The even ones
+// Nodes 0..29 of the cluster and, `with_unknown`, two it never has (pruned); node-20
+// invalid, `with_invalid` (see below). The even ones
 // carry the read-only region and zone (S6 compares them with the Node's) and a rack; the
 // odd ones nothing (their profile is read from the Node's region and zone). `shuffled`
 // lists them out of name order (the incremental path then steps aside).
-std::string snapshot_of(const std::string& revision, int variant, bool shuffled,
-                        bool with_unknown) {
+std::string snapshot_of(const std::string& revision, int variant, bool shuffled, bool with_unknown,
+                        bool with_invalid = false) {
   std::vector<std::string> members;
   auto add = [&](const std::string& name, int i) {
     std::string m = "\"" + name + "\":{";
-    if (i % 2 == 0) {
+    if (i == 20 && with_invalid) {
+      // Out of the selection at first (and so pruned): when it joins, its rack without the
+      // parents S8 requires makes the revision invalid.
+      m += "\"topology.gpustack.ai/rack\":\"rack-4\"";
+    } else if (i % 2 == 0) {
       m += "\"topology.gpustack.ai/rack\":\"rack-" + std::to_string((i + variant) / 4) + "\",\"" +
            std::string(k8s_region) + "\":\"us-east-1\",\"" + std::string(k8s_zone) +
            "\":\"us-east-1b\"";
@@ -125,7 +131,7 @@ void expect_same_profiles(const core::profile_assignment& a, const core::profile
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     EXPECT_EQ(a.nodes[i].node, b.nodes[i].node) << where;
     EXPECT_EQ(a.nodes[i].profile, b.nodes[i].profile) << where;
-    EXPECT_EQ(a.nodes[i].values, b.nodes[i].values) << where;
+    EXPECT_EQ(a.nodes[i].values(), b.nodes[i].values()) << where;
   }
 }
 
@@ -243,8 +249,9 @@ void mutate(cluster_state& c, std::mt19937& rng) {
   }
 }
 
-// What the incremental path decided, by outcome: a Node cut from the rendering (new bytes),
-// the same bytes with profiles that moved, or nothing the consumer would notice.
+// What the incremental path decided, by outcome: Nodes cut from the rendering or rendered
+// back into it (new bytes), the same bytes with profiles that moved, or nothing the
+// consumer would notice.
 struct outcomes {
   std::uint64_t pruned = 0;
   std::uint64_t profiles = 0;
@@ -257,7 +264,9 @@ void run(const char* source_yaml, unknown_nodes_policy policy, unsigned seed, ou
   const bool unknown = policy == unknown_nodes_policy::prune;
   cluster_state c = initial_cluster(!unknown);
   p.nodes(list_of(c));
-  p.offer(snapshot_of("r0", 0, false, unknown));
+  // node-20 starts out of the selection, pruned, only where there is a selector.
+  const bool invalid = unknown && source_yaml == selected_source;
+  p.offer(snapshot_of("r0", 0, false, unknown, invalid));
   expect_same(*p.fast, *p.full, "after the first push");
   ASSERT_NE(p.fast->current(), nullptr)
       << p.fast->serve().unavailable_reason
@@ -266,7 +275,7 @@ void run(const char* source_yaml, unknown_nodes_policy policy, unsigned seed, ou
     const int r = static_cast<int>(rng() % 200);
     if (r < 6) {
       // A new revision (sometimes out of name order), then the Node changes go on.
-      p.offer(snapshot_of("r" + std::to_string(step), step % 3, r == 0, unknown));
+      p.offer(snapshot_of("r" + std::to_string(step), step % 3, r == 0, unknown, invalid));
     } else if (r < 10) {
       // A burst past the incremental limit (64 Nodes): one full evaluation.
       for (int k = 0; k < 80; ++k) mutate(c, rng);
@@ -303,7 +312,7 @@ void run_seeds(const char* source_yaml, unknown_nodes_policy policy, unsigned fi
   outcomes seen;
   for (unsigned seed = first_seed; seed < first_seed + 6; ++seed)
     run(source_yaml, policy, seed, &seen);
-  std::printf("incremental: %llu pruned, %llu profiles moved, %llu unchanged\n",
+  std::printf("incremental: %llu re-rendered, %llu profiles moved, %llu unchanged\n",
               static_cast<unsigned long long>(seen.pruned),
               static_cast<unsigned long long>(seen.profiles),
               static_cast<unsigned long long>(seen.unchanged));
@@ -328,24 +337,100 @@ TEST(NodeChange, IncrementalEqualsFullEvaluationWhenUnknownNodesAreRejected) {
   run_seeds(selected_source, unknown_nodes_policy::reject, 21);
 }
 
-// The rendering a Node's departure is cut from equals rendering the smaller snapshot.
-TEST(NodeChange, DroppedMembersRenderAsTheSmallerSnapshot) {
+// Two Nodes the snapshot names join one after the other with a rack no served Node has, under
+// different zones: each is valid alone, the two together are not (S9). The second must not
+// be let in because the first one's rack was unknown when the served Nodes were indexed.
+TEST(NodeChange, JoinsWithARackNoServedNodeHadAreCheckedAgainstEachOther) {
+  pair_of_inventories p(selected_source, unknown_nodes_policy::prune);
+  cluster_state c = initial_cluster(false);
+  // node-06 and node-13 are out of the selection at first.
+  c["node-13"][std::string(k8s_zone)] = "us-east-1a";
+  p.nodes(list_of(c));
+  const auto member = [](const std::string& name, const char* zone, const char* rack) {
+    return "\"" + name + "\":{\"" + std::string(k8s_region) + "\":\"us-east-1\",\"" +
+           std::string(k8s_zone) + "\":\"" + zone + "\",\"topology.gpustack.ai/rack\":\"" + rack +
+           "\"}";
+  };
+  std::string body =
+      R"({"apiVersion":"topology.gpustack.ai/v1alpha1","revision":"new-rack","nodes":{)";
+  body += member("node-00", "us-east-1b", "rack-0") + ",";
+  body += member("node-01", "us-east-1a", "rack-1") + ",";
+  body += member("node-06", "us-east-1b", "rack-new") + ",";
+  body += member("node-13", "us-east-1a", "rack-new") + "}}";
+  p.offer(body);
+  expect_same(*p.fast, *p.full, "accepted with node-06 and node-13 pruned");
+  ASSERT_NE(p.fast->current(), nullptr);
+  EXPECT_EQ(p.fast->current()->pruned_nodes, (std::vector<std::string>{"node-06", "node-13"}));
+
+  c["node-06"]["node-group"] = "gpu";
+  p.nodes(list_of(c));
+  expect_same(*p.fast, *p.full, "node-06 joined");
+  ASSERT_NE(p.fast->current(), nullptr);
+  EXPECT_EQ(p.fast->current()->pruned_nodes, (std::vector<std::string>{"node-13"}));
+
+  c["node-13"]["node-group"] = "gpu";
+  p.nodes(list_of(c));
+  expect_same(*p.fast, *p.full, "node-13 joined");
+  EXPECT_EQ(p.fast->current(), nullptr);  // rack-new under two zones
+  EXPECT_NE(p.fast->serve().unavailable_reason.find("S9"), std::string::npos)
+      << p.fast->serve().unavailable_reason;
+}
+
+// The rendering a Node's departure is cut from, or its return rendered into, equals
+// rendering the snapshot as it then is.
+TEST(NodeChange, SplicedMembersRenderAsTheSnapshotThen) {
   const auto snap = core::decode_snapshot(snapshot_of("r", 0, false, true)).value;
   std::vector<std::uint32_t> members;
   const std::string body = core::render_snapshot_json(snap, &members);
   ASSERT_EQ(members.size(), snap.nodes.size() + 1);
   EXPECT_EQ(body, core::render_snapshot_json(snap));
-  for (const std::vector<std::size_t>& drop :
-       std::vector<std::vector<std::size_t>>{{}, {0}, {31}, {0, 1, 2}, {5, 17, 30, 31}}) {
-    core::snapshot smaller = snap;
-    smaller.revision = "r+pruned-\"" + std::to_string(drop.size());  // escaped in the body
-    for (std::size_t k = drop.size(); k-- > 0;)
-      smaller.nodes.erase(smaller.nodes.begin() + static_cast<std::ptrdiff_t>(drop[k]));
+  // Served: the snapshot less `out`; then `drop` (served member indices) leave and the
+  // Nodes `back` (snapshot indices, among `out`) return.
+  struct step_case {
+    std::vector<std::size_t> out, drop, back;
+  };
+  const std::vector<step_case> cases = {
+      {{}, {}, {}},
+      {{}, {0}, {}},
+      {{}, {31}, {}},
+      {{}, {0, 1, 2}, {}},
+      {{}, {5, 17, 30, 31}, {}},
+      {{0}, {}, {0}},
+      {{31}, {}, {31}},
+      {{3, 4}, {3}, {3, 4}},
+      {{0, 10, 31}, {0, 28}, {10, 31}},
+      {{7}, {6, 7}, {7}},
+  };
+  for (const auto& c : cases) {
+    core::snapshot served = snap;
+    served.revision = "r+pruned-\"" + std::to_string(c.out.size());  // escaped in the body
+    for (std::size_t k = c.out.size(); k-- > 0;)
+      served.nodes.erase(served.nodes.begin() + static_cast<std::ptrdiff_t>(c.out[k]));
+    std::vector<std::uint32_t> served_members;
+    const std::string served_body = core::render_snapshot_json(served, &served_members);
+    // The snapshot afterwards: the served Nodes less `drop`, with `back`.
+    std::vector<bool> in(snap.nodes.size(), true);
+    for (const std::size_t o : c.out) in[o] = false;
+    std::vector<std::size_t> served_index;  // served member -> snapshot index
+    for (std::size_t i = 0; i < snap.nodes.size(); ++i)
+      if (in[i]) served_index.push_back(i);
+    for (const std::size_t d : c.drop) in[served_index[d]] = false;
+    std::vector<std::pair<std::size_t, const core::snapshot_node*>> insert;
+    for (const std::size_t b : c.back) {
+      in[b] = true;
+      const auto at = std::lower_bound(served_index.begin(), served_index.end(), b);
+      insert.emplace_back(static_cast<std::size_t>(at - served_index.begin()), &snap.nodes[b]);
+    }
+    core::snapshot then;
+    then.api_version = snap.api_version;
+    then.revision = "r+then";
+    for (std::size_t i = 0; i < snap.nodes.size(); ++i)
+      if (in[i]) then.nodes.push_back(snap.nodes[i]);
     std::vector<std::uint32_t> out;
-    const std::string cut =
-        core::drop_rendered_nodes(body, members, drop, snap.api_version, smaller.revision, &out);
+    const std::string cut = core::splice_rendered_nodes(served_body, served_members, c.drop, insert,
+                                                        snap.api_version, then.revision, &out);
     std::vector<std::uint32_t> expected;
-    EXPECT_EQ(cut, core::render_snapshot_json(smaller, &expected));
+    EXPECT_EQ(cut, core::render_snapshot_json(then, &expected));
     EXPECT_EQ(out, expected);
   }
   // Every Node dropped: an empty "nodes" object.
@@ -353,8 +438,17 @@ TEST(NodeChange, DroppedMembersRenderAsTheSmallerSnapshot) {
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   core::snapshot none = snap;
   none.nodes.clear();
-  EXPECT_EQ(core::drop_rendered_nodes(body, members, all, snap.api_version, snap.revision, nullptr),
-            core::render_snapshot_json(none));
+  EXPECT_EQ(
+      core::splice_rendered_nodes(body, members, all, {}, snap.api_version, snap.revision, nullptr),
+      core::render_snapshot_json(none));
+  // And every one back into an empty rendering.
+  std::vector<std::uint32_t> none_members;
+  const std::string empty = core::render_snapshot_json(none, &none_members);
+  std::vector<std::pair<std::size_t, const core::snapshot_node*>> every;
+  for (const auto& n : snap.nodes) every.emplace_back(0, &n);
+  EXPECT_EQ(core::splice_rendered_nodes(empty, none_members, {}, every, snap.api_version,
+                                        snap.revision, nullptr),
+            body);
 }
 
 }  // namespace
