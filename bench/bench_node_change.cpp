@@ -50,14 +50,18 @@ void BM_SelectNodes(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(core::select_nodes(list, c.source));
 }
 
+// The cluster's inventory with its snapshot accepted, or null with the benchmark skipped.
+std::unique_ptr<inv::inventory> inventory_or_skip(cluster& c, benchmark::State& state) {
+  auto inventory = c.make_inventory();
+  if (!inventory) state.SkipWithError("snapshot refused");
+  return inventory;
+}
+
 void BM_RelevantChange(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   cluster c(n);
-  auto inventory = c.make_inventory();
-  if (!inventory) {
-    state.SkipWithError("snapshot refused");
-    return;
-  }
+  auto inventory = inventory_or_skip(c, state);
+  if (!inventory) return;
   std::size_t k = 0;
   for (auto _ : state) {
     // Out of the selection, then back: two changes, each a new served revision.
@@ -75,11 +79,8 @@ void BM_RelevantChange(benchmark::State& state) {
 void flip_one_way(benchmark::State& state, bool time_leave) {
   const auto n = static_cast<std::size_t>(state.range(0));
   cluster c(n);
-  auto inventory = c.make_inventory();
-  if (!inventory) {
-    state.SkipWithError("snapshot refused");
-    return;
-  }
+  auto inventory = inventory_or_skip(c, state);
+  if (!inventory) return;
   std::size_t k = 0;
   for (auto _ : state) {
     const std::size_t i = (k++ * 7919) % std::min(n, snapshot_nodes);
@@ -100,11 +101,8 @@ void BM_NodeReturns(benchmark::State& state) { flip_one_way(state, false); }
 void BM_LabelChange(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   cluster c(n);
-  auto inventory = c.make_inventory();
-  if (!inventory) {
-    state.SkipWithError("snapshot refused");
-    return;
-  }
+  auto inventory = inventory_or_skip(c, state);
+  if (!inventory) return;
   const auto served = inventory->current();
   std::vector<bool> moved(std::min(n, snapshot_nodes));
   std::size_t k = 0;

@@ -1,5 +1,7 @@
 #include "inventory/inventory.hpp"
 
+#include "inventory/inventory_internal.hpp"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -71,44 +73,14 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
-// Each value's first served carrier per level but the first (`gone`: the pruned Nodes,
-// sorted as the snapshot is).
-std::shared_ptr<const revision::level_carriers> carriers_of(const core::topology_source& src,
-                                                            const core::snapshot& snap,
-                                                            const std::vector<std::string>& gone) {
-  auto out = std::make_shared<revision::level_carriers>();
-  const auto& levels = src.levels;
-  if (levels.size() < 2) return out;
-  out->by_level.resize(levels.size() - 1);
-  std::size_t g = 0;
-  for (std::uint32_t si = 0; si < snap.nodes.size(); ++si) {
-    const core::snapshot_node& n = snap.nodes[si];
-    if (g < gone.size() && gone[g] == n.name) {
-      ++g;
-      continue;
-    }
-    for (const core::snapshot_label& l : n.labels)
-      for (std::size_t i = 1; i < levels.size(); ++i)
-        if (l.key == levels[i]) out->by_level[i - 1].emplace(l.value, si);
-  }
-  return out;
-}
-
-bool names_increasing(const core::snapshot& s) {
-  for (std::size_t i = 1; i < s.nodes.size(); ++i)
-    if (!(s.nodes[i - 1].name < s.nodes[i].name)) return false;
-  return true;
-}
-
 // True when the canonical rendering lists Nodes and labels in the snapshot's own order
 // (names, then each Node's keys, strictly increasing): decoding json_body then gives back
 // this very snapshot, order included, and no packed copy is needed.
 bool in_canonical_order(const core::snapshot& s) {
-  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
-    if (i != 0 && !(s.nodes[i - 1].name < s.nodes[i].name)) return false;
-    const auto& labels = s.nodes[i].labels;
-    for (std::size_t j = 1; j < labels.size(); ++j) {
-      if (!(labels[j - 1].key < labels[j].key)) return false;
+  if (!detail::names_increasing(s)) return false;
+  for (const auto& n : s.nodes) {
+    for (std::size_t j = 1; j < n.labels.size(); ++j) {
+      if (!(n.labels[j - 1].key < n.labels[j].key)) return false;
     }
   }
   return true;
@@ -125,28 +97,6 @@ void put_u32(std::string& out, std::size_t n) {
 void put_str(std::string& out, std::string_view s) {
   put_u32(out, s.size());
   out.append(s);
-}
-
-std::string pack(const core::snapshot& s) {
-  std::size_t size = 12 + s.api_version.size() + s.revision.size();
-  for (const auto& n : s.nodes) {
-    size += 8 + n.name.size();
-    for (const auto& l : n.labels) size += 8 + l.key.size() + l.value.size();
-  }
-  std::string out;
-  out.reserve(size);
-  put_str(out, s.api_version);
-  put_str(out, s.revision);
-  put_u32(out, s.nodes.size());
-  for (const auto& n : s.nodes) {
-    put_str(out, n.name);
-    put_u32(out, n.labels.size());
-    for (const auto& l : n.labels) {
-      put_str(out, l.key);
-      put_str(out, l.value);
-    }
-  }
-  return out;
 }
 
 bool get_u32(std::string_view& in, std::uint32_t& v) {
@@ -192,6 +142,38 @@ core::error_list unreadable_revision() {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string pack(const core::snapshot& s) {
+  std::size_t size = 12 + s.api_version.size() + s.revision.size();
+  for (const auto& n : s.nodes) {
+    size += 8 + n.name.size();
+    for (const auto& l : n.labels) size += 8 + l.key.size() + l.value.size();
+  }
+  std::string out;
+  out.reserve(size);
+  put_str(out, s.api_version);
+  put_str(out, s.revision);
+  put_u32(out, s.nodes.size());
+  for (const auto& n : s.nodes) {
+    put_str(out, n.name);
+    put_u32(out, n.labels.size());
+    for (const auto& l : n.labels) {
+      put_str(out, l.key);
+      put_str(out, l.value);
+    }
+  }
+  return out;
+}
+
+bool names_increasing(const core::snapshot& s) {
+  for (std::size_t i = 1; i < s.nodes.size(); ++i)
+    if (!(s.nodes[i - 1].name < s.nodes[i].name)) return false;
+  return true;
+}
+
+}  // namespace detail
 
 void detail::release_freed_memory() {
 #if defined(__GLIBC__)
@@ -331,7 +313,7 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   if (!gone.empty() || !canonical) {
     rev->accepted_packed = from != nullptr && from->accepted_packed
                                ? from->accepted_packed
-                               : std::make_shared<const std::string>(pack(snap));
+                               : std::make_shared<const std::string>(detail::pack(snap));
   }
   rev->profiles = std::make_shared<const core::profile_assignment>(
       core::assign_profiles(cfg_.source, served, selected.get()));
@@ -339,197 +321,13 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   if (selected != nullptr) {
     rev->accepted_decoded = std::move(decoded);
     rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
-    rev->accepted_sorted = names_increasing(snap);
+    rev->accepted_sorted = detail::names_increasing(snap);
     rev->accepted_canonical = canonical;
-    if (rev->accepted_sorted) rev->carriers = carriers_of(cfg_.source, snap, rev->pruned_nodes);
+    if (rev->accepted_sorted)
+      rev->carriers = detail::carriers_of(cfg_.source, snap, rev->pruned_nodes);
   }
   ev.rev = std::move(rev);
   return ev;
-}
-
-inventory::node_diff inventory::diff_nodes(const core::node_list& before,
-                                           const core::node_list& after, std::size_t most) {
-  node_diff d;
-  const auto& was = before.nodes;
-  const auto& now = after.nodes;
-  std::size_t i = 0;
-  std::size_t j = 0;
-  const auto add = [&](const core::cluster_node* a, const core::cluster_node* b) {
-    d.changes.emplace_back(a, b);
-    d.many = d.changes.size() > most;
-    return !d.many;
-  };
-  while (i < was.size() && j < now.size()) {
-    // The lists mostly name the same Nodes at the same places: one comparison of equal
-    // names, the order asked only where they differ.
-    const core::cluster_node& a = was[i];
-    const core::cluster_node& b = now[j];
-    if (a.name == b.name) {
-      ++i;
-      ++j;
-      if (!(a.labels == b.labels) && !add(&a, &b)) return d;
-    } else if (a.name < b.name) {
-      ++i;
-      if (!add(&a, nullptr)) return d;
-    } else {
-      ++j;
-      if (!add(nullptr, &b)) return d;
-    }
-  }
-  for (; i < was.size(); ++i)
-    if (!add(&was[i], nullptr)) return d;
-  for (; j < now.size(); ++j)
-    if (!add(nullptr, &now[j])) return d;
-  return d;
-}
-
-std::optional<inventory::evaluation> inventory::evaluate_change(
-    const revision& cur, const revision& base, const node_diff& diff,
-    const std::shared_ptr<const core::node_list>& after,
-    const std::shared_ptr<const core::profile_assignment>& profiles) const {
-  const auto& snap_ptr = cur.accepted_decoded;
-  if (diff.many || !snap_ptr || snap_ptr != base.accepted_decoded || !cur.members ||
-      !cur.accepted_sorted)
-    return std::nullopt;
-  const core::snapshot& snap = *snap_ptr;
-
-  const auto described = [&](std::string_view name) -> const core::snapshot_node* {
-    const auto it = std::lower_bound(
-        snap.nodes.begin(), snap.nodes.end(), name,
-        [](const core::snapshot_node& n, std::string_view key) { return n.name < key; });
-    return it != snap.nodes.end() && it->name == name ? &*it : nullptr;
-  };
-  std::vector<core::profile_update> updates;
-  std::vector<const core::snapshot_node*> left;    // described Nodes that left: pruned now
-  std::vector<const core::snapshot_node*> joined;  // pruned Nodes that joined: served now
-  const auto change = [&](const core::cluster_node* was, const core::cluster_node* now) {
-    const std::string_view name = now != nullptr ? now->name : was->name;
-    const core::snapshot_node* d = described(name);
-    if (d != nullptr) {
-      // A described Node is served when `before` has it (cur is valid for `before`), pruned
-      // when it does not.
-      if (was == nullptr) {
-        if (!core::read_only_parents_match(*d, now)) return false;  // S6 fails
-        joined.push_back(d);
-      } else if (now == nullptr) {
-        if (cfg_.unknown_nodes != unknown_nodes_policy::prune) return false;  // S3 fails
-        left.push_back(d);
-        d = nullptr;
-      } else if (!core::read_only_parents_match(*d, now)) {
-        return false;  // S6 fails: evaluate() reports it
-      }
-    }
-    updates.push_back({name, d, now});
-    return true;
-  };
-  for (const auto& [was, now] : diff.changes)
-    if (!change(was, now)) return std::nullopt;
-  if (!joined.empty() && !joins_hold(cur, snap, joined, after)) return std::nullopt;
-
-  evaluation ev;
-  auto next_profiles = core::update_profiles(cfg_.source, profiles, updates);
-  auto rev = std::make_shared<revision>();
-  if (left.empty() && joined.empty()) {
-    if (next_profiles == profiles) {
-      ev.unchanged = true;  // the same bytes, the same profiles: nothing to publish
-      return ev;
-    }
-    // The same Nodes are served: the same bytes (and their YAML), only profiles move.
-    *rev = cur;
-  } else {
-    // Each Node that left is dropped from the rendering and each that joined is rendered
-    // into it; the others are not rendered again. Both lists are in name order, as the
-    // snapshot and the pruned Nodes are.
-    const auto& pruned_before = cur.pruned_nodes;
-    // A described Node's member index in cur's rendering: its position among the
-    // snapshot's Nodes less the pruned ones before it.
-    const auto member_of = [&](const core::snapshot_node* d) {
-      const auto below = std::lower_bound(pruned_before.begin(), pruned_before.end(), d->name);
-      return static_cast<std::size_t>(d - snap.nodes.data()) -
-             static_cast<std::size_t>(below - pruned_before.begin());
-    };
-    std::vector<std::size_t> drop;
-    drop.reserve(left.size());
-    for (const core::snapshot_node* d : left) drop.push_back(member_of(d));
-    std::vector<std::pair<std::size_t, const core::snapshot_node*>> insert;
-    insert.reserve(joined.size());
-    for (const core::snapshot_node* d : joined) insert.emplace_back(member_of(d), d);
-    std::vector<std::string> pruned;
-    pruned.reserve(pruned_before.size() + left.size());
-    {
-      std::size_t l = 0;
-      std::size_t jn = 0;
-      for (const std::string& name : pruned_before) {
-        while (l < left.size() && left[l]->name < name) pruned.push_back(left[l++]->name);
-        if (jn < joined.size() && joined[jn]->name == name) {
-          ++jn;  // served again
-          continue;
-        }
-        pruned.push_back(name);
-      }
-      while (l < left.size()) pruned.push_back(left[l++]->name);
-    }
-    rev->revision_id =
-        pruned.empty() ? snap.revision : snap.revision + "+pruned-" + std::to_string(pruned.size());
-    std::vector<std::uint32_t> members;
-    rev->json_body = core::splice_rendered_nodes(cur.json_body, *cur.members, drop, insert,
-                                                 snap.api_version, rev->revision_id, &members);
-    // S10 as served: a Node back may take the rendering past what the consumer reads.
-    if (rev->json_body.size() > core::max_snapshot_bytes) return std::nullopt;
-    rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
-    rev->etag = etag_of(rev->json_body);
-    rev->accepted_revision_id = snap.revision;
-    rev->node_count = cur.node_count - drop.size() + insert.size();
-    if (!pruned.empty() || !cur.accepted_canonical) {
-      rev->accepted_packed = cur.accepted_packed ? cur.accepted_packed
-                             : base.accepted_packed
-                                 ? base.accepted_packed
-                                 : std::make_shared<const std::string>(pack(snap));
-    }
-    rev->pruned_nodes = std::move(pruned);
-    rev->accepted_decoded = snap_ptr;
-    rev->accepted_sorted = true;
-    rev->accepted_canonical = cur.accepted_canonical;
-    rev->carriers = cur.carriers;
-  }
-  rev->profiles = std::move(next_profiles);
-  ev.rev = std::move(rev);
-  return ev;
-}
-
-bool inventory::joins_hold(const revision& cur, const core::snapshot& snap,
-                           const std::vector<const core::snapshot_node*>& joined,
-                           const std::shared_ptr<const core::node_list>& after) const {
-  // The served Nodes are valid together, so every Node carrying a value of a level shares
-  // its ancestors. A Node joining them is valid with them when it is valid with one carrier
-  // of each of its values (the rules are per Node, or per value and its ancestors, or the
-  // size, checked on the rendering): a small snapshot of it and those carriers goes through
-  // the rules. A value no served Node carried when the index was built, or a carrier since
-  // gone (S3 fails for it), is left to the full evaluation.
-  if (!cur.carriers) return false;
-  const auto& levels = cfg_.source.levels;
-  const auto& by_level = cur.carriers->by_level;
-  const core::snapshot_context ctx{&cfg_.source, after.get(), true};
-  for (const core::snapshot_node* x : joined) {
-    core::snapshot mini;
-    mini.api_version = snap.api_version;
-    mini.revision = snap.revision;
-    mini.nodes.push_back(*x);
-    const auto self = static_cast<std::uint32_t>(x - snap.nodes.data());
-    std::vector<std::uint32_t> with;
-    for (std::size_t i = 1; i < levels.size() && i - 1 < by_level.size(); ++i) {
-      for (const core::snapshot_label& l : x->labels) {
-        if (l.key != levels[i]) continue;
-        const auto it = by_level[i - 1].find(l.value);
-        if (it == by_level[i - 1].end()) return false;
-        if (it->second != self && std::find(with.begin(), with.end(), it->second) == with.end())
-          with.push_back(it->second);
-      }
-    }
-    for (const std::uint32_t k : with) mini.nodes.push_back(snap.nodes[k]);
-    if (!core::validate_snapshot(mini, ctx).empty()) return false;
-  }
-  return true;
 }
 
 std::shared_ptr<const revision> inventory::current() const {
@@ -688,8 +486,7 @@ void inventory::commit(const prepared& p) {
                 p.result.impact_baseline_etag == (last_served_ ? last_served_->etag : std::string())
             ? p.result.impact
             : impact_between(last_served_, rev, selected.get());
-    delta_nodes_ = selected;
-    delta_profiles_ = rev->profiles;
+    set_delta(selected, rev->profiles);
     current_ = rev;
     last_served_ = rev;
     impact_refusal_.clear();
