@@ -17,6 +17,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -538,12 +539,16 @@ kube_client::response kube_client::stream_once(const std::string& target,
     return out;
   }
 
-  asio::io_context ioc;
+  asio::io_context ioc(1);
   ssl::stream<beast::tcp_stream> stream(ioc, ctx);
   if (auto r = prepare_stream(ep_, stream); !r) {
     out.error = std::move(r).error().message;
     return out;
   }
+  // A watch carries a small record per event for hours: OpenSSL keeps its read buffer
+  // rather than freeing and reallocating it for each record (each record's plaintext is
+  // still wiped once read, SSL_OP_CLEANSE_PLAINTEXT).
+  SSL_clear_mode(stream.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   {
     std::lock_guard lk(mu_);
     if (cancelled_.load()) {
@@ -554,6 +559,15 @@ kube_client::response kube_client::stream_once(const std::string& target,
   }
   const auto connect_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto addresses = resolve_within(ep_.host, connect_deadline, cancelled_);
+  // The idle limit on the body: a watchdog looks at the time of the last read a few times per
+  // limit, instead of a timer armed and cancelled around every read (a system call and a
+  // handler per event). A stream silent for `idle` is cut within idle + idle/8.
+  asio::steady_timer watchdog(ioc);
+  auto last_read = std::chrono::steady_clock::now();
+  bool idle_expired = false;
+  bool body_done = false;
+  const auto watch_period =
+      std::max<std::chrono::steady_clock::duration>(idle / 8, std::chrono::milliseconds(100));
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
@@ -583,16 +597,57 @@ kube_client::response kube_client::stream_once(const std::string& target,
           co_return;
         }
         out.status = static_cast<int>(parser.get().result_int());
+        beast::get_lowest_layer(stream).expires_never();
+        last_read = std::chrono::steady_clock::now();
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+              while (!body_done) {
+                watchdog.expires_after(watch_period);
+                auto [tec] = co_await watchdog.async_wait(as_tuple);
+                if (tec || body_done) co_return;
+                if (std::chrono::steady_clock::now() - last_read >= idle) {
+                  idle_expired = true;
+                  boost::system::error_code ignored;
+                  beast::get_lowest_layer(stream).socket().cancel(ignored);
+                  co_return;
+                }
+              }
+            },
+            asio::detached);
         std::string pending;
         std::array<char, 65536> chunk{};
+        const auto finish = [&] {
+          body_done = true;
+          watchdog.cancel();
+        };
+        // The body is parsed here rather than by http::async_read_some, which posts its
+        // completion whenever the buffer already holds bytes: a handler and a poll of the
+        // reactor more per watch event. Each read hands on what one record carried.
+        bool need_read = buf.size() == 0;
         while (!parser.is_done()) {
+          boost::system::error_code ec;
+          if (need_read) {
+            auto [rec, n] = co_await stream.async_read_some(buf.prepare(65536), as_tuple);
+            buf.commit(n);
+            last_read = std::chrono::steady_clock::now();
+            if (rec == asio::error::eof && parser.got_some()) {
+              parser.put_eof(ec);  // a body cut short is partial_message
+              if (!ec) break;
+            } else {
+              ec = rec;
+            }
+            if (ec) {
+              out.error = idle_expired ? "watch idle timeout" : "read: " + ec.message();
+              finish();
+              co_return;
+            }
+          }
           parser.get().body().data = chunk.data();
           parser.get().body().size = chunk.size();
-          beast::get_lowest_layer(stream).expires_after(idle);
-          // read_some: a watch event must be handed on as soon as its chunk arrives, not once
-          // 64 KiB have accumulated.
-          auto [ec, n] = co_await http::async_read_some(stream, buf, parser, as_tuple);
-          if (ec == http::error::need_buffer) ec = {};
+          buf.consume(parser.put(buf.data(), ec));
+          need_read = ec == http::error::need_more || buf.size() == 0;
+          if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
           const auto got = chunk.size() - parser.get().body().size;
           if (out.status != 200) {
             if (out.body.size() < (1u << 20)) out.body.append(chunk.data(), got);
@@ -603,20 +658,25 @@ kube_client::response kube_client::stream_once(const std::string& target,
                  nl = pending.find('\n', start)) {
               const std::string_view line(pending.data() + start, nl - start);
               start = nl + 1;
-              if (!line.empty() && !on_line(line)) co_return;
+              if (!line.empty() && !on_line(line)) {
+                finish();
+                co_return;
+              }
             }
             pending.erase(0, start);
             if (pending.size() > max_response_bytes) {
               out.error = "watch event too large";
+              finish();
               co_return;
             }
           }
           if (ec) {
-            out.error =
-                ec == beast::error::timeout ? "watch idle timeout" : "read: " + ec.message();
+            out.error = "read: " + ec.message();
+            finish();
             co_return;
           }
         }
+        finish();
         if (!pending.empty() && out.status == 200) on_line(pending);
       },
       asio::detached);

@@ -1,0 +1,269 @@
+// kube_client::stream_lines, the watch's reader (kube_client.hpp), against a TLS peer of the
+// test's own: a kube-apiserver cannot be told to split a line across chunks, fall silent or
+// cut a body short on cue, so this peer writes exactly what each test scripts. What a real
+// apiserver sends is covered by the KubeNodes and KubeStore tests (kube_test.cpp).
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "inventory/kube_client.hpp"
+
+namespace topogate::inventory::detail {
+namespace {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct identity {
+  std::string cert_pem, key_pem;
+};
+
+std::string pem_of(const std::function<int(BIO*)>& write) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), &BIO_free);
+  if (write(bio.get()) != 1) return {};
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+// A P-256 key and a self-signed certificate for 127.0.0.1 (the client's CA and the peer's
+// identity at once).
+identity self_signed() {
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_EC_gen("P-256"), &EVP_PKEY_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), &X509_free);
+  X509_set_version(cert.get(), 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600);
+  X509_set_pubkey(cert.get(), key.get());
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("stream-peer"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
+  for (const char* ext : {"subjectAltName=IP:127.0.0.1", "basicConstraints=critical,CA:TRUE"}) {
+    const std::string spec(ext);
+    const auto eq = spec.find('=');
+    X509_EXTENSION* e =
+        X509V3_EXT_conf(nullptr, &ctx, spec.substr(0, eq).c_str(), spec.substr(eq + 1).c_str());
+    X509_add_ext(cert.get(), e, -1);
+    X509_EXTENSION_free(e);
+  }
+  X509_sign(cert.get(), key.get(), EVP_sha256());
+  return {pem_of([&](BIO* b) { return PEM_write_bio_X509(b, cert.get()); }), pem_of([&](BIO* b) {
+            return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+          })};
+}
+
+// One step of the peer's script: wait `before`, then write `bytes` (one TLS record), or, with
+// `until`, wait until it holds (at most 10 s) before writing.
+struct step {
+  step(std::string b, std::chrono::milliseconds wait = 0ms, std::function<bool()> cond = {})
+      : bytes(std::move(b)), before(wait), until(std::move(cond)) {}
+  std::string bytes;
+  std::chrono::milliseconds before;
+  std::function<bool()> until;
+};
+
+// Accepts one connection, reads the request head, plays the script, then ends as `end` says:
+// close_notify and close, a TCP close without close_notify, or silence (at most 10 s).
+class stream_peer {
+ public:
+  enum class ending { close, cut, hold };
+
+  stream_peer(std::vector<step> script, ending end)
+      : id_(self_signed()), ctx_(ssl::context::tls_server), acceptor_(ioc_) {
+    ctx_.use_certificate_chain(asio::buffer(id_.cert_pem));
+    ctx_.use_private_key(asio::buffer(id_.key_pem), ssl::context::pem);
+    const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), 0);
+    acceptor_.open(at.protocol());
+    acceptor_.bind(at);
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this, script = std::move(script), end] { serve(script, end); });
+  }
+  ~stream_peer() {
+    done_ = true;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    thread_.join();
+  }
+  kube_endpoint endpoint() const {
+    kube_endpoint ep;
+    ep.host = "127.0.0.1";
+    ep.port = std::to_string(port_);
+    ep.ca_pem = id_.cert_pem;
+    ep.token = "stream-test-token";
+    return ep;
+  }
+  std::string request_head() const { return head_; }
+
+ private:
+  void serve(const std::vector<step>& script, ending end) {
+    boost::system::error_code ec;
+    ssl::stream<tcp::socket> s(ioc_, ctx_);
+    acceptor_.accept(s.next_layer(), ec);
+    if (ec) return;
+    s.handshake(ssl::stream_base::server, ec);
+    if (ec) return;
+    asio::streambuf req;
+    asio::read_until(s, req, "\r\n\r\n", ec);
+    if (ec) return;
+    head_.assign(asio::buffers_begin(req.data()), asio::buffers_end(req.data()));
+    for (const auto& st : script) {
+      std::this_thread::sleep_for(st.before);
+      if (st.until) {
+        const auto limit = clock_type::now() + 10s;
+        while (!st.until() && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
+      }
+      asio::write(s, asio::buffer(st.bytes), ec);
+      if (ec) return;
+    }
+    if (end == ending::close) {
+      s.shutdown(ec);
+    } else if (end == ending::hold) {
+      // Silent until the test ends, or 10 s: a client that never gives up fails, not hangs.
+      const auto limit = clock_type::now() + 10s;
+      while (!done_ && clock_type::now() < limit) std::this_thread::sleep_for(5ms);
+    }
+    s.next_layer().close(ec);
+  }
+
+  identity id_;
+  asio::io_context ioc_;
+  ssl::context ctx_;
+  tcp::acceptor acceptor_;
+  unsigned short port_ = 0;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  std::string head_;
+};
+
+const std::string chunked_head =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+std::string chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+
+struct collected {
+  std::vector<std::string> lines;
+  kube_client::response out;
+  clock_type::duration took{};
+};
+
+collected stream(const kube_endpoint& ep, std::chrono::seconds idle,
+                 const std::function<bool(std::string_view)>& also = {}) {
+  collected c;
+  kube_client client(ep);
+  const auto t0 = clock_type::now();
+  c.out = client.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view line) {
+        c.lines.emplace_back(line);
+        return also ? also(line) : true;
+      },
+      idle, "application/json");
+  c.took = clock_type::now() - t0;
+  return c;
+}
+
+TEST(KubeStream, EachLineIsHandedOnWholeAsSoonAsItsLastByteArrives) {
+  std::atomic<int> seen{0};
+  // A line split across two chunks and two records, then two lines in one chunk; the peer
+  // sends the third record only once the client has handed on the first line, and the last
+  // line has no newline before the body ends.
+  stream_peer peer({{chunked_head + chunk("{\"type\":\"ADDED\",")},
+                    {chunk("\"n\":1}\n{\"n\":2}\n{\"n\""), 30ms},
+                    {chunk(":3}\n{\"n\":4}"), 0ms, [&] { return seen.load() >= 2; }},
+                    {"0\r\n\r\n"}},
+                   stream_peer::ending::close);
+  const auto c = stream(peer.endpoint(), 10s, [&](std::string_view) {
+    ++seen;
+    return true;
+  });
+  EXPECT_EQ(c.out.status, 200);
+  EXPECT_EQ(c.out.error, "");
+  EXPECT_EQ(c.lines, (std::vector<std::string>{"{\"type\":\"ADDED\",\"n\":1}", "{\"n\":2}",
+                                               "{\"n\":3}", "{\"n\":4}"}));
+  EXPECT_LT(c.took, 10s) << "the peer waited for a line the client never handed on";
+  EXPECT_NE(peer.request_head().find("GET /api/v1/nodes?watch=true HTTP/1.1"), std::string::npos);
+  EXPECT_NE(peer.request_head().find("Bearer stream-test-token"), std::string::npos);
+}
+
+TEST(KubeStream, ASilentStreamEndsAtTheIdleLimit) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
+  const auto c = stream(peer.endpoint(), 1s);
+  EXPECT_EQ(c.out.error, "watch idle timeout");
+  EXPECT_EQ(c.lines, std::vector<std::string>{"{\"n\":1}"});
+  // The limit is checked every max(idle/8, 100 ms): cut between 1 s and 1.125 s after the last
+  // byte, with room for a slow machine above.
+  EXPECT_GE(c.took, 1s);
+  EXPECT_LT(c.took, 4s);
+}
+
+TEST(KubeStream, AStreamThatKeepsTalkingIsNotCutAtTheIdleLimit) {
+  // 8 lines 300 ms apart: 2.4 s in all, longer than the 1 s limit, never 1 s silent.
+  std::vector<step> script{{chunked_head}};
+  for (int i = 0; i < 8; ++i)
+    script.push_back({chunk("{\"n\":" + std::to_string(i) + "}\n"), 300ms});
+  script.push_back({"0\r\n\r\n"});
+  stream_peer peer(script, stream_peer::ending::close);
+  const auto c = stream(peer.endpoint(), 1s);
+  EXPECT_EQ(c.out.error, "");
+  EXPECT_EQ(c.lines.size(), 8u);
+  EXPECT_GE(c.took, 2400ms);
+}
+
+TEST(KubeStream, ABodyCutShortIsAnErrorAndItsPartialLineIsNotHandedOn) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n{\"n\":")}}, stream_peer::ending::cut);
+  const auto c = stream(peer.endpoint(), 10s);
+  EXPECT_EQ(c.out.error.rfind("read: ", 0), 0u) << c.out.error;
+  EXPECT_EQ(c.lines, std::vector<std::string>{"{\"n\":1}"});
+}
+
+TEST(KubeStream, TheReaderStopsTheStreamWhenItReturnsFalse) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")}},
+                   stream_peer::ending::hold);
+  const auto c =
+      stream(peer.endpoint(), 10s, [](std::string_view line) { return line != "{\"n\":2}"; });
+  EXPECT_EQ(c.out.error, "");
+  EXPECT_EQ(c.lines, (std::vector<std::string>{"{\"n\":1}", "{\"n\":2}"}));
+  EXPECT_LT(c.took, 5s);
+}
+
+TEST(KubeStream, AnAnswerOtherThan200IsKeptAsItsBodyNotAsLines) {
+  const std::string body = R"({"kind":"Status","code":410,"reason":"Expired"})";
+  stream_peer peer({{"HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body}},
+                   stream_peer::ending::close);
+  const auto c = stream(peer.endpoint(), 10s);
+  EXPECT_EQ(c.out.status, 410);
+  EXPECT_EQ(c.out.body, body);
+  EXPECT_TRUE(c.lines.empty());
+}
+
+}  // namespace
+}  // namespace topogate::inventory::detail
