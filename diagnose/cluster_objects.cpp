@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "diagnose/diagnose_internal.hpp"
 #include "diagnose/quantity.hpp"
 
 namespace topogate::diagnose {
@@ -92,6 +93,57 @@ std::vector<toleration> tolerations_of(const doc_node* n) {
     out.push_back({text_of(t.find("key")), text_of(t.find("operator")), text_of(t.find("value")),
                    text_of(t.find("effect"))});
   return out;
+}
+
+std::vector<node_selector_requirement> requirements_of(const doc_node* n) {
+  std::vector<node_selector_requirement> out;
+  if (!n || !n->is_sequence()) return out;
+  for (const doc_node& r : n->items) {
+    node_selector_requirement req{text_of(r.find("key")), text_of(r.find("operator")), {}};
+    if (const doc_node* v = r.find("values"); v && v->is_sequence())
+      for (const doc_node& x : v->items) req.values.push_back(x.text);
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
+std::optional<node_affinity> affinity_of(const doc_node& spec) {
+  const doc_node* req =
+      at(spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"});
+  if (!req || !req->is_mapping()) return std::nullopt;
+  node_affinity terms;
+  if (const doc_node* ts = req->find("nodeSelectorTerms"); ts && ts->is_sequence())
+    for (const doc_node& t : ts->items)
+      terms.push_back(
+          {requirements_of(t.find("matchExpressions")), requirements_of(t.find("matchFields"))});
+  return terms;
+}
+
+std::optional<std::int64_t> go_int(const std::string& t) {
+  std::int64_t v = 0;
+  const char* b = t.data() + (t.starts_with('+') ? 1 : 0);
+  auto [p, ec] = std::from_chars(b, t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+// One requirement of a term, as labels.Requirement matches it; an invalid requirement (an
+// unknown operator, a wrong number of values) makes its term match nothing.
+bool requirement_matches(const node_selector_requirement& r, const std::string* value) {
+  const auto in = [&] {
+    return value && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+  };
+  if (r.op == "In") return !r.values.empty() && in();
+  if (r.op == "NotIn") return !r.values.empty() && !in();
+  if (r.op == "Exists") return r.values.empty() && value;
+  if (r.op == "DoesNotExist") return r.values.empty() && !value;
+  if (r.op == "Gt" || r.op == "Lt") {
+    const auto want = r.values.size() == 1 ? go_int(r.values[0]) : std::nullopt;
+    const auto have = value ? go_int(*value) : std::nullopt;
+    if (!want || !have) return false;
+    return r.op == "Gt" ? *have > *want : *have < *want;
+  }
+  return false;
 }
 
 std::string meta_name(const doc_node& o) { return text_of(at(o, {"metadata", "name"})); }
@@ -266,8 +318,10 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
       ps.name = text_of(s.find("name"));
       ps.count = int_of(s.find("count")).value_or(1);
       if (const doc_node* spec = at(s, {"template", "spec"})) {
-        ps.requests = pod_requests(*spec, errors, child(sp, "template.spec"));
+        ps.resources = read_pod_resources(*spec, errors, child(sp, "template.spec"));
+        ps.requests = kueue_requests(c, w.namespace_, ps.resources, &ps.request_sources);
         ps.node_selector = labels_of(spec->find("nodeSelector"));
+        ps.required_affinity = affinity_of(*spec);
         ps.tolerations = tolerations_of(spec->find("tolerations"));
       }
       if (const doc_node* tr = s.find("topologyRequest")) {
@@ -298,6 +352,46 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
     }
   }
   c.workloads.push_back(std::move(w));
+}
+
+// Kueue applies LimitRanges and RuntimeClasses to a Workload whenever it queues it: the
+// requests of the Workloads already read follow one read later.
+void refresh_requests(cluster_objects& c, const std::string* ns) {
+  for (auto& w : c.workloads)
+    if (!ns || w.namespace_ == *ns)
+      for (auto& ps : w.podsets)
+        ps.requests = kueue_requests(c, w.namespace_, ps.resources, &ps.request_sources);
+}
+
+void read_limit_range(cluster_objects& c, const doc_node& o, const std::string& path,
+                      error_list& errors) {
+  limit_range lr;
+  lr.namespace_ = meta_namespace(o);
+  lr.name = meta_name(o);
+  if (const doc_node* items = at(o, {"spec", "limits"}); items && items->is_sequence()) {
+    for (std::size_t i = 0; i < items->items.size(); ++i) {
+      const doc_node& item = items->items[i];
+      if (text_of(item.find("type")) != "Container") continue;
+      lr.has_container_item = true;
+      const std::string ip = index(child(path, "spec.limits"), i);
+      for (const auto& [field, into] :
+           {std::pair{"default", &lr.default_limits}, {"defaultRequest", &lr.default_requests}})
+        for (const auto& [k, v] : amounts_of(item.find(field), errors, child(ip, field)))
+          into->emplace(k, v);
+    }
+  }
+  c.limit_ranges.push_back(std::move(lr));
+  refresh_requests(c, &c.limit_ranges.back().namespace_);
+}
+
+void read_runtime_class(cluster_objects& c, const doc_node& o, const std::string& path,
+                        error_list& errors) {
+  runtime_class rc;
+  rc.name = meta_name(o);
+  if (const doc_node* oh = o.find("overhead"); oh && oh->is_mapping())
+    rc.overhead = amounts_of(oh->find("podFixed"), errors, child(path, "overhead.podFixed"));
+  c.runtime_classes.push_back(std::move(rc));
+  refresh_requests(c, nullptr);
 }
 
 void collect_progress(const doc_node& n, const std::string& path, model_deployment& d, int depth) {
@@ -419,37 +513,158 @@ const model_deployment* cluster_objects::deployment(std::string_view ns,
   return nullptr;
 }
 
-resource_amounts pod_requests(const doc_node& spec, error_list& errors, std::string_view path) {
+pod_resources read_pod_resources(const doc_node& spec, error_list& errors, std::string_view path) {
+  pod_resources p;
+  auto read = [&](const char* field, std::vector<container_resources>& into) {
+    const doc_node* cs = spec.find(field);
+    if (!cs || !cs->is_sequence()) return;
+    for (std::size_t i = 0; i < cs->items.size(); ++i) {
+      const doc_node& c = cs->items[i];
+      const std::string cp = index(child(path, field), i);
+      container_resources r;
+      r.name = text_of(c.find("name"));
+      r.requests =
+          amounts_of(at(c, {"resources", "requests"}), errors, child(cp, "resources.requests"));
+      r.limits = amounts_of(at(c, {"resources", "limits"}), errors, child(cp, "resources.limits"));
+      r.sidecar = text_of(c.find("restartPolicy")) == "Always";
+      into.push_back(std::move(r));
+    }
+  };
+  read("containers", p.containers);
+  read("initContainers", p.init_containers);
+  p.pod_requests =
+      amounts_of(at(spec, {"resources", "requests"}), errors, child(path, "resources.requests"));
+  p.overhead = amounts_of(spec.find("overhead"), errors, child(path, "overhead"));
+  p.runtime_class = text_of(spec.find("runtimeClassName"));
+  return p;
+}
+
+namespace {
+
+// Resources a Pod may request at Pod level (PodLevelResources): cpu, memory, hugepages-*.
+bool pod_level_resource(std::string_view r) {
+  return r == "cpu" || r == "memory" || r.starts_with("hugepages-");
+}
+
+// Adds the keys of `from` that `into` lacks (Kueue's MergeResourceListKeepFirst); their
+// names are appended to `added`.
+void keep_first(resource_amounts& into, const resource_amounts& from,
+                std::vector<std::string>& added) {
+  for (const auto& [k, v] : from)
+    if (into.emplace(k, v).second) added.push_back(k);
+}
+
+std::string added_text(const container_resources& c, const std::vector<std::string>& keys) {
+  return "container " + c.name + ": " + detail::join(keys, ", ");
+}
+
+}  // namespace
+
+resource_amounts pod_requests(const pod_resources& pod) {
   resource_amounts containers;
-  if (const doc_node* cs = spec.find("containers"); cs && cs->is_sequence())
-    for (std::size_t i = 0; i < cs->items.size(); ++i)
-      add_into(containers,
-               amounts_of(at(cs->items[i], {"resources", "requests"}), errors,
-                          child(index(child(path, "containers"), i), "resources.requests")));
+  for (const auto& c : pod.containers) add_into(containers, c.requests);
   resource_amounts sidecars;
   resource_amounts init_peak;
-  if (const doc_node* ics = spec.find("initContainers"); ics && ics->is_sequence()) {
-    for (std::size_t i = 0; i < ics->items.size(); ++i) {
-      const doc_node& ic = ics->items[i];
-      const auto r =
-          amounts_of(at(ic, {"resources", "requests"}), errors,
-                     child(index(child(path, "initContainers"), i), "resources.requests"));
-      if (text_of(ic.find("restartPolicy")) == "Always") {
-        add_into(sidecars, r);  // a sidecar keeps running beside everything started after it
-        max_into(init_peak, sidecars);
-      } else {
-        resource_amounts during = sidecars;
-        add_into(during, r);
-        max_into(init_peak, during);
-      }
+  for (const auto& ic : pod.init_containers) {
+    if (ic.sidecar) {
+      add_into(sidecars, ic.requests);  // a sidecar keeps running beside everything after it
+      max_into(init_peak, sidecars);
+    } else {
+      resource_amounts during = sidecars;
+      add_into(during, ic.requests);
+      max_into(init_peak, during);
     }
   }
   add_into(containers, sidecars);
   max_into(containers, init_peak);
-  add_into(containers, amounts_of(spec.find("overhead"), errors, child(path, "overhead")));
+  // Pod-level requests, when they name a resource that may be set at Pod level, replace the
+  // containers' sum for each such resource they name.
+  for (const auto& [k, v] : pod.pod_requests)
+    if (pod_level_resource(k)) containers[k] = v;
+  add_into(containers, pod.overhead);
   for (auto it = containers.begin(); it != containers.end();)
     it = it->second == 0 ? containers.erase(it) : std::next(it);
   return containers;
+}
+
+resource_amounts pod_requests(const doc_node& spec, error_list& errors, std::string_view path) {
+  return pod_requests(read_pod_resources(spec, errors, path));
+}
+
+resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
+                                const pod_resources& template_pod,
+                                std::vector<std::string>* sources) {
+  pod_resources pod = template_pod;
+  std::vector<std::string> said;
+  // 1. RuntimeClass overhead, only when the template sets none.
+  if (!pod.runtime_class.empty() && pod.overhead.empty())
+    for (const auto& rc : c.runtime_classes)
+      if (rc.name == pod.runtime_class && rc.overhead) {
+        pod.overhead = *rc.overhead;
+        said.push_back("overhead of RuntimeClass " + rc.name);
+      }
+  // 2. The namespace's LimitRanges with a Container item, summarised: the first default
+  // (and defaultRequest) per resource, in name order.
+  std::vector<const limit_range*> ranges;
+  for (const auto& lr : c.limit_ranges)
+    if (lr.namespace_ == ns && lr.has_container_item) ranges.push_back(&lr);
+  std::sort(ranges.begin(), ranges.end(),
+            [](const limit_range* a, const limit_range* b) { return a->name < b->name; });
+  resource_amounts def_limits, def_requests;
+  std::vector<std::string> names, ignored;
+  for (const limit_range* lr : ranges) {
+    keep_first(def_limits, lr->default_limits, ignored);
+    keep_first(def_requests, lr->default_requests, ignored);
+    names.push_back(lr->name);
+  }
+  std::vector<std::string> from_ranges, from_limits;
+  for (auto* list : {&pod.init_containers, &pod.containers})
+    for (auto& ct : *list) {
+      std::vector<std::string> added;
+      if (!ranges.empty()) {
+        keep_first(ct.limits, def_limits, added);
+        for (auto& a : added) a = "limits " + a;
+        std::vector<std::string> req;
+        keep_first(ct.requests, def_requests, req);
+        for (const auto& r : req) added.push_back("requests " + r);
+        if (!added.empty()) from_ranges.push_back(added_text(ct, added));
+      }
+      // 3. Limits for the requests a container leaves unset.
+      std::vector<std::string> filled;
+      keep_first(ct.requests, ct.limits, filled);
+      if (!filled.empty()) from_limits.push_back(added_text(ct, filled));
+    }
+  if (!from_ranges.empty())
+    said.push_back("LimitRange defaults (" + std::string(ns) + ": " + detail::join(names, ", ") +
+                   ") for " + detail::join(from_ranges, "; "));
+  if (!from_limits.empty())
+    said.push_back("limits as requests for " + detail::join(from_limits, "; "));
+  bool pod_level = false;
+  for (const auto& [k, v] : pod.pod_requests) pod_level = pod_level || pod_level_resource(k);
+  if (pod_level) said.push_back("Pod-level requests (spec.resources)");
+  if (sources) *sources = std::move(said);
+  return pod_requests(pod);
+}
+
+bool affinity_matches(const node_affinity& terms, const label_map& labels, std::string_view name) {
+  for (const auto& t : terms) {
+    if (t.match_expressions.empty() && t.match_fields.empty()) continue;
+    bool ok = true;
+    for (const auto& r : t.match_expressions)
+      ok = ok && requirement_matches(r, find_label(labels, r.key));
+    if (!name.empty())
+      for (const auto& f : t.match_fields) {
+        // Fields: In and NotIn of exactly one value; a Node has metadata.name only.
+        const std::string v = f.key == "metadata.name" ? std::string(name) : std::string();
+        const bool valid = (f.op == "In" || f.op == "NotIn") && f.values.size() == 1;
+        ok = ok && valid && ((f.op == "In") == (v == f.values[0]));
+      }
+    else
+      for (const auto& f : t.match_fields)
+        ok = ok && (f.op == "In" || f.op == "NotIn") && f.values.size() == 1;
+    if (ok) return true;
+  }
+  return false;
 }
 
 bool source_selects(const topology_source_object& src, const label_map& labels) {
@@ -518,6 +733,10 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
     read_workload(into, o, path, errors);
   } else if (kind == "ModelDeployment" && gpustack) {
     read_deployment(into, o);
+  } else if (kind == "LimitRange" && group.empty()) {
+    read_limit_range(into, o, path, errors);
+  } else if (kind == "RuntimeClass" && group == "node.k8s.io") {
+    read_runtime_class(into, o, path, errors);
   } else if (kind == "TopologySource" && gpustack) {
     read_source(into, o, path, errors);
   } else {

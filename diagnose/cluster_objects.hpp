@@ -62,6 +62,31 @@ struct k8s_node {
   std::vector<taint> taints;
 };
 
+// The resource fields of one Pod spec, as written (before any defaulting).
+struct container_resources {
+  std::string name;
+  resource_amounts requests, limits;  // a key present with 0 is set (to zero)
+  bool sidecar = false;               // an init container with restartPolicy: Always
+};
+struct pod_resources {
+  std::vector<container_resources> containers, init_containers;
+  resource_amounts pod_requests;  // spec.resources.requests (Pod-level resources)
+  resource_amounts overhead;      // spec.overhead
+  std::string runtime_class;      // spec.runtimeClassName
+};
+
+// A LimitRange's items of type Container: the defaults it gives a container.
+struct limit_range {
+  std::string namespace_, name;
+  bool has_container_item = false;
+  resource_amounts default_limits, default_requests;  // first Container item's, merged in order
+};
+
+struct runtime_class {
+  std::string name;
+  std::optional<resource_amounts> overhead;  // overhead.podFixed; nullopt without overhead
+};
+
 struct k8s_pod {
   std::string namespace_, name, node_name, phase;
   resource_amounts requests;  // effective request: containers, init containers, overhead
@@ -102,6 +127,23 @@ struct local_queue {
   std::string namespace_, name, cluster_queue;
 };
 
+// spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: terms ORed,
+// the requirements of a term ANDed.
+struct node_selector_requirement {
+  std::string key, op;  // op: In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+};
+struct node_selector_term {
+  std::vector<node_selector_requirement> match_expressions, match_fields;
+};
+using node_affinity = std::vector<node_selector_term>;
+
+// Whether a Node with `labels` and `name` matches the required node affinity, as the
+// scheduler (and Kueue) match it: a term without requirements is skipped, no term left
+// matches nothing; matchFields know metadata.name only and are checked when `name` is set.
+[[nodiscard]] bool affinity_matches(const node_affinity& terms, const label_map& labels,
+                                    std::string_view name);
+
 struct topology_domain {
   std::vector<std::string> values;  // one per assignment level
   std::int64_t count = 0;
@@ -110,8 +152,11 @@ struct topology_domain {
 struct podset {
   std::string name;
   std::int64_t count = 1;
-  resource_amounts requests;  // per Pod, effective
+  pod_resources resources;    // the template's, as stored
+  resource_amounts requests;  // per Pod, effective, as Kueue computes it (kueue_requests)
+  std::vector<std::string> request_sources;  // what Kueue added to the template's requests
   label_map node_selector;
+  std::optional<node_affinity> required_affinity;  // nullopt: the template sets none
   std::vector<toleration> tolerations;
   std::string required_level, preferred_level;
   bool unconstrained = false;
@@ -170,6 +215,8 @@ struct cluster_objects {
   std::vector<workload> workloads;
   std::vector<model_deployment> deployments;
   std::vector<topology_source_object> sources;
+  std::vector<limit_range> limit_ranges;
+  std::vector<runtime_class> runtime_classes;
   std::size_t skipped = 0;  // objects of kinds the diagnosis does not read
 
   [[nodiscard]] const k8s_node* node(std::string_view name) const noexcept;
@@ -189,10 +236,22 @@ error_list add_objects(cluster_objects& into, std::string_view text, std::string
 // One decoded object (as from a list item or a single API GET).
 error_list add_object(cluster_objects& into, const doc_node& object, std::string_view path);
 
+// The resource fields of a Pod spec.
+pod_resources read_pod_resources(const doc_node& pod_spec, error_list& errors,
+                                 std::string_view path);
 // The effective request of one Pod (the scheduler's formula): the larger of the sum over
 // containers plus restartable (sidecar) init containers, and each plain init container
-// together with the sidecars started before it; plus spec.overhead.
+// together with the sidecars started before it; Pod-level requests (cpu, memory,
+// hugepages-*) replace that sum for the resources they name; plus spec.overhead.
+resource_amounts pod_requests(const pod_resources& pod);
 resource_amounts pod_requests(const doc_node& pod_spec, error_list& errors, std::string_view path);
+// A Workload PodSet's per-Pod request as Kueue v0.17.0 computes it when it queues the
+// Workload (the stored template is not changed): the RuntimeClass's overhead when the
+// template names one and sets no overhead, the namespace's LimitRange container defaults
+// for what a container leaves unset, then limits for missing requests; then pod_requests.
+// `sources` (optional) receives what was added, in words.
+resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
+                                const pod_resources& pod, std::vector<std::string>* sources);
 
 // Whether the TopologySource's spec.nodeSelector selects labels (absent or {} selects all).
 [[nodiscard]] bool source_selects(const topology_source_object& src, const label_map& labels);

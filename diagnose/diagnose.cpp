@@ -196,8 +196,8 @@ flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf,
   }
   if (!rf) return fc;
   std::map<std::vector<std::string>, domain_capacity> domains;
-  // Kueue checks taints and the nodeSelector per Node only when the Topology ends with the
-  // hostname level.
+  // Kueue checks taints, the nodeSelector and the required node affinity per Node only when
+  // the Topology ends with the hostname level.
   const bool per_node = !topo || (!topo->levels.empty() && topo->levels.back() == hostname_label);
   const auto tols = with_flavor(ps, rf);
   for (const auto& n : c.nodes) {
@@ -216,6 +216,9 @@ flavor_capacity flavor_fit(const cluster_objects& c, const resource_flavor* rf,
       why = "not Ready";
     } else if (per_node && !labels_match(ps.node_selector, n.labels)) {
       why = "PodSet nodeSelector does not match";
+    } else if (per_node && ps.required_affinity &&
+               !affinity_matches(*ps.required_affinity, n.labels, n.name)) {
+      why = "PodSet required node affinity does not match";
     } else if (per_node) {
       for (const auto& t : n.taints)
         if (why.empty() && counts_for_scheduling(t) && !tolerates(tols, t))
@@ -589,6 +592,10 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
                             : "required " + ps.required_level;
       s.lines.push_back("PodSet " + ps.name + ": count " + std::to_string(ps.count) + ", " + req +
                         ", per Pod " + render_amounts(ps.requests));
+      if (!ps.request_sources.empty())
+        s.lines.push_back(
+            "  per Pod request as Kueue computes it, beyond the template's requests: " +
+            join(ps.request_sources, "; "));
     }
     for (const auto& a : w->assignments) {
       std::string dom;

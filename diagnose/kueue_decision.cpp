@@ -31,7 +31,7 @@ struct tas_domain {
 
 // Kueue's ExclusionStats: why leaves were left out in the last fill_counts, first cause only.
 struct exclusion_stats {
-  std::int64_t total = 0, node_selector = 0;
+  std::int64_t total = 0, node_selector = 0, affinity = 0;
   std::map<std::string, std::int64_t> taints, resources;
 };
 
@@ -134,6 +134,7 @@ std::string limiting_resource(const resource_amounts& free, const resource_amoun
 std::string exclusions_text(const exclusion_stats& st) {
   std::vector<std::string> parts;
   if (st.node_selector > 0) parts.push_back("nodeSelector: " + std::to_string(st.node_selector));
+  if (st.affinity > 0) parts.push_back("affinity: " + std::to_string(st.affinity));
   for (const auto& [k, n] : st.taints) parts.push_back("taint \"" + k + "\": " + std::to_string(n));
   for (const auto& [k, n] : st.resources)
     parts.push_back("resource \"" + k + "\": " + std::to_string(n));
@@ -144,6 +145,7 @@ std::string exclusions_text(const exclusion_stats& st) {
 
 void fill_counts(tas_snapshot& s, const resource_amounts& req, const resource_amounts* leader_req,
                  const std::vector<toleration>& tols, const label_map& selector,
+                 const node_affinity* affinity,
                  const std::map<std::string, resource_amounts>& assumed) {
   auto& leaves = s.levels.back();
   s.stats = {};
@@ -164,6 +166,10 @@ void fill_counts(tas_snapshot& s, const resource_amounts& req, const resource_am
       }
       if (!labels_match(selector, leaf.node->labels)) {
         ++s.stats.node_selector;
+        continue;
+      }
+      if (affinity && !affinity_matches(*affinity, leaf.node->labels, leaf.node->name)) {
+        ++s.stats.affinity;
         continue;
       }
     }
@@ -356,7 +362,8 @@ tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_re
     return r;
   }
   fill_counts(s, req, leader ? &leader_req : nullptr, with_flavor(ps, s.rf),
-              s.per_node ? ps.node_selector : label_map{}, assumed);
+              s.per_node ? ps.node_selector : label_map{},
+              ps.required_affinity ? &*ps.required_affinity : nullptr, assumed);
   auto [fit, reason] = fit_level(s, level, required, workers.count, leaders, unconstrained);
   if (!reason.empty()) {
     r.reason = reason;
@@ -456,17 +463,36 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
       // Kueue prints the Taint struct with Go's %s: {key value effect <nil>}.
       return "untolerated taint {" + t.key + " " + t.value + " " + t.effect + " <nil>} in flavor " +
              flavor;
-  // The nodeSelector against the flavor's nodeLabels, for the label keys the group's
-  // flavors use.
-  for (const auto& [k, v] : ps.node_selector) {
-    bool key_used = false;
+  // The nodeSelector and the required node affinity against the flavor's nodeLabels, for
+  // the label keys the group's flavors use.
+  const auto key_used = [&](const std::string& k) {
     for (const auto& f : q.flavors)
       if (f.group == rg)
         if (const resource_flavor* o = c.flavor(f.name); o && find_label(o->node_labels, k))
-          key_used = true;
-    if (!key_used) continue;
+          return true;
+    return false;
+  };
+  const std::string no_match = "flavor " + flavor + " doesn't match node affinity";
+  for (const auto& [k, v] : ps.node_selector) {
+    if (!key_used(k)) continue;
     const std::string* have = find_label(rf->node_labels, k);
-    if (!have || *have != v) return "flavor " + flavor + " doesn't match node affinity";
+    if (!have || *have != v) return no_match;
+  }
+  if (ps.required_affinity) {
+    // Each term keeps the expressions on those keys (matchFields are dropped); a term left
+    // empty lets every flavor through.
+    node_affinity kept;
+    for (const auto& t : *ps.required_affinity) {
+      node_selector_term k;
+      for (const auto& e : t.match_expressions)
+        if (key_used(e.key)) k.match_expressions.push_back(e);
+      if (k.match_expressions.empty()) {
+        kept.clear();
+        break;
+      }
+      kept.push_back(std::move(k));
+    }
+    if (!kept.empty() && !affinity_matches(kept, rf->node_labels, "")) return no_match;
   }
   return "";
 }

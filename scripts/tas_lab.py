@@ -48,7 +48,8 @@ KUBECTL = os.environ.get("KUBECTL", "kubectl")
 ROLE = "worker.gpustack.ai/role"
 KINDS = ["workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io",
          "resourceflavors.kueue.x-k8s.io", "topologies.kueue.x-k8s.io", "admissionchecks.kueue.x-k8s.io",
-         "modeldeployments.worker.gpustack.ai", "topologysources.worker.gpustack.ai", "pods", "nodes"]
+         "modeldeployments.worker.gpustack.ai", "topologysources.worker.gpustack.ai", "limitranges",
+         "runtimeclasses.node.k8s.io", "pods", "nodes"]
 
 
 def die(msg, code=1):
@@ -78,9 +79,16 @@ RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
     "admissionchecks.kueue.x-k8s.io": ("/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", False),
     "modeldeployments.worker.gpustack.ai": ("/apis/worker.gpustack.ai/v1", "modeldeployments", True),
     "topologysources.worker.gpustack.ai": ("/apis/worker.gpustack.ai/v1", "topologysources", False),
+    "limitranges": ("/api/v1", "limitranges", True),
+    "runtimeclasses.node.k8s.io": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "pods": ("/api/v1", "pods", True),
     "nodes": ("/api/v1", "nodes", False),
 }
+# What `diagnose pending --from DIR` reads from a dump of the lab (see diagnose()).
+DUMP_KINDS = ["nodes", "pods", "topologies.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io",
+              "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io",
+              "topologysources.worker.gpustack.ai", "modeldeployments.worker.gpustack.ai", "limitranges",
+              "runtimeclasses.node.k8s.io"]
 _api = {}
 
 
@@ -190,7 +198,8 @@ def owned_names(kinds, selector=OWNED):
         prefix, plural, _ = RESOURCES[kind]
         lst = api_get(f"{prefix}/{plural}?labelSelector={urllib.parse.quote(selector)}") or {}
         plural_name, _, group = kind.partition(".")
-        single = plural_name[:-3] + "y" if plural_name.endswith("ies") else plural_name[:-1]
+        single = plural_name[:-3] + "y" if plural_name.endswith("ies") else \
+            plural_name[:-2] if plural_name.endswith("sses") else plural_name[:-1]
         single = f"{single}.{group}" if group else single
         out += [f"{single}/{i['metadata']['name']}" for i in lst.get("items") or []]
     return out
@@ -248,6 +257,9 @@ def load(path):
         for key in (n.get("labels") or {}):
             if key not in (levels or []):
                 errs.append(f"nodes[{i}].labels[{key}]: not a level of topologySource")
+        for key in (n.get("nodeLabels") or {}):
+            if key in (levels or []) or key in (HOSTNAME, PROFILE, OWNED):
+                errs.append(f"nodes[{i}].nodeLabels[{key}]: a topology, profile or lab label")
     wnames = set()
     for i, w in enumerate(s.get("workloads") or []):
         if not isinstance(w.get("name"), str) or w["name"] in wnames:
@@ -260,6 +272,15 @@ def load(path):
                 errs.append(f"workloads[{i}].podSets[{j}].count: a positive integer")
             if p.get("required") and p.get("preferred"):
                 errs.append(f"workloads[{i}].podSets[{j}]: required or preferred, not both")
+            for field in ("requests", "limits", "podRequests"):
+                if p.get(field) is not None and not isinstance(p[field], dict):
+                    errs.append(f"workloads[{i}].podSets[{j}].{field}: resource -> quantity")
+    for i, lr in enumerate(s.get("limitRanges") or []):
+        if not isinstance(lr, dict) or not isinstance(lr.get("name"), str) or not isinstance(lr.get("limits"), list):
+            errs.append(f"limitRanges[{i}]: {{name, limits}}")
+    for i, rc in enumerate(s.get("runtimeClasses") or []):
+        if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
+            errs.append(f"runtimeClasses[{i}]: {{name, overhead}}")
     md = s.get("modelDeployment")
     if md is not None and (not isinstance(md, dict) or not isinstance(md.get("name"), str) or not isinstance(md.get("spec"), dict)):
         errs.append("modelDeployment: {name, spec}")
@@ -335,13 +356,16 @@ def write_inventory(s, out):
 OVERCOMMITABLE = ("cpu", "memory", "ephemeral-storage")
 
 
-def container_resources(amounts):
-    """requests as given; limits equal to requests for the resources the apiserver does not
-    let a Pod overcommit (extended resources such as nvidia.com/gpu, hugepages-*): "Limit
-    must be set for non overcommitable resources" otherwise."""
+def container_resources(amounts, limits=None):
+    """requests as given; limits as given, and equal to requests for the resources the
+    apiserver does not let a Pod overcommit (extended resources such as nvidia.com/gpu,
+    hugepages-*): "Limit must be set for non overcommitable resources" otherwise."""
     req = {r: str(v) for r, v in (amounts or {}).items()}
-    out = {"requests": req}
-    lim = {r: v for r, v in req.items() if r not in OVERCOMMITABLE}
+    out = {"requests": req} if amounts is not None or not limits else {}
+    lim = {r: str(v) for r, v in (limits or {}).items()}
+    for r, v in req.items():
+        if r not in OVERCOMMITABLE:
+            lim.setdefault(r, v)
     if lim:
         out["limits"] = lim
     return out
@@ -360,7 +384,8 @@ def cmd_nodes(path):
         # from its start; topogate checks the snapshot's copies against them (S6).
         cloud = {k: v for k, v in (n.get("labels") or {}).items() if k.startswith("topology.kubernetes.io/")}
         nodes.append({"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": name, "labels": {HOSTNAME: name, **cloud, **owned}},
+                      "metadata": {"name": name,
+                                   "labels": {**(n.get("nodeLabels") or {}), HOSTNAME: name, **cloud, **owned}},
                       "spec": {"unschedulable": bool(n.get("unschedulable", False)), "taints": n.get("taints", [])}})
         alloc = {r: str(v) for r, v in n["allocatable"].items()}
         if not n.get("noPodsAllocatable"):
@@ -553,11 +578,18 @@ def workload_obj(s, w):
             tr["podSetGroupName"] = p["podSetGroupName"]
         spec = {"restartPolicy": "Never", "containers": [{
             "name": "main", "image": "registry.k8s.io/pause:3.10",
-            "resources": container_resources(p.get("requests"))}]}
+            "resources": container_resources(p.get("requests"), p.get("limits"))}]}
+        if p.get("podRequests"):
+            spec["resources"] = {"requests": {r: str(v) for r, v in p["podRequests"].items()}}
+        if p.get("runtimeClassName"):
+            spec["runtimeClassName"] = p["runtimeClassName"]
         if p.get("tolerations"):
             spec["tolerations"] = p["tolerations"]
         if p.get("nodeSelector"):
             spec["nodeSelector"] = p["nodeSelector"]
+        if p.get("nodeAffinity") is not None:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": p["nodeAffinity"]}}}
         pod_sets.append({"name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
                          "template": {"spec": spec}})
     meta = {"name": w["name"], "namespace": NS, "labels": {OWNED: s["name"]}}
@@ -617,11 +649,27 @@ def kueue_decision(wl):
     return d
 
 
-def diagnose(name):
+def dump_objects(d):
+    """What `kubectl get KIND -A -o json` prints, one file per kind, into d."""
+    os.makedirs(d, exist_ok=True)
+    for kind in DUMP_KINDS:
+        prefix, plural, _ = RESOURCES[kind]
+        with open(os.path.join(d, f"{kind}.json"), "w") as f:
+            json.dump(api_get(f"{prefix}/{plural}") or {"kind": "List", "apiVersion": "v1", "items": []}, f)
+
+
+def diagnose(name, dump=None):
+    """diagnose pending through the API, or (dump: a directory) from a dump of the lab's
+    objects taken now, for scenarios with objects the online reader does not list
+    (LimitRanges, RuntimeClasses)."""
     tg = os.environ["TOPOGATE_BINARY"]
     env = dict(os.environ)
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    r = subprocess.run([tg, "diagnose", "pending", f"{NS}/{name}", "--kubeconfig", os.environ["KUBECONFIG"],
+    src = ["--kubeconfig", os.environ["KUBECONFIG"]]
+    if dump:
+        dump_objects(dump)
+        src = ["--from", dump]
+    r = subprocess.run([tg, "diagnose", "pending", f"{NS}/{name}", *src,
                         "--output", "json"], text=True, capture_output=True, env=env)
     try:
         rep = json.loads(r.stdout)
@@ -711,6 +759,21 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
     s = load(path)
     ch = None
     lines = []
+    owned = {OWNED: s["name"]}
+    for lr in s.get("limitRanges") or []:
+        create("limitranges", {"apiVersion": "v1", "kind": "LimitRange",
+                               "metadata": {"name": lr["name"], "namespace": NS, "labels": owned},
+                               "spec": {"limits": lr["limits"]}})
+    for rc in s.get("runtimeClasses") or []:
+        obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+               "metadata": {"name": rc["name"], "labels": owned}, "handler": rc.get("handler", rc["name"])}
+        if rc.get("overhead"):
+            obj["overhead"] = {"podFixed": {r: str(v) for r, v in rc["overhead"].items()}}
+        create("runtimeclasses.node.k8s.io", obj)
+    dump = None
+    if s.get("limitRanges") or s.get("runtimeClasses"):
+        dump = os.path.join(os.environ.get("TAS_LAB_DIR") or "/tmp", "dump")
+        time.sleep(1.0)  # Kueue's caches see the LimitRanges and RuntimeClasses first
     for w in s["workloads"]:
         create("workloads.kueue.x-k8s.io", workload_obj(s, w))
         wait = timeout
@@ -721,7 +784,9 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
             if (pre.get("kueue") or {}).get("noDecision"):
                 wait = 3.0
         kd = wait_decision(s, w["name"], wait, settle)
-        dg, _ = diagnose(w["name"])
+        dg, _ = diagnose(w["name"], dump)
+        if dump:
+            dg["input"] = "dump"
         lines.append((w, kd, dg))
     ch = chain()
     rc = 0

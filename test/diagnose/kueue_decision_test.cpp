@@ -82,6 +82,22 @@ workload& add_workload(cluster_objects& c, const std::string& name, std::vector<
   return c.workloads.back();
 }
 
+// A second flavor f2 (nodeLabels pool=POOL, the same Topology, ample cpu quota) after f,
+// over Nodes of their own in zone ZONE_VALUE (name, CPU).
+void add_flavor_f2(cluster_objects& c, const std::string& pool, const std::string& zone_value,
+                   const std::vector<std::pair<std::string, std::int64_t>>& nodes) {
+  resource_flavor other = c.flavors[0];
+  other.name = "f2";
+  other.node_labels = {{"pool", pool}};
+  c.flavors.push_back(other);
+  for (const auto& [name, cpu] : nodes) {
+    k8s_node o = make_node(name, zone_value, cpu);
+    o.labels = sorted_labels({{host, name}, {zone, zone_value}, {"pool", pool}});
+    c.nodes.push_back(o);
+  }
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+}
+
 kueue_decision decide(const cluster_objects& c, const std::string& name) {
   return diagnose_pending(c, "default", name).kueue;
 }
@@ -207,15 +223,8 @@ TEST(Kueue, ReservedWorkloadsUseTheQuota) {
 // The first flavor whose quota fits is chosen, and TAS runs in that flavor only.
 TEST(Kueue, FlavorOrderQuotaPicksTheFlavorTasRunsInItOnly) {
   auto c = tas_cluster();
-  resource_flavor other = c.flavors[0];
-  other.name = "f2";
-  other.node_labels = {{"pool", "other"}};
-  c.flavors.push_back(other);
-  k8s_node o = make_node("o1", "zone-o", 2000);
-  o.labels = sorted_labels({{host, "o1"}, {zone, "zone-o"}, {"pool", "other"}});
-  c.nodes.push_back(o);
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 2000}});
   c.cluster_queues[0].flavors[0].nominal["cpu"] = 1000;  // f: too little quota
-  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
   add_workload(c, "w", {make_podset("main", 2, 1000)});
   auto k = decide(c, "w");
   EXPECT_TRUE(k.admissible) << k.message;
@@ -236,14 +245,7 @@ TEST(Kueue, FlavorOrderQuotaPicksTheFlavorTasRunsInItOnly) {
 // it (LastTriedFlavorIdx): the Workload is admitted in a later flavor that places it.
 TEST(Kueue, NextCycleTriesTheNextFlavorAfterPlacementFails) {
   auto c = tas_cluster();
-  resource_flavor other = c.flavors[0];
-  other.name = "f2";
-  other.node_labels = {{"pool", "other"}};
-  c.flavors.push_back(other);
-  k8s_node o = make_node("o1", "zone-o", 16000);
-  o.labels = sorted_labels({{host, "o1"}, {zone, "zone-o"}, {"pool", "other"}});
-  c.nodes.push_back(o);
-  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 16000}});
   add_workload(c, "w", {make_podset("main", 3, 3000)});  // f's zones hold 2, o1 holds 5
   auto k = decide(c, "w");
   EXPECT_TRUE(k.admissible) << k.message;
@@ -455,6 +457,332 @@ TEST(Kueue, NodeMissingALevelLabelLeavesTheFlavorEmptyValueIsADomain) {
   EXPECT_TRUE(r.kueue.admissible) << r.kueue.message;
   EXPECT_TRUE(r.fits[0].fits_one_domain());
   EXPECT_EQ(r.kueue.podsets[0].detail, "a2=1, b1=1, b2=1");
+}
+
+// ---------------------------------------------------------------- the per-Pod request
+
+// A Workload of `count` Pods required in one zone, in queue q, with `spec` as its template's
+// Pod spec (JSON), as `kubectl get workloads -o json` prints it.
+std::string workload_json(const std::string& name, int count, const std::string& spec,
+                          const std::string& ns = "default") {
+  return R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"Workload","metadata":{"name":")" + name +
+         R"(","namespace":")" + ns +
+         R"("},"spec":{"queueName":"q","podSets":[{"name":"main","count":)" +
+         std::to_string(count) + R"(,"topologyRequest":{"required":")" + zone +
+         R"("},"template":{"spec":)" + spec + "}}]}}";
+}
+
+const podset& only_podset(const cluster_objects& c, const std::string& name) {
+  return c.find_workload("default", name)->podsets.at(0);
+}
+
+void add_json(cluster_objects& c, const std::string& json) {
+  const auto errors = add_objects(c, json, "objects.json");
+  EXPECT_TRUE(errors.empty()) << render_text(errors);
+}
+
+TEST(KueueRequests, LimitsFillMissingRequestsOfAWorkloadNotOfAPod) {
+  cluster_objects c;
+  add_json(c, workload_json("w", 1, R"({"containers":[
+      {"name":"a","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"memory":"512Mi"}}},
+      {"name":"b","resources":{"limits":{"cpu":"1"},"requests":{"cpu":"0"}}}],
+    "initContainers":[{"name":"i","resources":{"limits":{"cpu":"3"}}}]})"));
+  const auto& ps = only_podset(c, "w");
+  // cpu: max(2 (a's limit) + 0 (b's explicit zero), 3 (the init container's limit))
+  EXPECT_EQ(ps.requests.at("cpu"), 3000);
+  EXPECT_EQ(ps.requests.at("memory"), 512ll << 20);  // a's request wins over its limit
+  ASSERT_EQ(ps.request_sources.size(), 1u);
+  EXPECT_EQ(ps.request_sources[0], "limits as requests for container i: cpu; container a: cpu");
+  // A Pod is read as the API stores it (the apiserver defaults its requests): no filling.
+  add_json(c, R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d"},
+    "spec":{"nodeName":"n","containers":[{"name":"a","resources":{"limits":{"cpu":"2"}}}]}})");
+  EXPECT_TRUE(c.pods.at(0).requests.empty());
+}
+
+TEST(KueueRequests, PodLevelRequestsReplaceTheContainersSum) {
+  cluster_objects c;
+  const std::string containers = R"("containers":[
+      {"name":"a","resources":{"requests":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"1"}}},
+      {"name":"b","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}],"overhead":{"cpu":"100m"})";
+  add_json(c, workload_json("plain", 1, "{" + containers + "}"));
+  add_json(c, workload_json("pod-level", 1,
+                            R"({"resources":{"requests":{"cpu":"3","nvidia.com/gpu":"4"}},)" +
+                                containers + "}"));
+  EXPECT_EQ(only_podset(c, "plain").requests.at("cpu"), 2100);
+  const auto& ps = only_podset(c, "pod-level");
+  EXPECT_EQ(ps.requests.at("cpu"), 3100);          // Pod level, plus the overhead
+  EXPECT_EQ(ps.requests.at("memory"), 2ll << 30);  // not set at Pod level: the containers'
+  EXPECT_EQ(ps.requests.at("nvidia.com/gpu"), 1);  // not a Pod-level resource: ignored
+  EXPECT_EQ(ps.request_sources, std::vector<std::string>{"Pod-level requests (spec.resources)"});
+  // Pod-level limits alone are not requests.
+  add_json(c, workload_json("limits-only", 1,
+                            R"({"resources":{"limits":{"cpu":"8"}},)" + containers + "}"));
+  EXPECT_EQ(only_podset(c, "limits-only").requests.at("cpu"), 2100);
+}
+
+TEST(KueueRequests, LimitRangeDefaultsOfTheWorkloadsNamespace) {
+  const std::string spec = R"({"containers":[
+      {"name":"a","resources":{}},
+      {"name":"b","resources":{"requests":{"cpu":"250m"},"limits":{"memory":"1Gi"}}}]})";
+  const char* ranges = R"({"kind":"List","apiVersion":"v1","items":[
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"b-second","namespace":"default"},
+     "spec":{"limits":[{"type":"Container","default":{"cpu":"9","memory":"9Gi"}}]}},
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"a-first","namespace":"default"},
+     "spec":{"limits":[{"type":"Pod","max":{"cpu":"64"}},
+                       {"type":"Container","default":{"cpu":"2"},"defaultRequest":{"memory":"256Mi"}}]}},
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"other","namespace":"team"},
+     "spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"7"}}]}},
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"pods-only","namespace":"default"},
+     "spec":{"limits":[{"type":"Pod","default":{"cpu":"5"}}]}}]})";
+  // Read before or after the Workload, the LimitRanges give the same request.
+  for (bool ranges_first : {true, false}) {
+    cluster_objects c;
+    if (ranges_first) add_json(c, ranges);
+    add_json(c, workload_json("w", 1, spec));
+    if (!ranges_first) add_json(c, ranges);
+    const auto& ps = only_podset(c, "w");
+    // a: limits cpu 2 (a-first's default, first by name), memory 9Gi (b-second's: merged
+    // per resource) -> request cpu 2; request memory 256Mi (a-first's defaultRequest). b: its
+    // own cpu request; memory 256Mi from a-first's defaultRequest, not its 1Gi limit
+    // (defaults come before limits fill requests).
+    EXPECT_EQ(ps.requests.at("cpu"), 2250) << ranges_first;
+    EXPECT_EQ(ps.requests.at("memory"), 512ll << 20) << ranges_first;
+    ASSERT_EQ(ps.request_sources.size(), 2u);
+    EXPECT_EQ(ps.request_sources[0],
+              "LimitRange defaults (default: a-first, b-second) for container a: limits cpu, "
+              "limits memory, requests memory; container b: limits cpu, requests memory");
+    EXPECT_EQ(ps.request_sources[1], "limits as requests for container a: cpu");
+  }
+  // Another namespace's LimitRanges do not apply.
+  cluster_objects c;
+  add_json(c, ranges);
+  add_json(c, workload_json("w", 1, spec, "elsewhere"));
+  const auto& ps = c.find_workload("elsewhere", "w")->podsets.at(0);
+  EXPECT_EQ(ps.requests.at("cpu"), 250);
+  EXPECT_EQ(ps.requests.at("memory"), 1ll << 30);  // b's limit
+}
+
+TEST(KueueRequests, RuntimeClassOverheadOnlyWithoutTheTemplatesOwn) {
+  const char* rc = R"({"kind":"RuntimeClass","apiVersion":"node.k8s.io/v1",
+    "metadata":{"name":"kata"},"handler":"kata","overhead":{"podFixed":{"cpu":"250m"}}})";
+  cluster_objects c;
+  add_json(c, workload_json("named", 1, R"({"runtimeClassName":"kata","containers":[
+      {"name":"a","resources":{"requests":{"cpu":"1"}}}]})"));
+  add_json(c, workload_json("own", 1, R"({"runtimeClassName":"kata","overhead":{"cpu":"100m"},
+      "containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]})"));
+  add_json(c, workload_json("missing", 1, R"({"runtimeClassName":"gone","containers":[
+      {"name":"a","resources":{"requests":{"cpu":"1"}}}]})"));
+  EXPECT_EQ(only_podset(c, "named").requests.at("cpu"), 1000);  // not read yet
+  add_json(c, rc);
+  EXPECT_EQ(only_podset(c, "named").requests.at("cpu"), 1250);
+  EXPECT_EQ(only_podset(c, "named").request_sources,
+            std::vector<std::string>{"overhead of RuntimeClass kata"});
+  EXPECT_EQ(only_podset(c, "own").requests.at("cpu"), 1100);
+  EXPECT_EQ(only_podset(c, "missing").requests.at("cpu"), 1000);
+}
+
+// The request Kueue computes decides: 3 Pods required in one zone of two 4-CPU Nodes fit
+// when each requests 1 CPU, not when a 3-CPU limit (or LimitRange default) is its request.
+TEST(KueueRequests, LimitsAndLimitRangesChangeTheDecision) {
+  const auto decide_spec = [](const std::string& spec, const char* extra) {
+    auto c = tas_cluster();
+    if (extra) add_json(c, extra);
+    add_json(c, workload_json("w", 3, spec));
+    return diagnose_pending(c, "default", "w");
+  };
+  const std::string with_request =
+      R"({"containers":[{"name":"a","resources":{"requests":{"cpu":"1"},"limits":{"cpu":"3"}}}]})";
+  const std::string limits_only =
+      R"({"containers":[{"name":"a","resources":{"limits":{"cpu":"3"}}}]})";
+  const std::string nothing = R"({"containers":[{"name":"a","resources":{}}]})";
+  EXPECT_TRUE(decide_spec(with_request, nullptr).kueue.admissible);
+  EXPECT_TRUE(decide_spec(nothing, nullptr).kueue.admissible);
+  const auto r = decide_spec(limits_only, nullptr);
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 2 out of 3 "
+            "pod(s)");
+  bool shown = false;
+  for (const auto& l : step(r, 2).lines)
+    shown = shown || l.find("limits as requests for container a: cpu") != std::string::npos;
+  EXPECT_TRUE(shown);
+
+  const char* range = R"({"kind":"LimitRange","apiVersion":"v1",
+    "metadata":{"name":"defaults","namespace":"default"},
+    "spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"3"}}]}})";
+  EXPECT_FALSE(decide_spec(nothing, range).kueue.admissible);
+  EXPECT_TRUE(decide_spec(with_request, range).kueue.admissible);  // its own request stays
+}
+
+// ---------------------------------------------------------------- required node affinity
+
+node_selector_term expr(const std::string& key, const std::string& op,
+                        std::vector<std::string> values = {}) {
+  return {{{key, op, std::move(values)}}, {}};
+}
+
+TEST(KueueAffinity, OperatorsAsTheSchedulerMatchesThem) {
+  const label_map labels = sorted_labels({{zone, "zone-a"}, {"gpus", "8"}, {"pool", ""}});
+  const auto one = [&](node_selector_term t, std::string_view name = "a1") {
+    return affinity_matches({std::move(t)}, labels, name);
+  };
+  EXPECT_TRUE(one(expr(zone, "In", {"zone-b", "zone-a"})));
+  EXPECT_FALSE(one(expr(zone, "In", {"zone-b"})));
+  EXPECT_FALSE(one(expr(zone, "NotIn", {"zone-a"})));
+  EXPECT_TRUE(one(expr("rack", "NotIn", {"r1"})));  // a missing label is not in any set
+  EXPECT_TRUE(one(expr("pool", "Exists")));         // an empty value exists
+  EXPECT_FALSE(one(expr("pool", "DoesNotExist")));
+  EXPECT_TRUE(one(expr("rack", "DoesNotExist")));
+  EXPECT_TRUE(one(expr("gpus", "Gt", {"4"})));
+  EXPECT_FALSE(one(expr("gpus", "Gt", {"8"})));
+  EXPECT_TRUE(one(expr("gpus", "Lt", {"+9"})));
+  EXPECT_FALSE(one(expr(zone, "Gt", {"1"})));         // not an integer: no match
+  EXPECT_FALSE(one(expr("gpus", "Gt", {"1", "2"})));  // invalid: matches nothing
+  EXPECT_FALSE(one(expr(zone, "Exists", {"zone-a"})));
+  EXPECT_FALSE(one(expr(zone, "Equals", {"zone-a"})));
+  // matchFields: metadata.name, In or NotIn of one value.
+  const node_selector_term by_name{{}, {{"metadata.name", "In", {"a1"}}}};
+  EXPECT_TRUE(one(by_name));
+  EXPECT_FALSE(one(by_name, "a2"));
+  EXPECT_TRUE(one({{}, {{"metadata.name", "NotIn", {"a2"}}}}));
+  // Terms are ORed, a term's requirements ANDed; an empty term is skipped, none left
+  // matches nothing.
+  node_selector_term both = expr(zone, "In", {"zone-a"});
+  both.match_expressions.push_back({"gpus", "Lt", {"4"}});
+  EXPECT_FALSE(affinity_matches({both}, labels, "a1"));
+  EXPECT_TRUE(affinity_matches({both, expr("gpus", "Exists")}, labels, "a1"));
+  EXPECT_TRUE(affinity_matches({node_selector_term{}, expr("gpus", "Exists")}, labels, "a1"));
+  EXPECT_FALSE(affinity_matches({node_selector_term{}}, labels, "a1"));
+  EXPECT_FALSE(affinity_matches({}, labels, "a1"));
+}
+
+TEST(KueueAffinity, ReadFromTheTemplate) {
+  cluster_objects c;
+  add_json(c, workload_json("w", 1, R"({"containers":[{"name":"a"}],"affinity":{"nodeAffinity":{
+      "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+        {"matchExpressions":[{"key":"pool","operator":"In","values":["gpu","cpu"]}],
+         "matchFields":[{"key":"metadata.name","operator":"NotIn","values":["b1"]}]}]},
+      "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"preference":{}}]}}})"));
+  add_json(c, workload_json("plain", 1, R"({"containers":[{"name":"a"}]})"));
+  const auto& a = only_podset(c, "w").required_affinity;
+  ASSERT_TRUE(a.has_value());
+  ASSERT_EQ(a->size(), 1u);
+  EXPECT_EQ((*a)[0].match_expressions.at(0).values, (std::vector<std::string>{"gpu", "cpu"}));
+  EXPECT_EQ((*a)[0].match_fields.at(0).op, "NotIn");
+  EXPECT_FALSE(only_podset(c, "plain").required_affinity.has_value());
+}
+
+// Kueue checks the affinity per Node after taints and the nodeSelector, only in a Topology
+// ending with the hostname level, and counts each Node it leaves out as "affinity".
+TEST(KueueAffinity, NodesLeftOutOnAHostnameTopologyOnly) {
+  auto c = tas_cluster();
+  auto& w = add_workload(c, "w", {make_podset("main", 2, 4000)});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  node_selector_term t = expr(zone, "In", {"zone-b"});
+  t.match_fields.push_back({"metadata.name", "NotIn", {"b1"}});
+  w.podsets[0].required_affinity = node_affinity{t};
+  auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 1 out of 2 "
+            "pod(s). Total nodes: 4; excluded: affinity: 3");
+  EXPECT_EQ(r.fits[0].cluster_fits, 1);  // step 6 leaves the same Nodes out
+  bool named = false;
+  for (const auto& [n, why] : r.fits[0].flavors[0].excluded)
+    named = named || (n == "b1" && why == "PodSet required node affinity does not match");
+  EXPECT_TRUE(named);
+  // Taints and the nodeSelector come first: a Node they leave out is not counted again.
+  c.nodes[0].taints.push_back({"gpu", "", "NoSchedule"});
+  w.podsets[0].node_selector = {{host, "a2"}};
+  r = diagnose_pending(c, "default", "w");
+  EXPECT_EQ(r.kueue.message,
+            "couldn't assign flavors to pod set main: topology \"t\" doesn't allow to fit any of 2 "
+            "pod(s). Total nodes: 4; excluded: affinity: 1, nodeSelector: 2, taint "
+            "\"gpu:NoSchedule\": 1");
+  // A Topology whose leaves are zones: Kueue does not look at Nodes' affinity.
+  c.nodes[0].taints.clear();
+  w.podsets[0].node_selector.clear();
+  c.topologies[0].levels = {zone};
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// The flavor check: the affinity's expressions on the keys the group's flavors label
+// against each flavor's nodeLabels ("flavor F doesn't match node affinity").
+TEST(KueueAffinity, FlavorsWhoseNodeLabelsTheAffinityRefuses) {
+  auto c = tas_cluster();
+  add_flavor_f2(c, "cpu", "zone-c", {{"c1", 4000}, {"c2", 4000}});
+  auto& w = add_workload(c, "w", {make_podset("main", 2, 4000)});
+  EXPECT_EQ(decide(c, "w").podsets[0].flavor, "f");
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "NotIn", {"gpu"})};
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  EXPECT_EQ(k.podsets[0].detail, "c1=1, c2=1");
+  // Refused by every flavor: Kueue's words for each.
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "In", {"tpu"})};
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: flavor f doesn't match node affinity, "
+            "flavor f2 doesn't match node affinity");
+  // A term with no expression on a flavor key lets every flavor through (the terms are
+  // ORed); TAS then leaves every Node out per Node.
+  w.podsets[0].required_affinity =
+      node_affinity{expr("pool", "In", {"tpu"}), expr("rack", "Exists")};
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_NE(k.message.find("; excluded: affinity: 2"), std::string::npos) << k.message;
+}
+
+// ---------------------------------------------------------------- recorded in the TAS lab
+
+// Fixtures recorded from real Kueue v0.17.0 in the TAS lab (test/e2e/tas/kueue-decision/
+// request-limitrange-runtimeclass.json and node-affinity.json): each Workload, decided again
+// on the cluster Kueue decided it on (the Workloads submitted after it left out, its own
+// decision cleared), gets Kueue's recorded answer, word for word when Pending.
+void expect_recorded_decisions(const std::string& dir, const std::vector<std::string>& order) {
+  const auto all = load(dir);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    auto c = all;
+    std::erase_if(c.workloads, [&](const workload& w) {
+      return std::find(order.begin() + static_cast<long>(i) + 1, order.end(), w.name) !=
+             order.end();
+    });
+    auto it = std::find_if(c.workloads.begin(), c.workloads.end(),
+                           [&](const workload& w) { return w.name == order[i]; });
+    ASSERT_NE(it, c.workloads.end()) << order[i];
+    const auto* qr = find_condition(it->conditions, "QuotaReserved");
+    ASSERT_NE(qr, nullptr) << order[i];
+    const bool admitted = qr->status == "True";
+    const std::string message = qr->message;
+    it->conditions.clear();
+    it->assignments.clear();
+    it->admitted_cluster_queue.clear();
+    const auto r = diagnose_pending(c, "default", order[i]);
+    EXPECT_EQ(r.kueue.admissible, admitted) << order[i] << ": " << r.kueue.message;
+    if (!admitted) {
+      EXPECT_EQ(r.kueue.message, message) << order[i];
+    }
+  }
+}
+
+TEST(KueueRecorded, LimitRangeAndRuntimeClassRequests) {
+  expect_recorded_decisions("kueue-requests",
+                            {"defaulted", "runtime-overhead", "own-request", "runtime-plain"});
+  // Without its LimitRange the defaulted Workload's Pods request no CPU: it would fit.
+  auto c = load("kueue-requests");
+  c.limit_ranges.clear();
+  for (auto& w : c.workloads) {
+    w.conditions.clear();
+    for (auto& ps : w.podsets) ps.requests = kueue_requests(c, w.namespace_, ps.resources, nullptr);
+  }
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "defaulted"; });
+  EXPECT_TRUE(diagnose_pending(c, "default", "defaulted").kueue.admissible);
+}
+
+TEST(KueueRecorded, RequiredNodeAffinity) {
+  expect_recorded_decisions("kueue-affinity", {"flavor-refused", "zone-b-not-b1", "gpus-gt-4",
+                                               "few-or-no-gpus", "gpus-not-b1"});
 }
 
 }  // namespace
