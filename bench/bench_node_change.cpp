@@ -13,6 +13,9 @@
 //                        evaluated in full (its own rules were never checked)
 //   BM_LabelChange/N     a label the rules read changed (the rack a consumer projects) and
 //                        nothing served moves: S6 and the profile of that Node only
+//   BM_DriftCheck/N/L    one label-drift check of the served revision against the Nodes
+//                        (inventory/drift.hpp; the reconcile loop's periodic pass), the
+//                        Nodes unlabelled (L=0: every one drifted) or labelled (L=1: none)
 //
 // The scale benchmark (bench/node_scale.py) measures the same against a real kube-apiserver.
 
@@ -28,6 +31,7 @@
 #include "bench/node_cluster.hpp"
 #include "core/nodes.hpp"
 #include "core/topology_source.hpp"
+#include "inventory/drift.hpp"
 #include "inventory/inventory.hpp"
 #include "inventory/node_view.hpp"
 
@@ -118,6 +122,46 @@ void BM_LabelChange(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// range(1) 0: the Nodes carry none of the consumer's labels (every served Node drifted);
+// 1: they carry what the revision says (none drifted, the usual case).
+void BM_DriftCheck(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  cluster c(n);
+  auto inventory = inventory_or_skip(c, state);
+  if (!inventory) return;
+  const auto rev = inventory->current();
+  const auto snap = rev->accepted_shared();
+  auto list = c.view.list();
+  if (state.range(1) == 1) {
+    core::node_list::cursor at(list);
+    for (const auto& sn : snap->nodes) {
+      auto* node = const_cast<core::cluster_node*>(at.find(sn.name));
+      if (node == nullptr) continue;
+      auto& labels = node->labels.edit();
+      for (const auto& l : sn.labels) {
+        std::erase_if(labels, [&](const auto& kv) { return kv.first == l.key; });
+        labels.emplace_back(l.key, l.value);
+      }
+      std::sort(labels.begin(), labels.end());
+    }
+    for (const auto& a : rev->profiles->nodes) {
+      auto* node = const_cast<core::cluster_node*>(list.find(a.node));
+      auto& labels = node->labels.edit();
+      std::erase_if(labels,
+                    [](const auto& kv) { return kv.first == "topology.gpustack.ai/profile"; });
+      labels.emplace_back("topology.gpustack.ai/profile", rev->profiles->profile_of(a).id);
+      std::sort(labels.begin(), labels.end());
+    }
+  }
+  std::size_t drifted = 0;
+  for (auto _ : state) {
+    auto found = inv::find_drift(c.source, *rev, *snap, list);
+    drifted = found.size();
+    benchmark::DoNotOptimize(found);
+  }
+  state.counters["drifted"] = static_cast<double>(drifted);
+}
+
 }  // namespace
 
 BENCHMARK(BM_ViewList)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
@@ -126,4 +170,7 @@ BENCHMARK(BM_RelevantChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark:
 BENCHMARK(BM_NodeLeaves)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NodeReturns)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LabelChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DriftCheck)
+    ->ArgsProduct({{1000, 10000, 20000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

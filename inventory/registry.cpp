@@ -60,6 +60,10 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
     }
     if ((e.nodes != nullptr) == (list != nullptr) && (!list || same_nodes(*e.nodes, *list))) return;
     e.nodes = list;
+    {
+      std::lock_guard dl(e.drift_mu);
+      e.drift_nodes = list;
+    }
     const auto before = e.inv->attempts_recorded();
     e.inv->set_nodes(std::move(list));
     // The heap walk costs milliseconds on a large heap: a stream of Node changes pays it once
@@ -272,6 +276,7 @@ void registry::impl::run_loop() {
                   [](const auto& e) { return e->awaiting_nodes.load(); })) {
     next_resync = std::min(next_resync, nodes_grace_until);
   }
+  auto next_drift = steady::now() + drift_interval();
   auto dirty_at = never;   // a burst of events is being debounced
   auto settle_at = never;  // an invalid read waits to be confirmed
   while (!stopping.load()) {
@@ -280,7 +285,7 @@ void registry::impl::run_loop() {
       std::lock_guard lk(api_nodes_mu);
       nodes_due = api_nodes_due;
     }
-    const auto deadline = std::min({next_resync, dirty_at, settle_at, nodes_due});
+    const auto deadline = std::min({next_resync, dirty_at, settle_at, nodes_due, next_drift});
     const auto wait =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
     pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
@@ -310,6 +315,10 @@ void registry::impl::run_loop() {
       full = true;
       next_resync = now + cfg.resync_interval;
     }
+    if (full || now >= next_drift) {
+      check_drift();
+      next_drift = steady::now() + drift_interval();
+    }
     if (full && store) {
       // The store too: a watch that is stuck (a proxy holding the stream, a lost event) is
       // caught up within one interval. One read per inventory at a time.
@@ -330,6 +339,41 @@ void registry::impl::run_loop() {
       rearm(points, again);
     }
     if (again && dirty_at == never) dirty_at = steady::now();
+  }
+}
+
+std::chrono::milliseconds registry::impl::drift_interval() const {
+  auto shortest = std::chrono::milliseconds(std::chrono::seconds(300));
+  for (const auto& e : entries)
+    shortest = std::min<std::chrono::milliseconds>(shortest, e->spec.drift_grace);
+  return std::clamp<std::chrono::milliseconds>(shortest / 10, std::chrono::seconds(1),
+                                               std::chrono::seconds(30));
+}
+
+void registry::impl::check_drift() {
+  for (auto& ep : entries) {
+    entry& e = *ep;
+    if (e.spec.config.source.node_labels) continue;
+    std::shared_ptr<const core::node_list> nodes;
+    {
+      std::lock_guard dl(e.drift_mu);
+      nodes = e.drift_nodes;
+    }
+    if (!nodes) {
+      e.drift_seen.clear();
+      std::lock_guard dl(e.drift_mu);
+      e.drift = nullptr;
+      continue;
+    }
+    // Nothing served: nothing the consumer writes, so nothing to drift from.
+    std::vector<topogate::inventory::node_drift> found;
+    if (const auto rev = e.inv->current()) {
+      if (const auto snap = rev->accepted_shared())
+        found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
+    }
+    auto report = e.drift_seen.update(std::move(found), clk.now(), e.spec.drift_grace);
+    std::lock_guard dl(e.drift_mu);
+    e.drift = std::move(report);
   }
 }
 
@@ -606,6 +650,13 @@ std::shared_ptr<const node_label_check> registry::node_labels(std::string_view n
   const auto* e = impl_->find(name);
   if (e == nullptr || !e->spec.config.source.node_labels) return nullptr;
   return impl_->labels_of(*e);
+}
+
+std::shared_ptr<const drift_report> registry::node_drift(std::string_view name) const {
+  const auto* e = impl_->find(name);
+  if (e == nullptr) return nullptr;
+  std::lock_guard dl(e->drift_mu);
+  return e->drift;
 }
 
 std::optional<bool> registry::store_available(std::string_view name) const {

@@ -15,6 +15,7 @@
 
 #include "core/node_labels.hpp"
 #include "core/result.hpp"
+#include "inventory/drift.hpp"
 #include "inventory/inventory.hpp"
 #include "inventory/store.hpp"
 
@@ -37,6 +38,9 @@ struct inventory_spec {
   std::string snapshot_path;    // file or directory ("" = push-only)
   std::string nodes_path;       // kubectl get nodes -o json file ("" = none)
   bool nodes_from_api = false;  // list+watch Nodes through the Kubernetes API
+  // With a Node list (file or API): how long a Node's labels may differ from the served
+  // revision before it counts as drifted (drift.hpp).
+  std::chrono::seconds drift_grace{300};
 };
 
 struct registry_config {
@@ -184,6 +188,9 @@ class registry {
     std::optional<std::chrono::system_clock::time_point> synced_at;
   };
   [[nodiscard]] std::optional<store_view_status> store_view(std::string_view name) const;
+  // The last label-drift check of an inventory with a Node list (drift.hpp); null before the
+  // first check, without a Node list, and for nodeLabels inventories.
+  [[nodiscard]] std::shared_ptr<const drift_report> node_drift(std::string_view name) const;
 
  private:
   [[nodiscard]] std::string node_label_status(std::string_view name) const;

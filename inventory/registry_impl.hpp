@@ -129,6 +129,13 @@ struct registry::impl {
     mutable std::mutex label_mu;
     std::shared_ptr<const node_label_check> labels;
     std::vector<attempt> label_history;  // newest last
+    // Label drift (drift.hpp): the Node list last handed over, for the loop's periodic check
+    // (drift_mu, so the check never waits for a writer), the tracker (loop thread only) and
+    // the last report (drift_mu).
+    mutable std::mutex drift_mu;
+    std::shared_ptr<const core::node_list> drift_nodes;
+    std::shared_ptr<const drift_report> drift;
+    drift_tracker drift_seen;
   };
 
   registry_config cfg;
@@ -247,6 +254,11 @@ struct registry::impl {
   std::map<std::string, std::set<std::string>> armed;
 
   void run_loop();
+
+  // Label drift of every inventory with a Node list, at `now` (loop thread).
+  void check_drift();
+  // How often check_drift runs: a tenth of the shortest grace, between 1 s and 30 s.
+  std::chrono::milliseconds drift_interval() const;
 
   // --- Store (every call on the inventory's lane) -------------------------------------------
 

@@ -57,6 +57,53 @@ void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) 
 
 }  // namespace
 
+namespace {
+
+// The last label-drift check (drift.hpp): null before the first one or without a Node list.
+void append_drift(std::string& out, const drift_report* d) {
+  if (d == nullptr) {
+    out += "null";
+    return;
+  }
+  out += "{";
+  add_str(out, "checkedAt", detail::format_time(d->checked_at));
+  out += ",\"graceSeconds\":" + std::to_string(d->grace.count());
+  out += ",\"mismatched\":" + std::to_string(d->mismatched);
+  out += ",\"drifted\":" + std::to_string(d->drifted);
+  out += ",\"nodes\":[";
+  for (std::size_t i = 0; i < d->nodes.size(); ++i) {
+    const auto& n = d->nodes[i];
+    if (i != 0) out.push_back(',');
+    out.push_back('{');
+    add_str(out, "name", n.drift.node);
+    out.push_back(',');
+    add_str(out, "since", detail::format_time(n.since));
+    out += ",\"labels\":[";
+    for (std::size_t j = 0; j < n.drift.labels.size(); ++j) {
+      const auto& l = n.drift.labels[j];
+      if (j != 0) out.push_back(',');
+      out.push_back('{');
+      add_str(out, "key", l.key);
+      out.push_back(',');
+      add_str(out, "want", l.want);
+      out += ",\"have\":";
+      if (l.present) {
+        core::append_json_string(out, l.have);
+      } else {
+        out += "null";
+      }
+      out.push_back('}');
+    }
+    out += "]}";
+  }
+  out += "]";
+  if (d->drifted > d->nodes.size())
+    out += ",\"notListed\":" + std::to_string(d->drifted - d->nodes.size());
+  out.push_back('}');
+}
+
+}  // namespace
+
 std::optional<std::string> registry::status_json(std::string_view name) const {
   const auto& m = *impl_;
   auto* e = m.find(name);
@@ -137,7 +184,9 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
           !e->spec.nodes_path.empty() ? "file:" + e->spec.nodes_path
           : e->spec.nodes_from_api    ? std::string("kubernetes")
                                       : std::string("none"));
-  out += "},";
+  out += "},\"drift\":";
+  append_drift(out, node_drift(name).get());
+  out.push_back(',');
   add_str(out, "input",
           !e->spec.snapshot_path.empty() ? "file:" + e->spec.snapshot_path
           : m.store                      ? "push:" + m.store->describe()

@@ -417,7 +417,8 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     std::string where = "inventories[" + std::to_string(i) + "]";
     check_keys(n, where,
                {"name", "source", "snapshot", "nodes", "nodesFromAPI", "maxAge", "allowEmptyStart",
-                "unknownNodes", "historySize", "readers", "writers", "maxProfileChanges"});
+                "unknownNodes", "historySize", "readers", "writers", "maxProfileChanges",
+                "driftGracePeriod"});
     if (!n["name"]) fail(where, "name is required");
     const std::string name = str(n["name"], where + ".name");
     if (!core::check_dns1123_subdomain(name).empty())
@@ -449,6 +450,15 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     if (n["maxAge"]) {
       spec.config.max_age = std::chrono::duration_cast<std::chrono::seconds>(
           duration(n["maxAge"], where + ".maxAge"));
+    }
+    if (n["driftGracePeriod"]) {
+      // How long a Node's labels may differ from the served revision (NFD applying them, a
+      // controller overwriting one) before topogate_inventory_nodes_drifted counts it.
+      const auto g = std::chrono::duration_cast<std::chrono::seconds>(
+          duration(n["driftGracePeriod"], where + ".driftGracePeriod"));
+      if (g.count() < 1 || g > std::chrono::hours(24))
+        fail(where + ".driftGracePeriod", "must be between 1s and 24h");
+      spec.drift_grace = g;
     }
     if (n["allowEmptyStart"])
       spec.config.allow_empty_start = boolean(n["allowEmptyStart"], where + ".allowEmptyStart");

@@ -165,6 +165,14 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                 .Name("topogate_inventory_nodes")
                 .Help("Nodes in the served revision, per inventory (after any pruning).")
                 .Register(r);
+  nodes_drifted_ =
+      &prometheus::BuildGauge()
+           .Name("topogate_inventory_nodes_drifted")
+           .Help(
+               "Nodes whose topology labels (the levels the consumer writes, the profile label) "
+               "have differed from the served revision for at least the inventory's "
+               "driftGracePeriod; only for inventories with a Node list.")
+           .Register(r);
   store_available_ =
       &prometheus::BuildGauge()
            .Name("topogate_store_available")
@@ -379,6 +387,9 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
             impact_refusals_->Add({{"inventory", name}, {"trigger", trigger}});
         }
       }
+    }
+    if (const auto drift = reg.node_drift(name)) {
+      nodes_drifted_->Add({{"inventory", name}}).Set(static_cast<double>(drift->drifted));
     }
     if (const auto labels = reg.node_labels(name)) {
       nodelabel_errors_->Add({{"inventory", name}})

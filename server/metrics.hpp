@@ -102,6 +102,7 @@ class metrics {
   prometheus::Family<prometheus::Gauge>* store_behind_;
   prometheus::Family<prometheus::Gauge>* store_synced_;
   prometheus::Family<prometheus::Gauge>* nodes_;
+  prometheus::Family<prometheus::Gauge>* nodes_drifted_;
   prometheus::Family<prometheus::Gauge>* audit_violations_;
   prometheus::Family<prometheus::Gauge>* audit_last_success_;
   prometheus::Family<prometheus::Gauge>* audit_conflicts_;

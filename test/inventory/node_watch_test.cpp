@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 
+#include "fake_node_watch.hpp"
 #include "inventory/registry.hpp"
 #include "inventory/store.hpp"
 #include "test_util.hpp"
@@ -17,69 +18,14 @@
 namespace topogate::inventory {
 namespace {
 
-class fake_node_watch final : public node_watch {
- public:
-  void start(label_filter, std::function<void(list_source)> on_change) override {
-    std::lock_guard lk(mu_);
-    on_change_ = std::move(on_change);
-    ++starts_;
-  }
-  void stop() override {
-    std::lock_guard lk(mu_);
-    on_change_ = nullptr;
-  }
-  // What the watch thread does after a list or a change.
-  bool deliver(core::node_list list) {
-    std::function<void(list_source)> fn;
-    {
-      std::lock_guard lk(mu_);
-      fn = on_change_;
-    }
-    if (!fn) return false;
-    fn([l = std::move(list)] { return l; });
-    return true;
-  }
-  int starts() {
-    std::lock_guard lk(mu_);
-    return starts_;
-  }
-  // A change whose list is built only when the registry asks for it (as the real watch's
-  // is): `copies` counts the lists asked for.
-  bool deliver_lazily(std::function<core::node_list()> make, std::atomic<int>& copies) {
-    std::function<void(list_source)> fn;
-    {
-      std::lock_guard lk(mu_);
-      fn = on_change_;
-    }
-    if (!fn) return false;
-    fn([make = std::move(make), &copies] {
-      ++copies;
-      return make();
-    });
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::function<void(list_source)> on_change_;
-  int starts_ = 0;
-};
-
 struct fixture {
   testing::temp_dir dir;
   fake_node_watch* watch = nullptr;
   std::unique_ptr<registry> reg;
 
   explicit fixture(unknown_nodes_policy policy) {
-    testing::write_file(dir / "snapshot.json", testing::snapshot_json("n-1", 4));
-    registry_config cfg;
-    inventory_spec spec;
-    spec.config = testing::config("dc");
-    spec.config.unknown_nodes = policy;
-    spec.snapshot_path = dir / "snapshot.json";
-    spec.nodes_from_api = true;
-    cfg.inventories.push_back(std::move(spec));
-    cfg.resync_interval = std::chrono::seconds(3600);
+    auto cfg = api_fed_config(dir);
+    cfg.inventories[0].config.unknown_nodes = policy;
     registry_deps deps;
     auto w = std::make_unique<fake_node_watch>();
     watch = w.get();
@@ -160,13 +106,8 @@ TEST(NodeWatch, ABurstOfChangesIsCopiedOncePerWindow) {
 // served without a Node list rather than never.
 TEST(NodeWatch, WithoutAWatchTheErrorIsReportedAndTheFileIsReadWithoutNodes) {
   testing::temp_dir dir;
-  testing::write_file(dir / "snapshot.json", testing::snapshot_json("n-1", 4));
-  registry_config cfg;
-  inventory_spec spec;
-  spec.config = testing::config("dc");
-  spec.snapshot_path = dir / "snapshot.json";
-  spec.nodes_from_api = true;
-  cfg.inventories.push_back(std::move(spec));
+  auto cfg = api_fed_config(dir);
+  cfg.resync_interval = registry_config{}.resync_interval;
   registry_deps deps;
   deps.nodes_error = "no Kubernetes API in this test";
   std::mutex mu;

@@ -58,6 +58,7 @@ ACTIVE = {
     "TopogateInventoryNotReady",            # inventory "empty"
     "TopogateAuditFailing",                 # the audit's API refuses connections
     "TopogateInventoryNearSizeLimit",       # inventory "files": LARGE_NODES Nodes, over 0.9 MiB
+    "TopogateNodesDrifted",                 # inventory "noded": 4 Nodes without their labels
 }
 INACTIVE = {
     "TopogateInventoryStale", "TopogateInventoryNearMaxAge", "TopogateProfileChangesAccepted",
@@ -92,6 +93,12 @@ def large_snapshot():
 def config(pki, d: Path, crt, key, health_port, api_port):
     (d / "topologysource.yaml").write_text(TOPOLOGY_SOURCE)
     (d / "snapshot.yaml").write_text(large_snapshot())
+    # Inventory "noded" knows its Nodes (a kubectl list), which carry none of the labels the
+    # consumer writes: after driftGracePeriod each counts as drifted.
+    (d / "noded.yaml").write_text(snapshot("noded"))
+    (d / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}} for n in NODES]}))
     (d / "writer.token").write_text(WRITER_TOKEN + "\n")
     readers = f"{{bearerTokenFiles: [{pki.token_file}], clientCAFile: {pki.ca}}}"
     return f"""listen: {{address: 127.0.0.1, port: 0, healthPort: {health_port}}}
@@ -115,6 +122,12 @@ inventories:
     source: topologysource.yaml
     readers: {readers}
     writers: {{bearerTokenFiles: [writer.token]}}
+  - name: noded
+    source: topologysource.yaml
+    snapshot: noded.yaml
+    nodes: nodes.json
+    driftGracePeriod: 1s
+    readers: {readers}
 """
 
 
@@ -347,7 +360,7 @@ def test_dashboard_and_alerts_on_live_data(make_server, pki, tmp_path, closed_po
         # The client CA (ten years) is on the other side of the threshold.
         certs = prom.query(alert_exprs["TopogateCertificateExpiringSoon"])
         assert [c["metric"]["certificate"] for c in certs] == [labels["TopogateCertificateExpiringSoon"]["certificate"]]
-        assert len(prom.query("topogate_certificate_expiry_timestamp_seconds")) == 4  # server + 3 client CAs
+        assert len(prom.query("topogate_certificate_expiry_timestamp_seconds")) == 5  # server + 4 client CAs (one per inventory)
         # Within 0.8 of maxAge (topogate's clock started before pushed_at): no staleness alert.
         states = prom.alert_states()
         if time.monotonic() - pushed_at < 0.8 * MAX_AGE_S - 0.5:

@@ -41,6 +41,7 @@ NAMES = {
     "TopogateInventoryNotReady": "inventory",
     "TopogateStoreUnavailable": "inventory",
     "TopogateStoreViewBehind": "inventory",
+    "TopogateNodesDrifted": "inventory",
     "TopogateAdmissionErrors": "kind",
     "TopogateAdmissionSlow": "route",
     "TopogateCertificateExpiringSoon": "certificate",

@@ -1,0 +1,78 @@
+#pragma once
+// Label drift: the Nodes whose labels differ from what the served revision tells the consumer
+// to write on them. The consumer writes each described Node's private topology labels (its
+// levels under topology.gpustack.ai/ or the source's additionalWritePrefix, through NFD) and
+// every managed Node's topology.gpustack.ai/profile, and does not watch the Nodes afterwards:
+// a label NFD never applied, or one a controller overwrote, stays wrong. The registry checks
+// this periodically and counts a Node once it stayed drifted for the grace period
+// (docs/inventory.md, "Label drift").
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/nodes.hpp"
+#include "core/snapshot.hpp"
+#include "core/topology_source.hpp"
+#include "inventory/inventory.hpp"
+
+namespace topogate::inventory {
+
+struct label_drift {
+  std::string key;
+  std::string want;      // what the revision says
+  std::string have;      // the Node's value ("" when absent)
+  bool present = false;  // whether the Node has the label at all
+};
+
+struct node_drift {
+  std::string node;
+  std::vector<label_drift> labels;  // by key
+};
+
+// The served Nodes of `rev` (its accepted snapshot `accepted`, less rev's pruned Nodes) and its
+// managed Nodes (rev.profiles) whose labels in `nodes` differ, by Node name. Only the keys a
+// Node view keeps are compared (core::reads_node_label: the levels and the profile label);
+// the standard keys (read-only parents) are not written by the consumer and S6 already holds
+// them equal.
+[[nodiscard]] std::vector<node_drift> find_drift(const core::topology_source& src,
+                                                 const revision& rev,
+                                                 const core::snapshot& accepted,
+                                                 const core::node_list& nodes);
+
+// The drift of one inventory as last checked.
+struct drift_report {
+  std::chrono::system_clock::time_point checked_at;
+  std::chrono::seconds grace{0};
+  std::size_t mismatched = 0;  // Nodes whose labels differ now, within the grace or past it
+  std::size_t drifted = 0;     // of those, the Nodes that differ for at least the grace
+  struct entry {
+    node_drift drift;
+    std::chrono::system_clock::time_point since;  // first seen differing as it does now
+  };
+  std::vector<entry> nodes;  // the drifted ones, by name, at most max_listed
+  static constexpr std::size_t max_listed = 100;
+};
+
+// Keeps, across checks, when each Node started to differ as it does; a Node whose wanted
+// labels or own labels change starts again.
+class drift_tracker {
+ public:
+  // Records a check made at `now`; returns the report.
+  std::shared_ptr<const drift_report> update(std::vector<node_drift> found,
+                                             std::chrono::system_clock::time_point now,
+                                             std::chrono::seconds grace);
+  void clear() { since_.clear(); }
+
+ private:
+  struct seen {
+    std::string signature;  // the differing keys, wanted and found values
+    std::chrono::system_clock::time_point since;
+  };
+  std::map<std::string, seen, std::less<>> since_;
+};
+
+}  // namespace topogate::inventory

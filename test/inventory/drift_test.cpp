@@ -1,0 +1,232 @@
+// Label drift (inventory/drift.hpp): which Nodes differ from the served revision, when one
+// counts as drifted (both sides of the grace), and the registry's periodic check through a
+// Node list from the API (a fake watch, as node_watch_test.cpp drives it) on a manual clock.
+#include "inventory/drift.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "core/snapshot.hpp"
+#include "fake_node_watch.hpp"
+#include "inventory/registry.hpp"
+#include "test_util.hpp"
+
+namespace topogate::inventory {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A Node's labels as the consumer leaves them for `snap` and `rev`: its levels and profile.
+core::node_list labelled_as(const revision& rev, const core::snapshot& snap, int n) {
+  auto list = testing::nodes(n);
+  for (auto& node : list.nodes) {
+    auto& labels = node.labels.edit();
+    for (const auto& sn : snap.nodes)
+      if (sn.name == node.name)
+        for (const auto& l : sn.labels) labels.emplace_back(l.key, l.value);
+    if (const auto* a = rev.profiles->find(node.name))
+      labels.emplace_back("topology.gpustack.ai/profile", rev.profiles->profile_of(*a).id);
+    std::sort(labels.begin(), labels.end());
+  }
+  return list;
+}
+
+void set_label(core::node_list& list, std::string_view node, std::string_view key,
+               std::optional<std::string> value) {
+  for (auto& n : list.nodes) {
+    if (n.name != node) continue;
+    auto& labels = n.labels.edit();
+    std::erase_if(labels, [&](const auto& kv) { return kv.first == key; });
+    if (value) labels.emplace_back(std::string(key), *value);
+    std::sort(labels.begin(), labels.end());
+  }
+}
+
+struct served {
+  std::unique_ptr<inventory> inv;
+  std::shared_ptr<const revision> rev;
+  std::shared_ptr<const core::snapshot> snap;
+};
+
+// An inventory that knows `n` Nodes (hostname only, so S6 holds) and serves snapshot_json.
+served serve_snapshot(int n, const core::node_list& nodes) {
+  served s;
+  s.inv = std::make_unique<inventory>(testing::config("dc"));
+  s.inv->set_nodes(nodes);
+  const auto r =
+      s.inv->offer(testing::snapshot_json("n-1", n), {"file", "", std::nullopt, std::nullopt});
+  EXPECT_TRUE(r.accepted) << core::render_text(r.errors);
+  s.rev = s.inv->current();
+  s.snap = s.rev ? s.rev->accepted_shared() : nullptr;
+  return s;
+}
+
+TEST(Drift, NodesLabelledAsTheRevisionSaysHaveNone) {
+  auto s = serve_snapshot(4, testing::nodes(4));
+  ASSERT_TRUE(s.rev && s.snap);
+  const auto nodes = labelled_as(*s.rev, *s.snap, 4);
+  EXPECT_TRUE(find_drift(s.inv->config().source, *s.rev, *s.snap, nodes).empty());
+}
+
+TEST(Drift, AMissingOrDifferentLevelAndAWrongProfileAreEachNamed) {
+  auto s = serve_snapshot(4, testing::nodes(4));
+  ASSERT_TRUE(s.rev && s.snap);
+  auto nodes = labelled_as(*s.rev, *s.snap, 4);
+  set_label(nodes, "worker-1", testing::rack, std::nullopt);           // never applied
+  set_label(nodes, "worker-2", testing::zone, std::string("zone-9"));  // overwritten
+  set_label(nodes, "worker-3", "topology.gpustack.ai/profile", std::string("fnv64-0"));
+  set_label(nodes, "worker-0", "example.com/other", std::string("x"));  // not the consumer's
+  const auto d = find_drift(s.inv->config().source, *s.rev, *s.snap, nodes);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].node, "worker-1");
+  ASSERT_EQ(d[0].labels.size(), 1u);
+  EXPECT_EQ(d[0].labels[0].key, testing::rack);
+  EXPECT_EQ(d[0].labels[0].want, "rack-0");
+  EXPECT_FALSE(d[0].labels[0].present);
+  EXPECT_EQ(d[1].node, "worker-2");
+  EXPECT_EQ(d[1].labels[0].key, testing::zone);
+  EXPECT_EQ(d[1].labels[0].have, "zone-9");
+  EXPECT_TRUE(d[1].labels[0].present);
+  EXPECT_EQ(d[2].node, "worker-3");
+  EXPECT_EQ(d[2].labels[0].key, "topology.gpustack.ai/profile");
+  EXPECT_EQ(d[2].labels[0].want,
+            s.rev->profiles->profile_of(*s.rev->profiles->find("worker-3")).id);
+}
+
+TEST(Drift, APrunedNodeAndANodeNotInTheListAreNotCompared) {
+  // worker-3 is not in the cluster: the served revision prunes it.
+  inventory_config cfg = testing::config("dc");
+  cfg.unknown_nodes = unknown_nodes_policy::prune;
+  inventory inv(cfg);
+  inv.set_nodes(testing::nodes(4, 3));
+  ASSERT_TRUE(inv.offer(testing::snapshot_json("n-1", 4), {"file", "", std::nullopt, std::nullopt})
+                  .accepted);
+  const auto rev = inv.current();
+  ASSERT_EQ(rev->pruned_nodes, std::vector<std::string>{"worker-3"});
+  const auto snap = rev->accepted_shared();
+  auto nodes = labelled_as(*rev, *snap, 4);
+  // worker-3 exists again, unlabelled, before the next evaluation: it is not served, so not
+  // compared; a Node the list lacks is not compared either.
+  set_label(nodes, "worker-3", testing::rack, std::nullopt);
+  std::erase_if(nodes.nodes, [](const auto& n) { return n.name == "worker-0"; });
+  EXPECT_TRUE(find_drift(cfg.source, *rev, *snap, nodes).empty());
+}
+
+TEST(DriftTracker, ANodeCountsOnceItDiffersForTheGrace) {
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  drift_tracker t;
+  node_drift d{"worker-1", {{std::string(testing::rack), "rack-0", "", false}}};
+  auto r = t.update({d}, t0, 60s);
+  EXPECT_EQ(r->mismatched, 1u);
+  EXPECT_EQ(r->drifted, 0u);
+  r = t.update({d}, t0 + 59s, 60s);
+  EXPECT_EQ(r->drifted, 0u) << "one second short of the grace";
+  r = t.update({d}, t0 + 60s, 60s);
+  EXPECT_EQ(r->drifted, 1u);
+  ASSERT_EQ(r->nodes.size(), 1u);
+  EXPECT_EQ(r->nodes[0].since, t0);
+  // It differs another way now (a value appeared, still wrong): the grace starts again.
+  node_drift other{"worker-1", {{std::string(testing::rack), "rack-0", "rack-7", true}}};
+  r = t.update({other}, t0 + 61s, 60s);
+  EXPECT_EQ(r->drifted, 0u);
+  EXPECT_EQ(r->mismatched, 1u);
+  // Fixed: forgotten; differing again later starts from then.
+  r = t.update({}, t0 + 62s, 60s);
+  EXPECT_EQ(r->mismatched, 0u);
+  r = t.update({d}, t0 + 200s, 60s);
+  r = t.update({d}, t0 + 259s, 60s);
+  EXPECT_EQ(r->drifted, 0u);
+}
+
+TEST(DriftTracker, TheReportListsAtMostItsLimitAndCountsAll) {
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  drift_tracker t;
+  std::vector<node_drift> many;
+  for (std::size_t i = 0; i < drift_report::max_listed + 50; ++i)
+    many.push_back(
+        {"n-" + std::to_string(1000 + i), {{"topology.gpustack.ai/rack", "r", "", false}}});
+  t.update(many, t0, 1s);
+  const auto r = t.update(many, t0 + 1s, 1s);
+  EXPECT_EQ(r->drifted, drift_report::max_listed + 50);
+  EXPECT_EQ(r->nodes.size(), drift_report::max_listed);
+}
+
+TEST(DriftRegistry, TheStatusAndTheCountFollowTheNodesAcrossTheGrace) {
+  testing::temp_dir dir;
+  auto cfg = api_fed_config(dir);
+  cfg.inventories[0].drift_grace = 120s;
+  registry_deps deps;
+  auto w = std::make_unique<fake_node_watch>();
+  auto* watch = w.get();
+  deps.nodes = std::move(w);
+  registry_observer quiet;
+  quiet.on_log = [](std::string_view, std::string_view, std::string_view) {};
+  testing::manual_clock clk;
+  registry reg(std::move(cfg), std::move(deps), clk, quiet);
+  reg.start();
+  EXPECT_EQ(reg.node_drift("dc"), nullptr) << "no Node list yet";
+  ASSERT_TRUE(watch->deliver(testing::nodes(4)));
+  ASSERT_TRUE(testing::eventually([&] { return reg.inventory_ready("dc").ok(); }));
+
+  // Each check is made a second after the one before (the clock moves only when told), so a
+  // report is known to be the new one by its time.
+  const auto check = [&] {
+    clk.advance(1s);
+    const auto t = clk.now();
+    reg.resync();
+    return testing::eventually([&] {
+      const auto d = reg.node_drift("dc");
+      return d && d->checked_at >= t;
+    });
+  };
+  // First the Nodes as the consumer labels them: no drift (a check the registry made on its
+  // own while they were still unlabelled is forgotten now).
+  const auto rev = reg.find("dc")->current();
+  ASSERT_TRUE(watch->deliver(labelled_as(*rev, *rev->accepted_shared(), 4)));
+  ASSERT_TRUE(testing::eventually([&] {
+    if (!check()) return false;
+    return reg.node_drift("dc")->mismatched == 0;
+  }));
+  // Then their labels gone (NFD removed them): the grace starts at the next check.
+  ASSERT_TRUE(watch->deliver(testing::nodes(4)));
+  ASSERT_TRUE(testing::eventually([&] {
+    if (!check()) return false;
+    return reg.node_drift("dc")->mismatched == 4;
+  }));
+  auto d = reg.node_drift("dc");
+  EXPECT_EQ(d->mismatched, 4u);
+  EXPECT_EQ(d->drifted, 0u);
+  EXPECT_EQ(d->grace, 120s);
+
+  clk.advance(118s);
+  ASSERT_TRUE(check());  // 119 s after the first check
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+  ASSERT_TRUE(check());  // 120 s
+  d = reg.node_drift("dc");
+  EXPECT_EQ(d->drifted, 4u);
+  const auto status = reg.status_json("dc");
+  ASSERT_TRUE(status);
+  EXPECT_NE(status->find(R"("drift":{"checkedAt":)"), std::string::npos) << *status;
+  EXPECT_NE(status->find(R"("mismatched":4,"drifted":4,"nodes":[{"name":"worker-0")"),
+            std::string::npos)
+      << *status;
+  EXPECT_NE(status->find(R"({"key":"topology.gpustack.ai/rack","want":"rack-0","have":null})"),
+            std::string::npos)
+      << *status;
+
+  // The consumer (or NFD) catches up: nothing differs any more.
+  ASSERT_TRUE(watch->deliver(labelled_as(*rev, *rev->accepted_shared(), 4)));
+  clk.advance(1s);
+  ASSERT_TRUE(testing::eventually([&] {
+    reg.resync();
+    const auto now = reg.node_drift("dc");
+    return now && now->mismatched == 0;
+  }));
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+  reg.stop();
+}
+
+}  // namespace
+}  // namespace topogate::inventory
