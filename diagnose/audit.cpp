@@ -1,10 +1,10 @@
 #include "diagnose/audit.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <tuple>
 
 #include "core/model_deployment.hpp"
+#include "core/rules.hpp"
 
 namespace topogate::diagnose {
 
@@ -72,15 +72,6 @@ void check_one(audit_report& into, const core::doc_node& o, std::string_view kin
   if (!obj.errors.empty()) into.violating.push_back(std::move(obj));
 }
 
-// A rule id split for ordering: its letter(s) and its number ("T10" -> {"T", 10}).
-std::pair<std::string_view, unsigned> rule_key(std::string_view r) noexcept {
-  std::size_t digits = r.size();
-  while (digits > 0 && r[digits - 1] >= '0' && r[digits - 1] <= '9') --digits;
-  unsigned n = 0;
-  std::from_chars(r.data() + digits, r.data() + r.size(), n);
-  return {r.substr(0, digits), n};
-}
-
 std::string plural(std::size_t n, std::string_view one) {
   std::string s = std::to_string(n) + " " + std::string(one);
   if (n != 1) s += 's';
@@ -88,13 +79,6 @@ std::string plural(std::size_t n, std::string_view one) {
 }
 
 }  // namespace
-
-bool rule_less(std::string_view a, std::string_view b) noexcept {
-  const auto ka = rule_key(a), kb = rule_key(b);
-  if (ka.first != kb.first) return ka.first < kb.first;
-  if (ka.second != kb.second) return ka.second < kb.second;
-  return a < b;
-}
 
 std::string audited_object::id() const {
   std::string out = namespace_.empty() ? std::string() : namespace_ + "/";
@@ -106,7 +90,7 @@ std::vector<std::string> audited_object::rules() const {
   std::vector<std::string> out;
   for (const auto& e : errors) out.push_back(e.rule);
   std::sort(out.begin(), out.end(),
-            [](const std::string& a, const std::string& b) { return rule_less(a, b); });
+            [](const std::string& a, const std::string& b) { return core::rule_less(a, b); });
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
@@ -199,7 +183,7 @@ std::string audit_summary(const audit_report& r) {
   std::vector<std::pair<std::string, std::size_t>> rules;
   for (const auto& kv : r.violations_by_rule()) rules.emplace_back(kv.first, kv.second);
   std::sort(rules.begin(), rules.end(),
-            [](const auto& a, const auto& b) { return rule_less(a.first, b.first); });
+            [](const auto& a, const auto& b) { return core::rule_less(a.first, b.first); });
   out += "; " + plural(r.violation_count(), "violation") + " by rule:";
   for (const auto& [rule, n] : rules)
     out += " " + (rule.empty() ? std::string("-") : rule) + "=" + std::to_string(n);
@@ -296,7 +280,7 @@ std::string render_audit_json(const audit_report& r) {
   std::vector<std::pair<std::string, std::size_t>> rules;
   for (const auto& kv : r.violations_by_rule()) rules.emplace_back(kv.first, kv.second);
   std::sort(rules.begin(), rules.end(),
-            [](const auto& a, const auto& b) { return rule_less(a.first, b.first); });
+            [](const auto& a, const auto& b) { return core::rule_less(a.first, b.first); });
   bool first_rule = true;
   for (const auto& [rule, n] : rules) {
     if (!first_rule) out += ',';

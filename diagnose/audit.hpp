@@ -47,7 +47,7 @@ struct audited_object {
 
   // "NAMESPACE/NAME", or "NAME" for a cluster-scoped object.
   [[nodiscard]] std::string id() const;
-  // The distinct rule ids of `errors`, sorted as rule_less sorts them ("" for an error that
+  // The distinct rule ids of `errors`, sorted as core::rule_less sorts them ("" for an error that
   // names no rule: a malformed object).
   [[nodiscard]] std::vector<std::string> rules() const;
 };
@@ -82,9 +82,6 @@ struct audit_report {
   [[nodiscard]] std::map<std::string, std::size_t> violations_by_rule() const;
   [[nodiscard]] std::size_t violation_count() const noexcept;
 };
-
-// Rule ids in reading order: by letter, then by number (T2 before T10); "" first.
-[[nodiscard]] bool rule_less(std::string_view a, std::string_view b) noexcept;
 
 // Checks every object of `object`: a List, a typed list (TopologySourceList, whose items may
 // leave kind and apiVersion to the list) or one object. Other kinds are counted as ignored.

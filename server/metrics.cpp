@@ -5,6 +5,7 @@
 #include <chrono>
 #include <tuple>
 
+#include "core/rules.hpp"
 #include "core/snapshot.hpp"
 #include "inventory/registry.hpp"
 
@@ -17,19 +18,11 @@ const prometheus::Histogram::BucketBoundaries duration_buckets = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
     0.25,   0.5,     1,      2.5,   5,      10,    15,   20,    30};
 
-// Rule ids are label values: only the closed set of docs/rules.md's ids (a letter and a number)
-// passes; anything else is counted as "other", so a label can never carry input text.
+// Rule ids are label values: only the closed set of the rule table (core/rules.hpp) passes;
+// anything else is counted as "other", so a label can never carry input text.
 std::string rule_label(std::string_view rule) {
-  if (rule.size() < 2 || rule.size() > 3 || rule[0] < 'A' || rule[0] > 'Z') return "other";
-  for (const char c : rule.substr(1)) {
-    if (c < '0' || c > '9') return "other";
-  }
-  return std::string(rule);
+  return core::find_rule(rule) != nullptr ? std::string(rule) : std::string("other");
 }
-
-// The rules a snapshot can break (S1..S10): their rejection counters start at 0, so that the
-// first refusal after a scrape is an increase Prometheus sees.
-constexpr int snapshot_rules = 10;
 }  // namespace
 
 metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
@@ -378,8 +371,10 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
     if (!reg.reads_node_labels(name)) {
       max_age_->Add({{"inventory", name}}).Set(static_cast<double>(inv->config().max_age.count()));
       if (rejections_initialised_.insert(name).second) {
-        for (int i = 1; i <= snapshot_rules; ++i) {
-          rejections_->Add({{"inventory", name}, {"rule", "S" + std::to_string(i)}});
+        // Every rule a snapshot can break starts at 0, so that the first refusal after a
+        // scrape is an increase Prometheus sees.
+        for (const auto& rule : core::rules_of(core::rule_kind::snapshot)) {
+          rejections_->Add({{"inventory", name}, {"rule", std::string(rule.id)}});
         }
         // Only file and push revisions are ever refused by maxProfileChanges.
         if (inv->config().max_profile_changes > 0) {
@@ -431,12 +426,12 @@ void metrics::audit_enabled() {
   audit_last_success_->Add({}).Set(0);
   audit_conflicts_->Add({}).Set(0);
   std::lock_guard lock(audit_mu_);
-  for (const auto& [kind, prefix, count] :
-       {std::tuple{"TopologySource", 'T', 14}, std::tuple{"ModelDeployment", 'M', 2}}) {
-    for (int i = 1; i <= count; ++i) {
-      const std::string rule = prefix + std::to_string(i);
-      audit_series_.emplace(std::pair{std::string(kind), rule},
-                            &audit_violations_->Add({{"kind", kind}, {"rule", rule}}));
+  for (const auto kind : {core::rule_kind::topology_source, core::rule_kind::model_deployment}) {
+    const std::string kind_label(core::kind_name(kind));
+    for (const auto& r : core::rules_of(kind)) {
+      const std::string rule(r.id);
+      audit_series_.emplace(std::pair{kind_label, rule},
+                            &audit_violations_->Add({{"kind", kind_label}, {"rule", rule}}));
     }
   }
 }

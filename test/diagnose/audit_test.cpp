@@ -200,14 +200,6 @@ TEST(Audit, CountsObjectsPerRuleAndErrorsPerRule) {
             (std::map<std::string, std::size_t>{{"M1", 3}, {"M2", 1}, {"T3", 1}, {"T4", 1}}));
 }
 
-TEST(Audit, RulesSortByLetterThenNumber) {
-  EXPECT_TRUE(rule_less("T2", "T10"));
-  EXPECT_FALSE(rule_less("T10", "T2"));
-  EXPECT_TRUE(rule_less("M2", "T1"));
-  EXPECT_TRUE(rule_less("", "M1"));
-  EXPECT_FALSE(rule_less("T4", "T4"));
-}
-
 TEST(Audit, TextOneLinePerViolationThenTheSummary) {
   const auto r = audit(list({std::string(bad_levels),
                              deployment("team-a", "m", "not a key", "topology.kubernetes.io/zone"),

@@ -48,8 +48,8 @@ TEST(AlertMetrics, AdmissionDenialsCountEachDistinctRuleOnceAndOnlyRuleIdsAsLabe
   metrics m;
   m.admission_denial("TopologySource", {error("T4"), error("T4"), error("T13")});
   m.admission_denial("TopologySource", {error("T4")});
-  // Never a label made of input text.
-  m.admission_denial("ModelDeployment", {error("M1\"}"), error("")});
+  // Never a label made of input text, nor an id shaped like a rule that is none (M9).
+  m.admission_denial("ModelDeployment", {error("M1\"}"), error(""), error("M9")});
   const auto text = m.serialize();
   EXPECT_EQ(sample(text, "topogate_admission_denials_total",
                    {{"kind", "TopologySource"}, {"rule", "T4"}}),
@@ -61,6 +61,7 @@ TEST(AlertMetrics, AdmissionDenialsCountEachDistinctRuleOnceAndOnlyRuleIdsAsLabe
                    {{"kind", "ModelDeployment"}, {"rule", "other"}}),
             1);
   EXPECT_EQ(text.find("M1\\\""), std::string::npos);
+  EXPECT_EQ(text.find("\"M9\""), std::string::npos);
 }
 
 TEST(AlertMetrics, AdmissionDecisionSeriesStartAtZero) {
