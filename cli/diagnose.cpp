@@ -44,7 +44,7 @@ constexpr std::string_view usage_tail =
     "\n"
     "Read: Nodes, Pods, topologies/resourceflavors/clusterqueues/localqueues/workloads\n"
     "(kueue.x-k8s.io v1beta2 or v1beta1), topologysources and modeldeployments\n"
-    "(worker.gpustack.ai).\n"
+    "(worker.gpustack.ai), LimitRanges, RuntimeClasses (node.k8s.io) and Namespaces.\n"
     "\n"
     "exit status: chain: 0 complete, 1 findings; pending: 0 the Workload holds a\n"
     "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
@@ -219,6 +219,11 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
       {{"/apis/worker.gpustack.ai/v1/modeldeployments",
         "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
        "modeldeployments"},
+      // What Kueue applies to a Workload's Pod template before it counts the requests.
+      {{"/api/v1/limitranges"}, "limitranges"},
+      {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses"},
+      // Their labels, for the ClusterQueues' namespaceSelector.
+      {{"/api/v1/namespaces"}, "namespaces"},
   };
   for (const auto& res : resources) {
     bool found = false;

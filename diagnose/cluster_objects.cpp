@@ -199,6 +199,13 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
   q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
   q.cohort = text_of(at(o, {"spec", "cohortName"}));
   if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
+  if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
+    label_selector ls;
+    validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);
+    q.namespace_selector = std::move(ls);
+  }
+  if (const doc_node* del = at(o, {"metadata", "deletionTimestamp"}); del && !del->is_null())
+    q.terminating = true;
   if (const doc_node* groups = at(o, {"spec", "resourceGroups"}); groups && groups->is_sequence()) {
     for (std::size_t g = 0; g < groups->items.size(); ++g) {
       const doc_node& group = groups->items[g];
@@ -243,8 +250,9 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
 }
 
 void read_local_queue(cluster_objects& c, const doc_node& o) {
-  c.local_queues.push_back(
-      {meta_namespace(o), meta_name(o), text_of(at(o, {"spec", "clusterQueue"}))});
+  c.local_queues.push_back({meta_namespace(o), meta_name(o),
+                            text_of(at(o, {"spec", "clusterQueue"})),
+                            text_of(at(o, {"spec", "stopPolicy"}))});
 }
 
 // v1beta1: levels + domains[{values, count}]. v1beta2: levels + slices, each a run of
@@ -317,6 +325,7 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
       podset ps;
       ps.name = text_of(s.find("name"));
       ps.count = int_of(s.find("count")).value_or(1);
+      ps.min_count = int_of(s.find("minCount"));
       if (const doc_node* spec = at(s, {"template", "spec"})) {
         ps.resources = read_pod_resources(*spec, errors, child(sp, "template.spec"));
         ps.requests = kueue_requests(c, w.namespace_, ps.resources, &ps.request_sources);
@@ -329,6 +338,11 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
         ps.preferred_level = text_of(tr->find("preferred"));
         ps.unconstrained = text_of(tr->find("unconstrained")) == "true";
         ps.group_name = text_of(tr->find("podSetGroupName"));
+        ps.slice_level = text_of(tr->find("podSetSliceRequiredTopology"));
+        ps.slice_size = int_of(tr->find("podSetSliceSize"));
+        if (const doc_node* layers = tr->find("podsetSliceRequiredTopologyConstraints");
+            layers && layers->is_sequence() && !layers->items.empty())
+          ps.slice_layers = true;
       }
       w.podsets.push_back(std::move(ps));
     }
@@ -497,6 +511,16 @@ const resource_flavor* cluster_objects::flavor(std::string_view n) const noexcep
 }
 const cluster_queue* cluster_objects::queue(std::string_view n) const noexcept {
   for (const auto& x : cluster_queues)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const local_queue* cluster_objects::local(std::string_view ns, std::string_view n) const noexcept {
+  for (const auto& x : local_queues)
+    if (x.namespace_ == ns && x.name == n) return &x;
+  return nullptr;
+}
+const k8s_namespace* cluster_objects::namespace_of(std::string_view n) const noexcept {
+  for (const auto& x : namespaces)
     if (x.name == n) return &x;
   return nullptr;
 }
@@ -737,6 +761,8 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
     read_limit_range(into, o, path, errors);
   } else if (kind == "RuntimeClass" && group == "node.k8s.io") {
     read_runtime_class(into, o, path, errors);
+  } else if (kind == "Namespace" && group.empty()) {
+    into.namespaces.push_back({meta_name(o), labels_of(at(o, {"metadata", "labels"}))});
   } else if (kind == "TopologySource" && gpustack) {
     read_source(into, o, path, errors);
   } else {

@@ -2,7 +2,8 @@
 // The cluster objects the runbook's checks read, decoded from what `kubectl get ... -o json`
 // prints (a List, a typed list such as NodeList, or one object): Nodes, Pods, Kueue
 // Topologies, ResourceFlavors, ClusterQueues, LocalQueues and Workloads (v1beta1 and
-// v1beta2), TopologySources and ModelDeployments. Only the fields the diagnosis needs are
+// v1beta2), TopologySources and ModelDeployments, LimitRanges, RuntimeClasses and
+// Namespaces. Only the fields the diagnosis needs are
 // kept; unknown kinds are counted and skipped, so a whole `kubectl get all`-style dump can
 // be handed over as is.
 
@@ -121,10 +122,19 @@ struct cluster_queue {
   std::optional<std::int64_t> reserving_workloads, admitted_workloads, pending_workloads;
   std::string stop_policy;
   std::string cohort;  // spec.cohortName (v1beta2) or spec.cohort (v1beta1)
+  // spec.namespaceSelector: nullopt (absent) selects no namespace, {} every namespace.
+  std::optional<label_selector> namespace_selector;
+  bool terminating = false;  // metadata.deletionTimestamp is set
 };
 
 struct local_queue {
   std::string namespace_, name, cluster_queue;
+  std::string stop_policy;  // spec.stopPolicy, "" when unset
+};
+
+struct k8s_namespace {
+  std::string name;
+  label_map labels;
 };
 
 // spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: terms ORed,
@@ -152,7 +162,8 @@ struct topology_domain {
 struct podset {
   std::string name;
   std::int64_t count = 1;
-  pod_resources resources;    // the template's, as stored
+  std::optional<std::int64_t> min_count;  // minCount (partial admission); nullopt when unset
+  pod_resources resources;                // the template's, as stored
   resource_amounts requests;  // per Pod, effective, as Kueue computes it (kueue_requests)
   std::vector<std::string> request_sources;  // what Kueue added to the template's requests
   label_map node_selector;
@@ -161,6 +172,11 @@ struct podset {
   std::string required_level, preferred_level;
   bool unconstrained = false;
   std::string group_name;  // topologyRequest.podSetGroupName
+  // topologyRequest.podSetSliceRequiredTopology and podSetSliceSize: slices of slice_size
+  // Pods, each in one domain of slice_level ("" when unset).
+  std::string slice_level;
+  std::optional<std::int64_t> slice_size;
+  bool slice_layers = false;  // podsetSliceRequiredTopologyConstraints is set
 };
 
 struct podset_assignment {
@@ -217,12 +233,15 @@ struct cluster_objects {
   std::vector<topology_source_object> sources;
   std::vector<limit_range> limit_ranges;
   std::vector<runtime_class> runtime_classes;
+  std::vector<k8s_namespace> namespaces;
   std::size_t skipped = 0;  // objects of kinds the diagnosis does not read
 
   [[nodiscard]] const k8s_node* node(std::string_view name) const noexcept;
   [[nodiscard]] const kueue_topology* topology(std::string_view name) const noexcept;
   [[nodiscard]] const resource_flavor* flavor(std::string_view name) const noexcept;
   [[nodiscard]] const cluster_queue* queue(std::string_view name) const noexcept;
+  [[nodiscard]] const local_queue* local(std::string_view ns, std::string_view name) const noexcept;
+  [[nodiscard]] const k8s_namespace* namespace_of(std::string_view name) const noexcept;
   [[nodiscard]] const workload* find_workload(std::string_view ns,
                                               std::string_view name) const noexcept;
   [[nodiscard]] const model_deployment* deployment(std::string_view ns,

@@ -97,14 +97,100 @@ const owner_ref* deployment_owner(const workload& w) {
   return nullptr;
 }
 
-// The ClusterQueue a Workload is (or would be) admitted to: its admission, else its
-// LocalQueue's, else the only ClusterQueue there is.
+std::string inactive_reason(const cluster_objects& c, const cluster_queue& q) {
+  // Kueue's ClusterQueue cache: terminating, else the causes in its order.
+  if (q.terminating) return "Can't admit new workloads; clusterQueue is terminating";
+  std::vector<std::string> causes;
+  if (!q.stop_policy.empty() && q.stop_policy != "None") causes.push_back("is stopped");
+  std::vector<std::string> missing;
+  std::map<std::string, std::string> no_topology;  // TAS flavor -> its missing Topology
+  for (const auto& f : q.flavors) {
+    const resource_flavor* rf = c.flavor(f.name);
+    if (!rf) {
+      missing.push_back(f.name);
+    } else if (!rf->topology_name.empty() && !c.topology(rf->topology_name)) {
+      no_topology[f.name] = rf->topology_name;
+    }
+  }
+  if (!missing.empty())
+    causes.push_back("references missing ResourceFlavor(s): " + join(missing, ","));
+  // Kueue walks these in Go map order; sorted by flavor here.
+  for (const auto& [f, t] : no_topology)
+    causes.push_back("there is no Topology \"" + t + "\" for TAS flavor \"" + f + "\"");
+  if (!causes.empty()) return "Can't admit new workloads: " + join(causes, ", ") + ".";
+  // Causes diagnose does not read (AdmissionChecks missing or inactive, MultiKueue): the
+  // queue's own Active condition.
+  if (const auto* a = find_condition(q.conditions, "Active"); a && a->status == "False")
+    return a->message.empty() ? "Can't admit new workloads." : a->message;
+  return {};
+}
+
+queue_route route_of(const cluster_objects& c, const workload& w) {
+  queue_route r;
+  if (!w.admitted_cluster_queue.empty()) {
+    r.cq_name = w.admitted_cluster_queue;
+    r.cq = c.queue(r.cq_name);
+    return r;
+  }
+  // Kueue's Workload controller: the LocalQueue, its stopPolicy, the ClusterQueue, its
+  // Active state; each writes QuotaReserved=False, reason Inadmissible.
+  r.lq = c.local(w.namespace_, w.queue_name);
+  if (!r.lq && c.local_queues.empty() && c.cluster_queues.size() == 1) {
+    r.assumed = true;
+    r.cq = &c.cluster_queues.front();
+    r.cq_name = r.cq->name;
+  } else if (!r.lq) {
+    r.reason = "Inadmissible";
+    r.message = "LocalQueue " + w.queue_name + " doesn't exist";
+    r.detail = "no LocalQueue " + w.queue_name + " in namespace " + w.namespace_;
+    return r;
+  } else {
+    r.cq_name = r.lq->cluster_queue;
+    r.cq = c.queue(r.cq_name);
+    if (!r.lq->stop_policy.empty() && r.lq->stop_policy != "None") {
+      r.reason = "Inadmissible";
+      r.message = "LocalQueue " + w.queue_name + " is inactive";
+      r.detail = "LocalQueue " + ns_name(w.namespace_, w.queue_name) + " has stopPolicy " +
+                 r.lq->stop_policy;
+      return r;
+    }
+    if (!r.cq) {
+      r.reason = "Inadmissible";
+      r.message = "ClusterQueue " + r.cq_name + " doesn't exist";
+      r.detail = "LocalQueue " + ns_name(w.namespace_, w.queue_name) + " names ClusterQueue " +
+                 r.cq_name + ", which does not exist";
+      return r;
+    }
+  }
+  if (const std::string why = inactive_reason(c, *r.cq); !why.empty()) {
+    r.reason = "Inadmissible";
+    r.message = "ClusterQueue " + r.cq_name + " is inactive";
+    r.detail = "ClusterQueue " + r.cq_name + ": " + why;
+    return r;
+  }
+  // Kueue's scheduler: the namespace against the ClusterQueue's namespaceSelector (absent
+  // selects nothing); QuotaReserved=False, reason Pending.
+  label_map ns_labels;
+  if (const k8s_namespace* n = c.namespace_of(w.namespace_)) {
+    ns_labels = n->labels;
+  } else {
+    // The label the apiserver puts on every Namespace.
+    ns_labels = {{"kubernetes.io/metadata.name", w.namespace_}};
+  }
+  if (!r.cq->namespace_selector || !r.cq->namespace_selector->matches(ns_labels)) {
+    r.reason = "Pending";
+    r.message = "Workload namespace doesn't match ClusterQueue selector";
+    std::vector<std::string> shown;
+    for (const auto& [k, v] : ns_labels) shown.push_back(k + "=" + v);
+    r.detail = "namespace " + w.namespace_ + " (labels " + join(shown, ",") +
+               ") is not selected by ClusterQueue " + r.cq_name + "'s namespaceSelector" +
+               (r.cq->namespace_selector ? "" : " (absent: no namespace)");
+  }
+  return r;
+}
+
 const cluster_queue* queue_of(const cluster_objects& c, const workload& w) {
-  if (!w.admitted_cluster_queue.empty()) return c.queue(w.admitted_cluster_queue);
-  for (const auto& lq : c.local_queues)
-    if (lq.name == w.queue_name && lq.namespace_ == w.namespace_) return c.queue(lq.cluster_queue);
-  if (c.cluster_queues.size() == 1) return &c.cluster_queues.front();
-  return nullptr;
+  return route_of(c, w).cq;
 }
 
 std::vector<std::string> queue_flavor_names(const cluster_queue& q) {
@@ -625,13 +711,24 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
     r.steps.push_back(std::move(s));
   }
 
-  // 3. ClusterQueue TopologyReady and flavor count.
+  // 3. LocalQueue, ClusterQueue Active, TopologyReady and flavor count.
   const cluster_queue* q = queue_of(c, *w);
   {
     pending_step s{3,
                    "Check the ClusterQueue TopologyReady condition and resource-group flavor count",
                    verdict::ok,
                    {}};
+    const queue_route route = route_of(c, *w);
+    if (route.lq)
+      s.lines.push_back("LocalQueue " + ns_name(route.lq->namespace_, route.lq->name) +
+                        " -> ClusterQueue " + route.lq->cluster_queue);
+    if (route.assumed)
+      s.lines.push_back("no LocalQueue was read: the only ClusterQueue, " + route.cq_name +
+                        ", is taken");
+    if (!route.message.empty()) {
+      s.result = verdict::problem;
+      s.lines.push_back(route.message + ": " + route.detail);
+    }
     if (!q) {
       s.result = verdict::problem;
       s.lines.push_back("no ClusterQueue found for queue " +
@@ -641,6 +738,9 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
       const auto* tr = find_condition(q->conditions, "TopologyReady");
       if (!tr || tr->status != "True") s.result = verdict::problem;
       s.lines.push_back(tr ? render_condition(*tr) : "no TopologyReady condition");
+      // Kueue's own readiness, which its scheduler follows (step 7).
+      if (const auto* a = find_condition(q->conditions, "Active"))
+        s.lines.push_back(render_condition(*a));
       for (std::size_t g = 0; g < q->group_resources.size(); ++g) {
         std::vector<std::string> names;
         for (const auto& f : q->flavors)
@@ -781,8 +881,11 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
       for (const auto& p : r.kueue.podsets)
         s.lines.push_back("PodSet " + p.podset +
                           (p.group.empty() ? "" : " (group " + p.group + ")") + ", count " +
-                          std::to_string(p.count) + ": " + p.stage +
-                          (p.flavor.empty() ? "" : " in flavor " + p.flavor) +
+                          std::to_string(p.count) +
+                          (p.count == p.spec_count
+                               ? std::string()
+                               : " of " + std::to_string(p.spec_count) + " (partial admission)") +
+                          ": " + p.stage + (p.flavor.empty() ? "" : " in flavor " + p.flavor) +
                           (p.detail.empty() ? "" : ": " + p.detail));
       if (!r.kueue.admissible) {
         s.result = verdict::problem;
@@ -839,6 +942,18 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
   if (w->quota_reserved()) {
     r.conclusion = "Workload " + r.workload + " holds a reservation" +
                    (w->admitted() ? " and is admitted" : " (held for its set; not admitted)");
+  } else if (r.kueue.modelled && r.kueue.admissible && r.kueue.partial) {
+    std::vector<std::string> counts;
+    for (const auto& p : r.kueue.podsets)
+      if (p.count != p.spec_count)
+        counts.push_back("PodSet " + p.podset + " with " + std::to_string(p.count) + " of " +
+                         std::to_string(p.spec_count) + " Pods");
+    r.conclusion =
+        "Pending, but Kueue admits it partially at its next scheduling cycle (minCount): " +
+        join(counts, ", ");
+  } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "queue") {
+    r.conclusion = "Pending at the queue, before any flavor is tried: " + r.kueue.message + " (" +
+                   r.kueue.reason + ")";
   } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "quota") {
     r.conclusion = "Pending at quota and flavor choice: PodSet " + r.kueue.podset +
                    " stops the Workload: " + r.kueue.message;

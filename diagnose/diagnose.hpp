@@ -111,7 +111,8 @@ struct kueue_podset {
   std::string flavor;         // chosen by quota; "" when quota stopped the Workload first
   std::string stage;          // "placed", "quota", "topology", "not reached"
   std::string detail;         // Kueue-style message or the assignment ("host-a=2, host-b=1")
-  std::int64_t count = 0;
+  std::int64_t count = 0;     // the count Kueue admits (below spec count: partial admission)
+  std::int64_t spec_count = 0;
 };
 
 struct kueue_decision {
@@ -121,6 +122,8 @@ struct kueue_decision {
   std::string step;          // what stops it: "queue", "quota", "topology"; "" when admissible
   std::string podset;        // the PodSet that stops it
   std::string message;       // as Kueue words it ("couldn't assign flavors to pod set ...")
+  std::string reason;        // Kueue's QuotaReserved reason: "Inadmissible" or "Pending"
+  bool partial = false;      // admissible only at the smaller counts minCount allows
   std::vector<kueue_podset> podsets;
   std::vector<std::string> notes;  // Kueue's known bugs that matter here, inputs not modelled
 };

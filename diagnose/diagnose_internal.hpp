@@ -23,8 +23,25 @@ bool counts_for_scheduling(const taint& t);
 // The PodSet's tolerations and the ResourceFlavor's.
 std::vector<toleration> with_flavor(const podset& ps, const resource_flavor* rf);
 bool tolerates(const std::vector<toleration>& tols, const taint& t);
-// The ClusterQueue a Workload is (or would be) admitted to: its admission, else its
-// LocalQueue's, else the only ClusterQueue there is.
+// Kueue's way from a Workload to its ClusterQueue: its admission, else spec.queueName, the
+// LocalQueue of that name in the Workload's namespace, its spec.clusterQueue; and the checks
+// Kueue makes there before it tries any flavor (docs/operations.md, step 7).
+struct queue_route {
+  const local_queue* lq = nullptr;
+  const cluster_queue* cq = nullptr;  // nullptr: missing (or not reached)
+  std::string cq_name;
+  // No LocalQueue was read at all (files without them): the only ClusterQueue is taken.
+  bool assumed = false;
+  // When the queue keeps the Workload Pending: Kueue's QuotaReserved reason and message,
+  // and what makes it so ("" otherwise).
+  std::string reason, message, detail;
+};
+queue_route route_of(const cluster_objects& c, const workload& w);
+// Why Kueue holds the ClusterQueue inactive, as its Active condition words it ("Can't admit
+// new workloads: is stopped."); "" when Kueue would hold it active.
+std::string inactive_reason(const cluster_objects& c, const cluster_queue& q);
+// The ClusterQueue a Workload is (or would be) admitted to (route_of's, even when it is
+// inactive), nullptr when none.
 const cluster_queue* queue_of(const cluster_objects& c, const workload& w);
 // What bound Pods and hostname-level reservations take on each Node (in `flavor` only when
 // given), `except` left out.

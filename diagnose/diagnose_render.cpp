@@ -321,6 +321,8 @@ std::string render_pending_json(const pending_report& r) {
   json_str(out, "step", k.step);
   json_str(out, "podSet", k.podset);
   json_str(out, "message", k.message);
+  json_str(out, "reason", k.reason);
+  json_bool(out, "partial", k.partial);
   out += ",\"podSets\":[";
   for (std::size_t i = 0; i < k.podsets.size(); ++i) {
     const auto& p = k.podsets[i];
@@ -329,6 +331,7 @@ std::string render_pending_json(const pending_report& r) {
     json_str(out, "name", p.podset, false);
     json_str(out, "group", p.group);
     json_int(out, "count", p.count);
+    json_int(out, "specCount", p.spec_count);
     json_str(out, "flavor", p.flavor);
     json_str(out, "stage", p.stage);
     json_str(out, "detail", p.detail);

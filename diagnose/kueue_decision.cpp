@@ -27,6 +27,7 @@ struct tas_domain {
   resource_amounts free;              // leaves only: allocatable less usage
   const k8s_node* node = nullptr;     // leaves of a hostname Topology
   std::int64_t state = 0, with_leader = 0, leader = 0;
+  std::int64_t slice_state = 0, slice_with_leader = 0;  // slices (place_group)
 };
 
 // Kueue's ExclusionStats: why leaves were left out in the last fill_counts, first cause only.
@@ -143,13 +144,22 @@ std::string exclusions_text(const exclusion_stats& st) {
   return ". Total nodes: " + std::to_string(st.total) + "; excluded: " + join(parts, ", ");
 }
 
+// Kueue's slices (podSetSliceRequiredTopology, podSetSliceSize): groups of `size` Pods that
+// each fit one domain of `level`. Without them a slice is one Pod at the lowest level.
+struct slice_request {
+  std::int64_t size = 1;
+  std::size_t level = 0;  // index into the Topology's levels
+};
+
 void fill_counts(tas_snapshot& s, const resource_amounts& req, const resource_amounts* leader_req,
                  const std::vector<toleration>& tols, const label_map& selector,
                  const node_affinity* affinity,
-                 const std::map<std::string, resource_amounts>& assumed) {
+                 const std::map<std::string, resource_amounts>& assumed,
+                 const slice_request& slice) {
   auto& leaves = s.levels.back();
   s.stats = {};
-  for (auto& d : leaves) d.state = d.with_leader = d.leader = 0;
+  for (auto& lv : s.levels)
+    for (auto& d : lv) d.state = d.with_leader = d.leader = d.slice_state = d.slice_with_leader = 0;
   for (auto& leaf : leaves) {
     ++s.stats.total;
     if (s.per_node) {
@@ -188,138 +198,184 @@ void fill_counts(tas_snapshot& s, const resource_amounts& req, const resource_am
     }
     leaf.with_leader = pods_that_fit(remaining, req);
   }
+  // Slices are counted at the slice level and summed above it; below it they are 0.
+  if (slice.level + 1 == s.levels.size())
+    for (auto& leaf : leaves) {
+      leaf.slice_state = leaf.state / slice.size;
+      leaf.slice_with_leader = leaf.with_leader / slice.size;
+    }
   for (std::size_t i = s.levels.size() - 1; i-- > 0;) {
     for (auto& d : s.levels[i]) {
-      std::int64_t sum = 0, min_diff = big, leader = 0;
+      std::int64_t sum = 0, min_diff = big, leader = 0, slices = 0, min_slice_diff = big;
       for (std::size_t ch : d.children) {
         const auto& c = s.levels[i + 1][ch];
         sum += c.state;
         min_diff = std::min(min_diff, c.state - c.with_leader);
+        slices += c.slice_state;
+        min_slice_diff = std::min(min_slice_diff, c.slice_state - c.slice_with_leader);
         leader = std::max(leader, c.leader);
       }
       d.state = sum;
       d.with_leader = d.children.empty() ? 0 : sum - min_diff;
       d.leader = leader;
+      d.slice_state = slices;
+      d.slice_with_leader = d.children.empty() ? 0 : slices - min_slice_diff;
+      if (i == slice.level) {
+        d.slice_state = d.state / slice.size;
+        d.slice_with_leader = d.with_leader / slice.size;
+      }
     }
   }
 }
 
 // Kueue's orderings (BestFit for a required or preferred level, LeastFreeCapacity for an
-// unconstrained request).
+// unconstrained request): slices first, then the fewest Pods, then the level values.
 void sort_with_leader(std::vector<tas_domain*>& v, bool least_free) {
   std::stable_sort(v.begin(), v.end(), [&](const tas_domain* a, const tas_domain* b) {
     if (a->leader != b->leader) return a->leader > b->leader;
-    if (a->with_leader != b->with_leader)
-      return least_free ? a->with_leader < b->with_leader : a->with_leader > b->with_leader;
+    if (a->slice_with_leader != b->slice_with_leader)
+      return least_free ? a->slice_with_leader < b->slice_with_leader
+                        : a->slice_with_leader > b->slice_with_leader;
+    if (a->with_leader != b->with_leader) return a->with_leader < b->with_leader;
     return a->values < b->values;
   });
 }
 void sort_plain(std::vector<tas_domain*>& v, bool least_free) {
   std::stable_sort(v.begin(), v.end(), [&](const tas_domain* a, const tas_domain* b) {
-    if (a->state != b->state) return least_free ? a->state < b->state : a->state > b->state;
+    if (a->slice_state != b->slice_state)
+      return least_free ? a->slice_state < b->slice_state : a->slice_state > b->slice_state;
+    if (a->state != b->state) return a->state < b->state;
     return a->values < b->values;
   });
 }
 
+// Kueue's findBestFitDomain*: the first domain with the least room that still holds
+// `needed`, else v[from]. `slices`: counted in slices; `with_leader`: with the leader.
 tas_domain* best_fit(const std::vector<tas_domain*>& v, std::size_t from, std::int64_t needed,
-                     bool with_leader) {
-  auto st = [&](const tas_domain* d) { return with_leader ? d->with_leader : d->state; };
+                     bool with_leader, bool slices = true) {
+  auto st = [&](const tas_domain* d) {
+    if (slices) return with_leader ? d->slice_with_leader : d->slice_state;
+    return with_leader ? d->with_leader : d->state;
+  };
   tas_domain* best = v[from];
   for (std::size_t i = from; i < v.size(); ++i)
     if (st(v[i]) >= needed && st(v[i]) < st(best)) best = v[i];
   return best;
 }
 
-// Kueue's updateCountsToMinimumGeneric. `*short_of` is set when the domains run out before
-// the count is reached: Kueue v0.17.0 logs "unexpected remainingCount" (code assumptions
-// violated) and returns no assignment.
+// Kueue's updateCountsToMinimumGeneric, in slices (`slices`) or in Pods. `*short_of` is set
+// when the domains run out before the count is reached: Kueue v0.17.0 logs "unexpected
+// remainingCount" (code assumptions violated) and returns no assignment.
 std::vector<tas_domain*> update_counts(const std::vector<tas_domain*>& doms, std::int64_t count,
-                                       std::int64_t leaders, bool least_free, bool* short_of) {
+                                       std::int64_t leaders, bool least_free, bool* short_of,
+                                       std::int64_t slice_size = 1, bool slices = true) {
   std::vector<tas_domain*> out;
-  std::int64_t remaining = count, rem_leaders = leaders;
+  std::int64_t remaining = slices ? count / slice_size : count, rem_leaders = leaders;
   for (std::size_t i = 0; i < doms.size(); ++i) {
     tas_domain* d = doms[i];
     if (rem_leaders > 0) {
-      if (!least_free && d->with_leader >= remaining && d->leader >= rem_leaders)
-        d = best_fit(doms, i, remaining, true);
+      auto with = [&](tas_domain* x) -> std::int64_t& {
+        return slices ? x->slice_with_leader : x->with_leader;
+      };
+      if (!least_free && with(d) >= remaining && d->leader >= rem_leaders)
+        d = best_fit(doms, i, remaining, true, slices);
       out.push_back(d);
-      if (d->with_leader >= remaining && d->leader >= rem_leaders) {
-        d->state = remaining;
+      if (with(d) >= remaining && d->leader >= rem_leaders) {
+        if (slices) d->slice_state = remaining;
+        d->state = remaining * (slices ? slice_size : 1);
         d->leader = rem_leaders;
         return out;
       }
-      // Kueue distributes slices of one Pod here: clamp, then consume.
-      d->with_leader = std::min(d->with_leader, remaining);
-      d->leader = std::min(d->leader, rem_leaders);
-      d->state = d->with_leader;
-      rem_leaders -= d->leader;
-      remaining -= d->with_leader;
+      if (slices) {
+        // Clamp, then consume.
+        d->slice_with_leader = std::min(d->slice_with_leader, remaining);
+        d->leader = std::min(d->leader, rem_leaders);
+        d->state = d->slice_with_leader * slice_size;
+        rem_leaders -= d->leader;
+        remaining -= d->slice_with_leader;
+      } else {
+        // Pods: consume, then clamp (the domain's state is left as it was).
+        remaining -= d->with_leader;
+        rem_leaders -= d->leader;
+        d->with_leader = std::min(d->with_leader, remaining);
+        d->leader = std::min(d->leader, rem_leaders);
+      }
       continue;
     }
-    if (!least_free && d->state >= remaining) d = best_fit(doms, i, remaining, false);
+    std::int64_t& have = slices ? d->slice_state : d->state;
+    if (!least_free && have >= remaining) d = best_fit(doms, i, remaining, false, slices);
+    std::int64_t& room = slices ? d->slice_state : d->state;
     d->leader = 0;
     out.push_back(d);
-    if (d->state >= remaining) {
-      d->state = remaining;
+    if (room >= remaining) {
+      d->state = remaining * (slices ? slice_size : 1);
+      if (slices) d->slice_state = remaining;
       return out;
     }
-    remaining -= d->state;
+    if (slices) d->state = d->slice_state * slice_size;
+    remaining -= room;
   }
   if (remaining > 0 || rem_leaders > 0) *short_of = true;
   return out;
 }
 
-std::string not_fit(const tas_snapshot& s, std::int64_t fit, std::int64_t count) {
+std::string not_fit(const tas_snapshot& s, std::int64_t fit, std::int64_t count,
+                    std::int64_t slice_size) {
   const std::string t = "topology \"" + s.topo->name + "\" ";
   const std::string ex = exclusions_text(s.stats);
-  if (fit <= 0) return t + "doesn't allow to fit any of " + std::to_string(count) + " pod(s)" + ex;
+  const std::string unit = slice_size == 1 ? " pod(s)" : " slice(s)";
+  if (fit <= 0) return t + "doesn't allow to fit any of " + std::to_string(count) + unit + ex;
   return t + "allows to fit only " + std::to_string(fit) + " out of " + std::to_string(count) +
-         " pod(s)" + ex;
+         unit + ex;
 }
 
 // Kueue's findLevelWithFitDomains: the domains of `level` (or coarser, for a preferred
-// request) the PodSet is placed in; "" reason when it fits.
+// request) the PodSet's slices are placed in; "" reason when it fits.
 std::pair<std::vector<tas_domain*>, std::string> fit_level(tas_snapshot& s, std::size_t level,
                                                            bool required, std::int64_t count,
-                                                           std::int64_t leaders,
-                                                           bool unconstrained) {
+                                                           std::int64_t leaders, bool unconstrained,
+                                                           std::int64_t slice_size) {
   std::vector<tas_domain*> sorted;
   for (auto& d : s.levels[level]) sorted.push_back(&d);
   if (sorted.empty()) return {{}, "no topology domains at level: " + s.topo->levels[level]};
   const bool least_free = unconstrained;
+  const std::int64_t slices = count / slice_size;
+  auto no_fit = [&](std::int64_t fit) { return not_fit(s, fit, slices, slice_size); };
   sort_with_leader(sorted, least_free);
   tas_domain* top = sorted.front();
-  if (!least_free && top->with_leader >= count && top->leader >= leaders)
-    top = best_fit(sorted, 0, count, leaders > 0);
+  if (!least_free && top->slice_with_leader >= slices && top->leader >= leaders)
+    top = best_fit(sorted, 0, slices, leaders > 0);
   if (least_free) {
     for (tas_domain* d : sorted)
-      if (d->state >= count) return {{d}, ""};
-    if (required) return {{}, not_fit(s, sorted.back()->state, count)};
+      if (d->slice_state >= slices) return {{d}, ""};
+    // Kueue reports the last domain's Pods here, in slices' words.
+    if (required) return {{}, no_fit(sorted.back()->state)};
   }
-  if (top->with_leader < count || top->leader < leaders) {
-    if (required) return {{}, not_fit(s, top->state, count)};
+  if (top->slice_with_leader < slices || top->leader < leaders) {
+    if (required) return {{}, no_fit(top->slice_state)};
     if (level > 0 && !unconstrained)
-      return fit_level(s, level - 1, required, count, leaders, unconstrained);
+      return fit_level(s, level - 1, required, count, leaders, unconstrained, slice_size);
     std::vector<tas_domain*> out;
-    std::int64_t remaining = count, rem_leaders = leaders;
+    std::int64_t remaining = slices, rem_leaders = leaders;
     std::size_t i = 0;
     for (; rem_leaders > 0 && i < sorted.size() && sorted[i]->leader > 0; ++i) {
       tas_domain* d = sorted[i];
-      if (!least_free && d->with_leader >= remaining) d = best_fit(sorted, i, remaining, true);
+      if (!least_free && d->slice_with_leader >= remaining)
+        d = best_fit(sorted, i, remaining, true);
       out.push_back(d);
       rem_leaders -= d->leader;
-      remaining -= d->with_leader;
+      remaining -= d->slice_with_leader;
     }
-    if (rem_leaders > 0) return {{}, not_fit(s, leaders - rem_leaders, count)};
+    if (rem_leaders > 0) return {{}, no_fit(leaders - rem_leaders)};
     std::vector<tas_domain*> rest(sorted.begin() + static_cast<long>(i), sorted.end());
     sort_plain(rest, least_free);
     for (std::size_t j = 0; remaining > 0 && j < rest.size(); ++j) {
       tas_domain* d = rest[j];
-      if (!least_free && d->state >= remaining) d = best_fit(rest, j, remaining, false);
+      if (!least_free && d->slice_state >= remaining) d = best_fit(rest, j, remaining, false);
       out.push_back(d);
-      remaining -= d->state;
+      remaining -= d->slice_state;
     }
-    if (remaining > 0) return {{}, not_fit(s, count - remaining, count)};
+    if (remaining > 0) return {{}, no_fit(slices - remaining)};
     // The level the spread ends at: every domain chosen is of `level`.
     return {out, ""};
   }
@@ -327,6 +383,16 @@ std::pair<std::vector<tas_domain*>, std::string> fit_level(tas_snapshot& s, std:
 }
 
 std::size_t level_of(const tas_domain* d) { return d->values.size() - 1; }
+
+std::size_t level_index(const kueue_topology& t, const std::string& key, bool* found) {
+  for (std::size_t i = 0; i < t.levels.size(); ++i)
+    if (t.levels[i] == key) {
+      *found = true;
+      return i;
+    }
+  *found = false;
+  return 0;
+}
 
 // Kueue's findTopologyAssignment for one group (workers, optional leader) in one flavor.
 tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_request* leader,
@@ -338,47 +404,80 @@ tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_re
   resource_amounts leader_req;
   if (leader) leader_req = leader->ps->requests;
   const std::int64_t leaders = leader ? 1 : 0;
+  if (!ps.slice_level.empty() && !ps.slice_size) {
+    r.reason = "slice topology requested, but slice size not provided";
+    return r;
+  }
+  slice_request slice;
+  if (!ps.slice_level.empty()) slice.size = std::max<std::int64_t>(1, *ps.slice_size);
   const bool required = !ps.required_level.empty();
-  const bool implied = ps.required_level.empty() && ps.preferred_level.empty() && tas_only_queue;
-  const bool unconstrained =
-      ps.required_level.empty() && ps.preferred_level.empty() && (ps.unconstrained || implied);
-  std::string key = required                                   ? ps.required_level
-                    : !ps.preferred_level.empty()              ? ps.preferred_level
-                    : unconstrained && !s.topo->levels.empty() ? s.topo->levels.back()
-                                                               : std::string();
+  // A request of slices only is unconstrained above them, from the highest level.
+  const bool slice_only =
+      ps.required_level.empty() && ps.preferred_level.empty() && !ps.slice_level.empty();
+  const bool implied = ps.required_level.empty() && ps.preferred_level.empty() && !slice_only &&
+                       !ps.unconstrained && tas_only_queue;
+  const bool unconstrained = ps.required_level.empty() && ps.preferred_level.empty() &&
+                             (ps.unconstrained || implied || slice_only);
+  const auto& tl = s.topo->levels;
+  std::string key = required                       ? ps.required_level
+                    : !ps.preferred_level.empty()  ? ps.preferred_level
+                    : slice_only && !tl.empty()    ? tl.front()
+                    : unconstrained && !tl.empty() ? tl.back()
+                                                   : std::string();
   if (key.empty()) {
     r.reason = "topology level not specified";
     return r;
   }
-  std::size_t level = 0;
   bool found = false;
-  for (std::size_t i = 0; i < s.topo->levels.size(); ++i)
-    if (s.topo->levels[i] == key) {
-      level = i;
-      found = true;
-    }
+  const std::size_t level = level_index(*s.topo, key, &found);
   if (!found) {
     r.reason = "no requested topology level: " + key;
     return r;
   }
+  const std::string slice_key = ps.slice_level.empty() ? tl.back() : ps.slice_level;
+  slice.level = level_index(*s.topo, slice_key, &found);
+  if (!found) {
+    r.reason = "no requested topology level for slices: " + slice_key;
+    return r;
+  }
+  if (level > slice.level) {
+    r.reason = "podset slice topology " + slice_key + " is above the podset topology " + key;
+    return r;
+  }
   fill_counts(s, req, leader ? &leader_req : nullptr, with_flavor(ps, s.rf),
               s.per_node ? ps.node_selector : label_map{},
-              ps.required_affinity ? &*ps.required_affinity : nullptr, assumed);
-  auto [fit, reason] = fit_level(s, level, required, workers.count, leaders, unconstrained);
+              ps.required_affinity ? &*ps.required_affinity : nullptr, assumed, slice);
+  auto [fit, reason] =
+      fit_level(s, level, required, workers.count, leaders, unconstrained, slice.size);
   if (!reason.empty()) {
     r.reason = reason;
     return r;
   }
   bool short_of = false;
   std::vector<tas_domain*> cur =
-      update_counts(fit, workers.count, leaders, unconstrained, &short_of);
-  for (std::size_t lv = cur.empty() ? s.levels.size() : level_of(cur.front()) + 1;
-       lv < s.levels.size(); ++lv) {
+      update_counts(fit, workers.count, leaders, unconstrained, &short_of, slice.size);
+  const std::size_t depth = s.levels.size();
+  std::size_t lv = cur.empty() ? depth - 1 : level_of(cur.front());
+  // Above the slice level: every domain of the next level together, in slices.
+  for (; lv < std::min(depth - 1, slice.level); ++lv) {
     std::vector<tas_domain*> lower;
     for (tas_domain* d : cur)
-      for (std::size_t ch : d->children) lower.push_back(&s.levels[lv][ch]);
+      for (std::size_t ch : d->children) lower.push_back(&s.levels[lv + 1][ch]);
     sort_plain(lower, unconstrained);
-    cur = update_counts(lower, workers.count, leaders, unconstrained, &short_of);
+    cur = update_counts(lower, workers.count, leaders, unconstrained, &short_of, slice.size);
+  }
+  // At and below it: each domain's Pods among its own children.
+  for (; lv + 1 < depth; ++lv) {
+    std::vector<tas_domain*> next;
+    for (tas_domain* d : cur) {
+      std::vector<tas_domain*> lower;
+      for (std::size_t ch : d->children) lower.push_back(&s.levels[lv + 1][ch]);
+      sort_plain(lower, unconstrained);
+      for (tas_domain* x :
+           update_counts(lower, d->state, d->leader, unconstrained, &short_of, 1, false))
+        next.push_back(x);
+    }
+    cur = std::move(next);
   }
   if (short_of) {
     r.no_decision = true;
@@ -417,7 +516,8 @@ std::string placed_text(const std::map<std::string, std::int64_t>& placed) {
 }
 
 bool requests_tas(const podset& ps) {
-  return !ps.required_level.empty() || !ps.preferred_level.empty() || ps.unconstrained;
+  return !ps.required_level.empty() || !ps.preferred_level.empty() || ps.unconstrained ||
+         !ps.slice_level.empty() || ps.slice_size;
 }
 
 std::string quota_text(std::string_view res, std::int64_t v) {
@@ -446,12 +546,21 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
     } else {
       const kueue_topology* t = c.topology(rf->topology_name);
       if (!t) return "Flavor \"" + flavor + "\" information missing in TAS cache";
-      const std::string key = !ps.required_level.empty()    ? ps.required_level
-                              : !ps.preferred_level.empty() ? ps.preferred_level
-                                                            : std::string();
-      if (!key.empty() && std::find(t->levels.begin(), t->levels.end(), key) == t->levels.end())
-        return "Flavor \"" + flavor + "\" does not contain the requested level";
-      if (t->levels.empty())
+      // Kueue's HasLevel: the request's level and the slice level (the lowest by default).
+      const bool slice_only =
+          ps.required_level.empty() && ps.preferred_level.empty() && !ps.slice_level.empty();
+      const auto& tl = t->levels;
+      const std::string key = !ps.required_level.empty()        ? ps.required_level
+                              : !ps.preferred_level.empty()     ? ps.preferred_level
+                              : slice_only && !tl.empty()       ? tl.front()
+                              : ps.unconstrained && !tl.empty() ? tl.back()
+                                                                : std::string();
+      const std::string slice_key =
+          !ps.slice_level.empty() ? ps.slice_level : (tl.empty() ? std::string() : tl.back());
+      const auto has = [&](const std::string& k) {
+        return std::find(tl.begin(), tl.end(), k) != tl.end();
+      };
+      if (key.empty() || !has(key) || !has(slice_key))
         return "Flavor \"" + flavor + "\" does not contain the requested level";
     }
   } else if (!implied && !rf->topology_name.empty()) {
@@ -500,13 +609,34 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
 
 kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   kueue_decision k;
-  const cluster_queue* q = queue_of(c, w);
+  const queue_route route = route_of(c, w);
+  if (!route.message.empty() && !w.quota_reserved()) {
+    // The queue stops it before any flavor is tried (Kueue's Workload controller and the
+    // scheduler's first checks).
+    k.modelled = true;
+    k.step = "queue";
+    k.message = route.message;
+    k.reason = route.reason;
+    for (const auto& ps : w.podsets)
+      k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count, ps.count});
+    k.notes.push_back(route.detail);
+    return k;
+  }
+  const cluster_queue* q = route.cq;
   if (!q) return k;
   k.modelled = true;
+  if (route.assumed)
+    k.notes.push_back("no LocalQueue was read: the only ClusterQueue, " + q->name +
+                      ", is taken for queue " + w.queue_name);
   bool tas_only = !q->flavors.empty();
   for (const auto& f : q->flavors)
     if (const resource_flavor* rf = c.flavor(f.name); !rf || rf->topology_name.empty())
       tas_only = false;
+  for (const auto& ps : w.podsets)
+    if (ps.slice_layers)
+      k.notes.push_back("PodSet " + ps.name +
+                        " sets podsetSliceRequiredTopologyConstraints: slice layers are not "
+                        "modelled, only podSetSliceRequiredTopology and podSetSliceSize");
   if (!q->cohort.empty())
     k.notes.push_back("ClusterQueue " + q->name + " is in cohort " + q->cohort +
                       ": borrowing is not modelled, only its own nominalQuota counts");
@@ -529,7 +659,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
   }
   for (const auto& ps : w.podsets)
-    k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count});
+    k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count, ps.count});
+  // The counts tried: the spec's, or smaller ones down to minCount (partial admission).
+  std::vector<std::int64_t> counts;
+  for (const auto& ps : w.podsets) counts.push_back(ps.count);
   if (w.quota_reserved()) {
     // Kueue has decided: its admission is the answer (re-deciding would count the
     // Workload's own bound Pods against it).
@@ -544,6 +677,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           for (const auto& d : a.topology_domains)
             doms.push_back(join(d.values, "/") + "=" + std::to_string(d.count));
           p.detail = join(doms, ", ");
+          if (a.count > 0) p.count = a.count;
         }
     }
     k.notes.push_back("the Workload holds a reservation: Kueue's admission is its decision");
@@ -580,8 +714,8 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       resource_amounts total;
       for (std::size_t i : groups[g]) {
         const auto& ps = w.podsets[i];
-        for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * ps.count);
-        if (covers_pods) total["pods"] += ps.count;
+        for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * counts[i]);
+        if (covers_pods) total["pods"] += counts[i];
       }
       std::map<std::size_t, std::string> chosen;  // resource group -> flavor
       std::string fail;
@@ -689,10 +823,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       auto it = snaps.find(fname);
       if (it == snaps.end())
         it = snaps.emplace(fname, build_snapshot(c, *rf, *topo, node_usage(c, &w, fname))).first;
-      tas_request workers{&w.podsets[groups[g][0]], w.podsets[groups[g][0]].count};
+      tas_request workers{&w.podsets[groups[g][0]], counts[groups[g][0]]};
       std::optional<tas_request> leader;
       if (groups[g].size() > 1) {
-        leader = tas_request{&w.podsets[groups[g][1]], w.podsets[groups[g][1]].count};
+        leader = tas_request{&w.podsets[groups[g][1]], counts[groups[g][1]]};
         if (leader->count > workers.count) std::swap(*leader, workers);
       }
       const tas_result r =
@@ -731,13 +865,87 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   // fails, the next cycle starts after the flavors tried (wrapping to the first after the
   // last), until a cycle admits the Workload or the cycles repeat.
   const kueue_decision blank = k;
+  // One assignment at `counts` from `start`: quota and flavor, then placement.
+  auto assign = [&](const std::vector<std::size_t>& start, kueue_decision& attempt) {
+    attempt = blank;
+    for (std::size_t i = 0; i < counts.size(); ++i) attempt.podsets[i].count = counts[i];
+    if (!quota_pass(start, attempt)) return false;
+    attempt.admissible = place_all(false, &attempt);
+    return attempt.admissible;
+  };
+  // Kueue's partial admission (PodSetReducer): when the spec counts do not fit, the same
+  // cycle binary-searches the counts between them and minCount (each PodSet with a minCount
+  // lowered in proportion to its share of the total reduction) for the largest that fits.
+  std::int64_t total_delta = 0;
+  for (const auto& ps : w.podsets) total_delta += ps.count - ps.min_count.value_or(ps.count);
+  // The counts at search index h of total_delta (Kueue's fillPodSetSizesForSearchIndex).
+  auto scale_counts = [&](std::int64_t h) {
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      const auto& ps = w.podsets[i];
+      counts[i] = ps.count - (ps.count - ps.min_count.value_or(ps.count)) * h / total_delta;
+    }
+  };
+  auto partial = [&](const std::vector<std::size_t>& start, kueue_decision& out) {
+    if (total_delta <= 0) return false;
+    const auto saved_flavor = group_flavor;
+    const auto saved_pos = chosen_pos;
+    const auto saved_size = rg_size;
+    bool found = false;
+    std::int64_t lo = 0, hi = total_delta + 1, last_good = 0;  // Go's sort.Search
+    while (lo < hi) {
+      const std::int64_t h = lo + (hi - lo) / 2;
+      scale_counts(h);
+      kueue_decision attempt;
+      if (assign(start, attempt)) {
+        last_good = h;
+        out = std::move(attempt);
+        found = true;
+        hi = h;
+      } else {
+        lo = h + 1;
+      }
+    }
+    found = found && lo == last_good;
+    if (found) {
+      scale_counts(last_good);
+      // The flavors and positions of the assignment Kueue admits.
+      kueue_decision again;
+      assign(start, again);
+    } else {
+      for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = w.podsets[i].count;
+      // The next cycle starts from the full assignment's flavors (Kueue keeps its state).
+      group_flavor = saved_flavor;
+      chosen_pos = saved_pos;
+      rg_size = saved_size;
+    }
+    return found;
+  };
   std::vector<std::size_t> start(groups.size(), 0);
   std::set<std::vector<std::size_t>> seen;
   std::vector<std::string> tried;
   for (;;) {
     if (!seen.insert(start).second) break;
     kueue_decision attempt = blank;
-    if (!quota_pass(start, attempt)) {
+    for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = w.podsets[i].count;
+    const bool quota_ok = quota_pass(start, attempt);
+    if (quota_ok) attempt.admissible = place_all(false, &attempt);
+    if (!attempt.admissible && !attempt.no_decision) {
+      kueue_decision reduced;
+      if (partial(start, reduced)) {
+        k = std::move(reduced);
+        k.partial = true;
+        std::vector<std::string> what;
+        for (std::size_t i = 0; i < counts.size(); ++i)
+          if (counts[i] != w.podsets[i].count)
+            what.push_back("PodSet " + w.podsets[i].name + " with " + std::to_string(counts[i]) +
+                           " of " + std::to_string(w.podsets[i].count) + " Pods (minCount " +
+                           std::to_string(w.podsets[i].min_count.value_or(0)) + ")");
+        k.notes.push_back("partial admission: the spec counts do not fit (" + attempt.message +
+                          "); Kueue admits " + join(what, ", "));
+        break;
+      }
+    }
+    if (!quota_ok) {
       bool from_first = true;
       for (auto s0 : start) from_first = from_first && s0 == 0;
       if (from_first || seen.count(std::vector<std::size_t>(groups.size(), 0))) {
@@ -747,7 +955,6 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       start.assign(groups.size(), 0);
       continue;
     }
-    attempt.admissible = place_all(false, &attempt);
     k = attempt;
     if (k.admissible || k.no_decision) break;
     tried.push_back(join(group_flavor, "+"));
@@ -777,6 +984,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           "; diagnose follows Kueue's decision" +
           (strict ? "" : " (the kubelet may refuse the Pods beyond a Node's `pods`)"));
   }
+  if (!k.admissible) k.reason = "Pending";  // Kueue's scheduler writes it
   return k;
 }
 }  // namespace topogate::diagnose

@@ -84,11 +84,6 @@ RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
     "pods": ("/api/v1", "pods", True),
     "nodes": ("/api/v1", "nodes", False),
 }
-# What `diagnose pending --from DIR` reads from a dump of the lab (see diagnose()).
-DUMP_KINDS = ["nodes", "pods", "topologies.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io",
-              "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io",
-              "topologysources.worker.gpustack.ai", "modeldeployments.worker.gpustack.ai", "limitranges",
-              "runtimeclasses.node.k8s.io"]
 _api = {}
 
 
@@ -182,13 +177,19 @@ def create(kind, obj):
 
 
 def delete_owned(kinds, selector=OWNED, grace0=False):
-    """kubectl delete KINDS -l SELECTOR --wait=false (the lab's namespaced objects are all in
-    NS); grace0: --grace-period=0 --force."""
+    """kubectl delete KINDS -l SELECTOR --wait=false, in NS and every namespace holding such
+    an object; grace0: --grace-period=0 --force."""
     opts = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
     if grace0:
         opts["gracePeriodSeconds"] = 0
     for kind in kinds:
-        api_call("DELETE", f"{collection_path(kind)}?labelSelector={urllib.parse.quote(selector)}", opts)
+        namespaces = {NS}
+        prefix, plural, namespaced = RESOURCES[kind]
+        if namespaced:  # the scenario's namespaces too
+            lst = api_get(f"{prefix}/{plural}?labelSelector={urllib.parse.quote(selector)}") or {}
+            namespaces |= {i["metadata"]["namespace"] for i in lst.get("items") or []}
+        for ns in sorted(namespaces):
+            api_call("DELETE", f"{collection_path(kind, ns)}?labelSelector={urllib.parse.quote(selector)}", opts)
 
 
 def owned_names(kinds, selector=OWNED):
@@ -270,6 +271,11 @@ def load(path):
         for j, p in enumerate(w.get("podSets") or []):
             if not isinstance(p.get("count"), int) or p["count"] < 1:
                 errs.append(f"workloads[{i}].podSets[{j}].count: a positive integer")
+            if p.get("sliceSize") is not None and not (isinstance(p["sliceSize"], int) and p["sliceSize"] >= 1):
+                errs.append(f"workloads[{i}].podSets[{j}].sliceSize: a positive integer")
+            if p.get("minCount") is not None and not (isinstance(p["minCount"], int) and
+                                                      1 <= p["minCount"] <= p.get("count", 0)):
+                errs.append(f"workloads[{i}].podSets[{j}].minCount: 1 to count")
             if p.get("required") and p.get("preferred"):
                 errs.append(f"workloads[{i}].podSets[{j}]: required or preferred, not both")
             for field in ("requests", "limits", "podRequests"):
@@ -281,6 +287,21 @@ def load(path):
     for i, rc in enumerate(s.get("runtimeClasses") or []):
         if not isinstance(rc, dict) or not isinstance(rc.get("name"), str):
             errs.append(f"runtimeClasses[{i}]: {{name, overhead}}")
+    for i, n in enumerate(s.get("namespaces") or []):
+        if not isinstance(n, dict) or not isinstance(n.get("name"), str) or n["name"] == NS or \
+                not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", n["name"]):
+            errs.append(f"namespaces[{i}]: {{name, labels}}, a DNS label other than {NS}")
+    known_ns = {NS} | {n.get("name") for n in s.get("namespaces") or [] if isinstance(n, dict)}
+    for i, lq in enumerate(s.get("localQueues") or []):
+        if not isinstance(lq, dict) or not isinstance(lq.get("name"), str) or \
+                not isinstance(lq.get("clusterQueue"), str) or lq.get("namespace", NS) not in known_ns:
+            errs.append(f"localQueues[{i}]: {{name, clusterQueue, namespace (of namespaces)}}")
+    for i, w in enumerate(s.get("workloads") or []):
+        if w.get("namespace", NS) not in known_ns:
+            errs.append(f"workloads[{i}].namespace: {NS} or one of namespaces")
+    q = s.get("queue")
+    if q is not None and (not isinstance(q, dict) or set(q) - {"stopPolicy", "missingFlavor"}):
+        errs.append("queue: {stopPolicy, missingFlavor}")
     md = s.get("modelDeployment")
     if md is not None and (not isinstance(md, dict) or not isinstance(md.get("name"), str) or not isinstance(md.get("spec"), dict)):
         errs.append("modelDeployment: {name, spec}")
@@ -510,16 +531,21 @@ def apply_topology_source(s, levels, revision):
          "message": f"revision {revision} applied by the TAS lab's labeler"}]})
 
 
-def wait_queue_active(timeout=60):
+def wait_queue_state(active, timeout=60):
+    """Until Kueue reports the ClusterQueue Active (or, active False, not Active)."""
     deadline = time.time() + timeout
     while True:
         cq = api_obj("clusterqueues.kueue.x-k8s.io", QUEUE) or {}
         conds = {c["type"]: c for c in (cq.get("status") or {}).get("conditions", [])}
-        if conds.get("Active", {}).get("status") == "True":
+        if (conds.get("Active", {}).get("status") == "True") == active and "Active" in conds:
             return cq
         if time.time() > deadline:
-            die(f"ClusterQueue {QUEUE} not Active after {timeout} s: {conds.get('Active')}")
+            die(f"ClusterQueue {QUEUE} Active is not {active} after {timeout} s: {conds.get('Active')}")
         time.sleep(0.3)
+
+
+def wait_queue_active(timeout=60):
+    return wait_queue_state(True, timeout)
 
 
 def cmd_chain(path, labels_path):
@@ -529,7 +555,8 @@ def cmd_chain(path, labels_path):
     apply_topology_source(s, s["topologySource"]["levels"], lab["revision"])
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     profiles, members, res, flavors = make_flavors(s, lab)
-    cq_spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}
+    cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}),
+               "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}
     if s.get("admissionCheck"):
         # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
         # (standing in for its controller) and never marks a Workload's check Ready, so a
@@ -544,9 +571,25 @@ def cmd_chain(path, labels_path):
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ac}]}
     apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                "metadata": {"name": QUEUE, "labels": owned}, "spec": cq_spec})
-    apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": QUEUE, "namespace": NS, "labels": owned},
-               "spec": {"clusterQueue": QUEUE}})
+    # Namespaces stay (no namespace controller runs to finish a deletion); their labels are
+    # the scenario's. Each holds a LocalQueue gpustack.
+    for n in s.get("namespaces") or []:
+        if api_get(f"/api/v1/namespaces/{n['name']}") is None:
+            api_call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": n["name"]}})
+        api_call("PATCH", f"/api/v1/namespaces/{n['name']}", {"metadata": {"labels": n.get("labels") or {}}},
+                 "application/merge-patch+json")
+    for ns in [NS] + [n["name"] for n in s.get("namespaces") or []]:
+        apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": QUEUE, "namespace": ns, "labels": owned},
+                   "spec": {"clusterQueue": QUEUE}})
+    for lq in s.get("localQueues") or []:
+        spec = {"clusterQueue": lq["clusterQueue"]}
+        if lq.get("stopPolicy"):
+            spec["stopPolicy"] = lq["stopPolicy"]
+        apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": lq["name"], "namespace": lq.get("namespace", NS), "labels": owned},
+                   "spec": spec})
     if s.get("modelDeployment"):
         md = s["modelDeployment"]
         apply_obj({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
@@ -559,6 +602,17 @@ def cmd_chain(path, labels_path):
                       "message": "Topology-aware flavors are ready", "lastTransitionTime": now,
                       "observedGeneration": cq["metadata"].get("generation", 1)})
         status_patch("clusterqueues.kueue.x-k8s.io", QUEUE, {"conditions": conds})
+    q = s.get("queue") or {}
+    if q.get("stopPolicy"):
+        patch_queue({"stopPolicy": q["stopPolicy"]})
+    if q.get("missingFlavor"):
+        # A flavor entry naming a ResourceFlavor that does not exist, last in the group.
+        extra = {"name": q["missingFlavor"], "resources": [dict(r) for r in flavors[0]["resources"]]}
+        api_call("PATCH", obj_path("clusterqueues.kueue.x-k8s.io", QUEUE),
+                 [{"op": "add", "path": "/spec/resourceGroups/0/flavors/-", "value": extra}],
+                 "application/json-patch+json")
+    if q:
+        wait_queue_state(False)
     print(json.dumps({"profiles": {p: len(members[p]) for p in profiles}, "flavors": [f["name"] for f in flavors]}))
 
 
@@ -572,8 +626,12 @@ def workload_obj(s, w):
             tr["required"] = p["required"]
         elif p.get("preferred"):
             tr["preferred"] = p["preferred"]
-        else:
+        elif not p.get("sliceLevel"):
             tr["unconstrained"] = True
+        if p.get("sliceLevel"):
+            tr["podSetSliceRequiredTopology"] = p["sliceLevel"]
+        if p.get("sliceSize") is not None:
+            tr["podSetSliceSize"] = p["sliceSize"]
         if p.get("podSetGroupName"):
             tr["podSetGroupName"] = p["podSetGroupName"]
         spec = {"restartPolicy": "Never", "containers": [{
@@ -590,9 +648,12 @@ def workload_obj(s, w):
         if p.get("nodeAffinity") is not None:
             spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": p["nodeAffinity"]}}}
-        pod_sets.append({"name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
-                         "template": {"spec": spec}})
-    meta = {"name": w["name"], "namespace": NS, "labels": {OWNED: s["name"]}}
+        entry = {"name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
+                 "template": {"spec": spec}}
+        if p.get("minCount") is not None:
+            entry["minCount"] = p["minCount"]
+        pod_sets.append(entry)
+    meta = {"name": w["name"], "namespace": w.get("namespace", NS), "labels": {OWNED: s["name"]}}
     if w.get("role"):
         meta["labels"][ROLE] = w["role"]
     if w.get("owner"):
@@ -600,7 +661,7 @@ def workload_obj(s, w):
         meta["ownerReferences"] = [{"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                                     "name": md["metadata"]["name"], "uid": md["metadata"]["uid"], "controller": True}]
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
-            "spec": {"queueName": QUEUE, "podSets": pod_sets}}
+            "spec": {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}}
 
 
 def decode_assignment(ta):
@@ -649,27 +710,13 @@ def kueue_decision(wl):
     return d
 
 
-def dump_objects(d):
-    """What `kubectl get KIND -A -o json` prints, one file per kind, into d."""
-    os.makedirs(d, exist_ok=True)
-    for kind in DUMP_KINDS:
-        prefix, plural, _ = RESOURCES[kind]
-        with open(os.path.join(d, f"{kind}.json"), "w") as f:
-            json.dump(api_get(f"{prefix}/{plural}") or {"kind": "List", "apiVersion": "v1", "items": []}, f)
-
-
-def diagnose(name, dump=None):
-    """diagnose pending through the API, or (dump: a directory) from a dump of the lab's
-    objects taken now, for scenarios with objects the online reader does not list
-    (LimitRanges, RuntimeClasses)."""
+def diagnose(name, ns=NS):
+    """diagnose pending through the API (the online reader)."""
     tg = os.environ["TOPOGATE_BINARY"]
     env = dict(os.environ)
     env.pop("KUBERNETES_SERVICE_HOST", None)
     src = ["--kubeconfig", os.environ["KUBECONFIG"]]
-    if dump:
-        dump_objects(dump)
-        src = ["--from", dump]
-    r = subprocess.run([tg, "diagnose", "pending", f"{NS}/{name}", *src,
+    r = subprocess.run([tg, "diagnose", "pending", f"{ns}/{name}", *src,
                         "--output", "json"], text=True, capture_output=True, env=env)
     try:
         rep = json.loads(r.stdout)
@@ -688,7 +735,9 @@ def diagnose(name, dump=None):
     else:
         fits = bool(ps) and all(p["fits"] for p in ps)
     return {"verdict": "fits" if fits else "no-domain", "exit": r.returncode, "podSets": ps,
-            "kueue": {k: kq.get(k) for k in ("admissible", "noDecision", "step", "podSet", "message", "notes")},
+            "kueue": dict({k: kq.get(k) for k in ("admissible", "noDecision", "step", "podSet", "message",
+                                                  "reason", "partial", "notes")},
+                          counts=[p.get("count") for p in kq.get("podSets") or []]),
             "conclusion": rep.get("conclusion")}, rep
 
 
@@ -703,13 +752,13 @@ def chain():
         return {"exit": r.returncode, "error": r.stderr.strip()[:300]}
 
 
-def wait_decision(s, name, timeout, settle):
+def wait_decision(s, name, timeout, settle, ns=NS):
     """Poll the Workload until Kueue has decided (QuotaReserved present) and the decision
     has not changed for `settle` seconds."""
     deadline = time.time() + timeout
     last, since = None, time.time()
     while True:
-        d = kueue_decision(api_obj("workloads.kueue.x-k8s.io", name, NS) or {})
+        d = kueue_decision(api_obj("workloads.kueue.x-k8s.io", name, ns) or {})
         if d["decision"] != last:
             last, since = d["decision"], time.time()
         # Admission is final here (no preemption in these scenarios); a Pending decision must
@@ -717,7 +766,7 @@ def wait_decision(s, name, timeout, settle):
         if last == "admitted" or (last is not None and time.time() - since >= settle):
             return d
         if time.time() > deadline:
-            print(f"tas-lab: Kueue did not decide {NS}/{name} within {timeout:.0f} s", file=sys.stderr)
+            print(f"tas-lab: Kueue did not decide {ns}/{name} within {timeout:.0f} s", file=sys.stderr)
             return d
         time.sleep(0.2)
 
@@ -749,6 +798,14 @@ def check_expect(s, exp, kd, dg):
         ok &= text in (dg.get("conclusion") or "")
     if "messageContains" in exp:
         ok &= exp["messageContains"] in (kd.get("message") or "")
+    if "reason" in exp:
+        ok &= kd.get("reason") == exp["reason"]
+    if "admittedCount" in exp:  # the first PodSet's count: Kueue's admission and diagnose's
+        ok &= [a.get("count") for a in kd.get("assignments") or []][:1] == [exp["admittedCount"]]
+        ok &= ((dg.get("kueue") or {}).get("counts") or [None])[:1] == [exp["admittedCount"]]
+    if exp.get("sameMessage"):
+        kq = dg.get("kueue") or {}
+        ok &= kd.get("message") == kq.get("message") and kd.get("reason") == kq.get("reason")
     return bool(ok)
 
 
@@ -770,33 +827,31 @@ def cmd_workloads(path, timeout=60.0, settle=1.5):
         if rc.get("overhead"):
             obj["overhead"] = {"podFixed": {r: str(v) for r, v in rc["overhead"].items()}}
         create("runtimeclasses.node.k8s.io", obj)
-    dump = None
     if s.get("limitRanges") or s.get("runtimeClasses"):
-        dump = os.path.join(os.environ.get("TAS_LAB_DIR") or "/tmp", "dump")
         time.sleep(1.0)  # Kueue's caches see the LimitRanges and RuntimeClasses first
     for w in s["workloads"]:
+        wns = w.get("namespace", NS)
         create("workloads.kueue.x-k8s.io", workload_obj(s, w))
         wait = timeout
         if any(p.get("podSetGroupName") for p in w["podSets"]):
             # A leader + workers group can meet a Kueue v0.17.0 bug that leaves the Workload
             # undecided; when diagnose foresees it, waiting the full timeout tells nothing more.
-            pre, _ = diagnose(w["name"])
+            pre, _ = diagnose(w["name"], wns)
             if (pre.get("kueue") or {}).get("noDecision"):
                 wait = 3.0
-        kd = wait_decision(s, w["name"], wait, settle)
-        dg, _ = diagnose(w["name"], dump)
-        if dump:
-            dg["input"] = "dump"
+        kd = wait_decision(s, w["name"], wait, settle, wns)
+        dg, _ = diagnose(w["name"], wns)
         lines.append((w, kd, dg))
     ch = chain()
     rc = 0
     for w, kd, dg in lines:
-        final = kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], NS) or {})
+        wns = w.get("namespace", NS)
+        final = kueue_decision(api_obj("workloads.kueue.x-k8s.io", w["name"], wns) or {})
         agree = bool(kd["decision"]) and dg["verdict"] != "error" and \
             (kd["decision"] == "admitted") == (dg["verdict"] == "fits")
         if kd["decision"] is None and (dg.get("kueue") or {}).get("noDecision"):
             agree = True  # diagnose foresaw Kueue's bug: no decision at all
-        line = {"scenario": s["name"], "workload": f"{NS}/{w['name']}", "kueue": kd, "diagnose": dg,
+        line = {"scenario": s["name"], "workload": f"{wns}/{w['name']}", "kueue": kd, "diagnose": dg,
                 "agree": agree, "chain": ch}
         if final["decision"] != kd["decision"]:
             line["decisionLater"] = final["decision"]

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,9 @@ cluster_objects tas_cluster() {
   q.name = "q";
   q.group_resources = {{"cpu", "memory"}};
   q.flavors.push_back({0, "f", {"cpu", "memory"}, {{"cpu", 64000}, {"memory", 256ll << 30}}});
+  q.namespace_selector = label_selector{};  // every namespace
   c.cluster_queues.push_back(q);
-  c.local_queues.push_back({"default", "q", "q"});
+  c.local_queues.push_back({"default", "q", "q", ""});
   return c;
 }
 
@@ -734,12 +736,301 @@ TEST(KueueAffinity, FlavorsWhoseNodeLabelsTheAffinityRefuses) {
   EXPECT_NE(k.message.find("; excluded: affinity: 2"), std::string::npos) << k.message;
 }
 
+// ---------------------------------------------------------------- slices
+
+// podSetSliceRequiredTopology + podSetSliceSize: every slice of `size` Pods fits one domain
+// of the slice level. Pods of 1500m: a 4-CPU Node holds 2, a zone 4.
+TEST(KueueSlices, EverySliceFitsOneDomainOfItsLevel) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 3, 1500)});
+  EXPECT_TRUE(decide(c, "w").admissible);  // 3 Pods in one zone, over two Nodes
+  auto& ps = c.workloads[0].podsets[0];
+  ps.slice_level = host;
+  ps.slice_size = 3;  // no Node holds 3
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: topology \"t\" doesn't allow to fit any of "
+            "1 slice(s)");
+  // Slices of two: two per zone, each on one Node.
+  ps.count = 4;
+  ps.slice_size = 2;
+  k = decide(c, "w");
+  ASSERT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "a1=2, a2=2");
+  // A slice size that is not one: "pod(s)" become "slice(s)" only then.
+  ps.count = 10;
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 2 out of 5 "
+            "slice(s)");
+  ps.slice_size = 1;
+  EXPECT_NE(decide(c, "w").message.find("allows to fit only 4 out of 10 pod(s)"),
+            std::string::npos);
+}
+
+// A request of slices only: unconstrained above the slice level, from the highest level,
+// least free capacity first; slices spread over domains.
+TEST(KueueSlices, SliceOnlyRequestIsUnconstrainedAbove) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 6, 1500, "")});
+  auto& ps = c.workloads[0].podsets[0];
+  ps.slice_level = zone;
+  ps.slice_size = 3;  // a zone holds one slice of 3
+  auto k = decide(c, "w");
+  ASSERT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "a1=2, a2=1, b1=2, b2=1");
+  ps.count = 9;  // 3 slices, 2 fit
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: topology \"t\" allows to fit only 2 out of 3 "
+            "slice(s)");
+  // Required zone with zone slices: one zone must hold every slice.
+  ps.count = 6;
+  ps.required_level = zone;
+  EXPECT_FALSE(decide(c, "w").admissible);
+}
+
+TEST(KueueSlices, InvalidSliceRequests) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000, host)});
+  auto& ps = c.workloads[0].podsets[0];
+  ps.slice_level = zone;
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: slice topology requested, but slice size not "
+            "provided");
+  ps.slice_size = 1;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set main: podset slice topology " + std::string(zone) +
+                " is above the podset topology " + host);
+  // A slice level the flavor's Topology lacks: the flavor is skipped at quota.
+  ps.slice_level = "example.com/rack";
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: Flavor \"f\" does not contain the requested "
+            "level");
+}
+
+// ---------------------------------------------------------------- partial admission
+
+// minCount: when the spec counts do not fit, Kueue searches the counts down to minCount
+// (binary search, the largest that fits) in the same cycle.
+TEST(KueuePartial, LargestCountThatFitsDownToMinCount) {
+  auto c = tas_cluster();
+  // A zone holds 4 Pods of 2 CPUs (two 4-CPU Nodes).
+  add_workload(c, "w", {make_podset("main", 5, 2000)});
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_FALSE(k.partial);
+  c.workloads[0].podsets[0].min_count = 5;  // no room to reduce
+  EXPECT_FALSE(decide(c, "w").admissible);
+  c.workloads[0].podsets[0].min_count = 2;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_TRUE(k.partial);
+  ASSERT_EQ(k.podsets.size(), 1u);
+  EXPECT_EQ(k.podsets[0].count, 4);
+  EXPECT_EQ(k.podsets[0].spec_count, 5);
+  EXPECT_EQ(k.podsets[0].stage, "placed");
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_NE(r.conclusion.find("admits it partially"), std::string::npos) << r.conclusion;
+  EXPECT_NE(r.conclusion.find("PodSet main with 4 of 5 Pods"), std::string::npos);
+  EXPECT_NE(step(r, 7).lines.front().find("count 4 of 5 (partial admission)"), std::string::npos);
+  // A minCount the room does not reach: Pending with the spec counts' message.
+  c.workloads[0].podsets[0].min_count = 5;
+  c.workloads[0].podsets[0].count = 6;
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("out of 6 pod(s)"), std::string::npos) << k.message;
+  // The spec counts fit: minCount changes nothing.
+  c.workloads[0].podsets[0].count = 3;
+  c.workloads[0].podsets[0].min_count = 1;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_FALSE(k.partial);
+  EXPECT_EQ(k.podsets[0].count, 3);
+}
+
+// Quota stops the spec count; the reduced count fits the nominalQuota.
+TEST(KueuePartial, QuotaLimitsTheCount) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 5000;
+  add_workload(c, "w", {make_podset("main", 8, 1000)});
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  c.workloads[0].podsets[0].min_count = 2;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_EQ(k.podsets[0].count, 5);
+  // Kueue's search is over the reduction in proportion: 8 down to 2 in 6 steps.
+  c.workloads[0].podsets[0].min_count = 6;
+  EXPECT_FALSE(decide(c, "w").admissible);
+}
+
+// ---------------------------------------------------------------- the queue, before any flavor
+
+// spec.queueName -> the LocalQueue of the Workload's namespace -> its clusterQueue: a missing
+// LocalQueue keeps the Workload Pending with Kueue's words, the existing one lets it through.
+TEST(KueueQueue, LocalQueueOfTheWorkloadsNamespace) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.workloads[0].queue_name = "other";
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "queue");
+  EXPECT_EQ(k.reason, "Inadmissible");
+  EXPECT_EQ(k.message, "LocalQueue other doesn't exist");
+  for (const auto& p : k.podsets) EXPECT_EQ(p.stage, "not reached");
+  // A LocalQueue of that name in another namespace is not the Workload's.
+  c.local_queues.push_back({"team-b", "other", "q", ""});
+  EXPECT_EQ(decide(c, "w").message, "LocalQueue other doesn't exist");
+  c.local_queues.push_back({"default", "other", "q", ""});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_NE(step(r, 3).lines.front().find("LocalQueue default/other -> ClusterQueue q"),
+            std::string::npos);
+}
+
+TEST(KueueQueue, StoppedLocalQueueIsInactive) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  c.local_queues[0].stop_policy = "None";
+  EXPECT_TRUE(decide(c, "w").admissible);
+  for (const char* policy : {"Hold", "HoldAndDrain"}) {
+    c.local_queues[0].stop_policy = policy;
+    const auto k = decide(c, "w");
+    EXPECT_EQ(k.step, "queue") << policy;
+    EXPECT_EQ(k.message, "LocalQueue q is inactive") << policy;
+    EXPECT_EQ(k.reason, "Inadmissible");
+  }
+}
+
+TEST(KueueQueue, ClusterQueueOfTheLocalQueueMissing) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  c.local_queues[0].cluster_queue = "gone";
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_EQ(r.kueue.step, "queue");
+  EXPECT_EQ(r.kueue.message, "ClusterQueue gone doesn't exist");
+  EXPECT_EQ(step(r, 3).result, verdict::problem);
+  EXPECT_NE(r.conclusion.find("Pending at the queue, before any flavor is tried: ClusterQueue "
+                              "gone doesn't exist (Inadmissible)"),
+            std::string::npos)
+      << r.conclusion;
+}
+
+// Every cause Kueue's ClusterQueue cache holds a queue inactive for, in its order, and the
+// Workload's message for all of them.
+TEST(KueueQueue, InactiveClusterQueueCauses) {
+  auto base = tas_cluster();
+  add_workload(base, "w", {make_podset("main", 2, 1000)});
+  auto inactive = [](const cluster_objects& c) {
+    const auto k = decide(c, "w");
+    EXPECT_EQ(k.step, "queue");
+    EXPECT_EQ(k.message, "ClusterQueue q is inactive");
+    EXPECT_EQ(k.reason, "Inadmissible");
+    return k.notes.empty() ? std::string() : k.notes.front();
+  };
+  {
+    auto c = base;
+    c.cluster_queues[0].stop_policy = "None";
+    EXPECT_TRUE(decide(c, "w").admissible);
+    c.cluster_queues[0].stop_policy = "Hold";
+    EXPECT_EQ(inactive(c), "ClusterQueue q: Can't admit new workloads: is stopped.");
+    c.cluster_queues[0].stop_policy = "HoldAndDrain";
+    EXPECT_EQ(inactive(c), "ClusterQueue q: Can't admit new workloads: is stopped.");
+    // Stopped and a flavor missing: both, Kueue's order.
+    c.cluster_queues[0].flavors.push_back({0, "x", {"cpu", "memory"}, {}});
+    c.cluster_queues[0].flavors.push_back({0, "y", {"cpu", "memory"}, {}});
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: is stopped, references missing "
+              "ResourceFlavor(s): x,y.");
+  }
+  {
+    // A TAS flavor whose Topology does not exist.
+    auto c = base;
+    c.topologies.clear();
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: there is no Topology \"t\" for TAS "
+              "flavor \"f\".");
+  }
+  {
+    auto c = base;
+    c.cluster_queues[0].terminating = true;
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads; clusterQueue is terminating");
+  }
+  {
+    // What diagnose does not read (AdmissionChecks): the queue's Active condition says it;
+    // Active=True does not override a cause diagnose sees.
+    auto c = base;
+    c.cluster_queues[0].conditions.push_back(
+        {"Active", "False", "AdmissionCheckNotFound",
+         "Can't admit new workloads: references missing AdmissionCheck(s): ac."});
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: references missing AdmissionCheck(s): "
+              "ac.");
+    c.cluster_queues[0].conditions = {{"Active", "True", "Ready", "Can admit new workloads"}};
+    EXPECT_TRUE(decide(c, "w").admissible);
+    c.cluster_queues[0].stop_policy = "Hold";
+    EXPECT_EQ(inactive(c), "ClusterQueue q: Can't admit new workloads: is stopped.");
+  }
+}
+
+// The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an
+// absent selector none; without Namespace objects the apiserver's kubernetes.io/metadata.name
+// label is what a namespace carries.
+TEST(KueueQueue, NamespaceSelector) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  auto& sel = c.cluster_queues[0].namespace_selector;
+  sel = label_selector{{{"team", "ml"}}, {}};
+  c.namespaces.push_back({"default", {{"kubernetes.io/metadata.name", "default"}, {"team", "ml"}}});
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.namespaces[0].labels = {{"kubernetes.io/metadata.name", "default"}, {"team", "web"}};
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.step, "queue");
+  EXPECT_EQ(k.reason, "Pending");
+  EXPECT_EQ(k.message, "Workload namespace doesn't match ClusterQueue selector");
+  sel.reset();  // absent: no namespace
+  EXPECT_EQ(decide(c, "w").message, "Workload namespace doesn't match ClusterQueue selector");
+  c.namespaces.clear();
+  sel = label_selector{{}, {{"kubernetes.io/metadata.name", "In", {"default"}}}};
+  EXPECT_TRUE(decide(c, "w").admissible);
+  sel = label_selector{{}, {{"kubernetes.io/metadata.name", "NotIn", {"default"}}}};
+  EXPECT_EQ(decide(c, "w").message, "Workload namespace doesn't match ClusterQueue selector");
+  // The Workload controller's checks come first: an inactive queue is what Kueue says.
+  c.cluster_queues[0].stop_policy = "Hold";
+  EXPECT_EQ(decide(c, "w").message, "ClusterQueue q is inactive");
+}
+
+// Files without any LocalQueue: the only ClusterQueue is taken, and a note says so.
+TEST(KueueQueue, NoLocalQueueReadTakesTheOnlyClusterQueue) {
+  auto c = tas_cluster();
+  add_workload(c, "w", {make_podset("main", 2, 1000)});
+  c.local_queues.clear();
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  ASSERT_FALSE(k.notes.empty());
+  EXPECT_NE(k.notes.front().find("no LocalQueue was read"), std::string::npos);
+  // With a second ClusterQueue there is no telling which: the LocalQueue is missing, as
+  // Kueue finds it.
+  c.cluster_queues.push_back(c.cluster_queues[0]);
+  c.cluster_queues[1].name = "q2";
+  EXPECT_EQ(decide(c, "w").message, "LocalQueue q doesn't exist");
+}
+
 // ---------------------------------------------------------------- recorded in the TAS lab
 
 // Fixtures recorded from real Kueue v0.17.0 in the TAS lab (test/e2e/tas/kueue-decision/
-// request-limitrange-runtimeclass.json and node-affinity.json): each Workload, decided again
-// on the cluster Kueue decided it on (the Workloads submitted after it left out, its own
-// decision cleared), gets Kueue's recorded answer, word for word when Pending.
+// request-limitrange-runtimeclass.json, node-affinity.json, queue-route.json, min-count.json,
+// slices.json): each Workload, decided again on the cluster Kueue decided it on (the Workloads
+// submitted after it left out, its own decision cleared), gets Kueue's recorded answer: word
+// for word (message and reason) when Pending, the count and the Nodes when admitted.
 void expect_recorded_decisions(const std::string& dir, const std::vector<std::string>& order) {
   const auto all = load(dir);
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -755,13 +1046,35 @@ void expect_recorded_decisions(const std::string& dir, const std::vector<std::st
     ASSERT_NE(qr, nullptr) << order[i];
     const bool admitted = qr->status == "True";
     const std::string message = qr->message;
+    const std::string reason = qr->reason;
+    std::map<std::string, std::int64_t> admitted_counts;  // PodSet -> the count Kueue admitted
+    std::map<std::string, std::string> placed;            // PodSet -> "node=n, ..."
+    for (const auto& a : it->assignments) {
+      admitted_counts[a.name] = a.count;
+      std::vector<std::string> doms;
+      for (const auto& d : a.topology_domains)
+        doms.push_back(d.values.empty() ? std::string()
+                                        : d.values.back() + "=" + std::to_string(d.count));
+      std::string joined;
+      for (const auto& x : doms) joined += (joined.empty() ? "" : ", ") + x;
+      placed[a.name] = joined;
+    }
     it->conditions.clear();
     it->assignments.clear();
     it->admitted_cluster_queue.clear();
-    const auto r = diagnose_pending(c, "default", order[i]);
+    const auto r = diagnose_pending(c, it->namespace_, order[i]);
     EXPECT_EQ(r.kueue.admissible, admitted) << order[i] << ": " << r.kueue.message;
     if (!admitted) {
       EXPECT_EQ(r.kueue.message, message) << order[i];
+      EXPECT_EQ(r.kueue.reason, reason) << order[i];
+    }
+    for (const auto& p : r.kueue.podsets) {
+      if (admitted && admitted_counts.count(p.podset)) {
+        EXPECT_EQ(p.count, admitted_counts[p.podset]) << order[i] << " " << p.podset;
+        if (!placed[p.podset].empty()) {
+          EXPECT_EQ(p.detail, placed[p.podset]) << order[i] << " " << p.podset;
+        }
+      }
     }
   }
 }
@@ -778,6 +1091,48 @@ TEST(KueueRecorded, LimitRangeAndRuntimeClassRequests) {
   }
   std::erase_if(c.workloads, [](const workload& w) { return w.name != "defaulted"; });
   EXPECT_TRUE(diagnose_pending(c, "default", "defaulted").kueue.admissible);
+}
+
+TEST(KueueRecorded, QueueRoute) {
+  expect_recorded_decisions("kueue-queues",
+                            {"selected", "no-local-queue", "no-cluster-queue", "local-queue-held",
+                             "not-selected", "default-not-selected"});
+  // Selecting team=web too lets not-selected through to its flavor, where it fits.
+  auto c = load("kueue-queues");
+  auto& sel = c.cluster_queues.at(0).namespace_selector;
+  ASSERT_TRUE(sel.has_value());
+  sel = label_selector{{}, {{"team", "In", {"ml", "web"}}}};
+  for (auto& w : c.workloads) w.conditions.clear();
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "not-selected"; });
+  EXPECT_TRUE(diagnose_pending(c, "team-web", "not-selected").kueue.admissible);
+}
+
+TEST(KueueRecorded, PartialAdmission) {
+  expect_recorded_decisions("kueue-mincount",
+                            {"partial-zone", "min-too-high", "fits-whole", "partial-rest"});
+  // Without its minCount the first Workload stays Pending: no zone holds 5.
+  auto c = load("kueue-mincount");
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "partial-zone"; });
+  c.workloads[0].conditions.clear();
+  c.workloads[0].assignments.clear();
+  c.workloads[0].admitted_cluster_queue.clear();
+  c.workloads[0].podsets[0].min_count.reset();
+  const auto k = diagnose_pending(c, "default", "partial-zone").kueue;
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("allows to fit only 4 out of 5 pod(s)"), std::string::npos) << k.message;
+}
+
+TEST(KueueRecorded, Slices) {
+  expect_recorded_decisions("kueue-slices",
+                            {"host-slices-of-three", "three-pods-no-slices", "host-slice-of-two",
+                             "zone-slices-only-short", "zone-slices-only"});
+  // Without its slices the first Workload fits one zone.
+  auto c = load("kueue-slices");
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "host-slices-of-three"; });
+  c.workloads[0].conditions.clear();
+  c.workloads[0].podsets[0].slice_level.clear();
+  c.workloads[0].podsets[0].slice_size.reset();
+  EXPECT_TRUE(diagnose_pending(c, "default", "host-slices-of-three").kueue.admissible);
 }
 
 TEST(KueueRecorded, RequiredNodeAffinity) {

@@ -124,7 +124,8 @@ grep -q "cluster-wide 4 fit; largest topology.kubernetes.io/zone domain holds 2;
 section "kubectl-files: kubectl get -o json output read offline"
 mkdir -p "$work/dump"
 for r in nodes pods topologies.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io \
-  localqueues.kueue.x-k8s.io workloads.kueue.x-k8s.io topologysources.worker.gpustack.ai modeldeployments.worker.gpustack.ai; do
+  localqueues.kueue.x-k8s.io workloads.kueue.x-k8s.io topologysources.worker.gpustack.ai modeldeployments.worker.gpustack.ai \
+  limitranges runtimeclasses.node.k8s.io; do
   k get "$r" -A -o json >"$work/dump/$r.json"
 done
 same_report "kubectl dump: pending" 1 "$work/dump" pending default/zone-trio
@@ -180,8 +181,35 @@ out=$(tg pending default/three-podsets --kubeconfig "$KUBECONFIG" || true)
 grep -q "PodSet c (1 Pods; alone: cluster-wide 4 fit, the largest domain holds 2) stops the Workload once the PodSets before it are placed" <<<"$out" &&
   pass "kueue-decision conclusion names PodSet c and the PodSets before it" || fail "kueue-decision conclusion: $(tail -n 1 <<<"$out")"
 
-section "online: a broken chain"
+section "online: per-Pod requests from a LimitRange and a RuntimeClass"
 unload_scenario "$fx/kueue-decision" && pass "kueue-decision objects deleted" || fail "kueue-decision objects remain"
+# Recorded from the API: the items of a typed list carry no kind (kubectl wants them), and
+# Kueue's finalizers, which no Kueue controller here would ever remove.
+mkdir -p "$work/kueue-requests"
+python3 - "$fx/kueue-requests" "$work/kueue-requests" <<'PY'
+import glob, json, os, sys
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    o = json.load(open(p))
+    for i in o.get("items") or []:
+        i.setdefault("kind", o["kind"][:-len("List")])
+        i.setdefault("apiVersion", o["apiVersion"])
+        i["metadata"].pop("finalizers", None)
+    json.dump(o, open(os.path.join(sys.argv[2], os.path.basename(p)), "w"))
+PY
+n=$(load_scenario "$work/kueue-requests")
+pass "kueue-requests: $n objects created with kubectl"
+same_report "kueue-requests: LimitRange defaults stop it" 1 "$fx/kueue-requests" pending default/defaulted
+same_report "kueue-requests: RuntimeClass overhead stops it" 1 "$fx/kueue-requests" pending default/runtime-overhead
+same_report "kueue-requests: its own request holds a reservation" 0 "$fx/kueue-requests" pending default/own-request
+out=$(tg pending default/defaulted --kubeconfig "$KUBECONFIG" || true)
+grep -q "LimitRange" <<<"$out" && pass "kueue-requests: online report names what the LimitRange added" ||
+  fail "kueue-requests: no LimitRange in the online report: $(tail -n 2 <<<"$out")"
+out=$(tg pending default/runtime-overhead --kubeconfig "$KUBECONFIG" || true)
+grep -q "RuntimeClass" <<<"$out" && pass "kueue-requests: online report names the RuntimeClass overhead" ||
+  fail "kueue-requests: no RuntimeClass in the online report: $(tail -n 2 <<<"$out")"
+
+section "online: a broken chain"
+unload_scenario "$work/kueue-requests" && pass "kueue-requests objects deleted" || fail "kueue-requests objects remain"
 n=$(load_scenario "$fx/broken-chain")
 pass "broken-chain: $n objects created with kubectl"
 same_report "broken chain: findings" 1 "$fx/broken-chain" chain
