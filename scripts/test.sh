@@ -67,7 +67,9 @@ if [[ ${TOPOGATE_SKIP_E2E:-0} != 1 || ${TOPOGATE_SKIP_KUBE:-0} != 1 ]]; then
   mkdir -p build
   rm -f build/prebuild-kube.rc
   (nice -n 19 bash test/e2e/build-kube-bins.sh; echo $? >build/prebuild-kube.rc
-   nice -n 19 bash test/e2e/build-kueue.sh) >build/prebuild.log 2>&1 </dev/null &
+   nice -n 19 bash test/e2e/build-kueue.sh
+   # NFD's nfd-master for test/e2e/nfd.sh (build-nfd.sh makes the suite wait for it).
+   nice -n 19 bash test/e2e/build-nfd.sh) >build/prebuild.log 2>&1 </dev/null &
   prebuild_pid=$!
 fi
 

@@ -49,6 +49,8 @@ step tas-lab "$here/tas-lab-test.sh"
 # must run and give each Workload a decision and a verdict, every disagreement must fall in
 # a class docs/operations.md lists, and 95 % must agree (TAS_DIFF_CASES overrides the count).
 step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
+# NFD's real nfd-master (build-nfd.sh, v0.18.3) fed NodeFeatures as the consumer writes them.
+step nfd "$here/nfd.sh"
 # `topogate audit` and the server's periodic audit: objects created with no webhook registered.
 step audit "$here/audit.sh"
 # The admission ownership warning from the view of TopologySources and Nodes.
