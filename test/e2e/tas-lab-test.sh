@@ -7,7 +7,9 @@
 # `topogate diagnose pending` / `diagnose chain` (online, against the lab) must agree.
 # Then the runbook's multi-role deployment (one group held for its set, the other short of a
 # domain) and the live hierarchy change from zone to zone > rack (topogate's impact names
-# exactly the Nodes relabelled; the queue migration's evictions and readmissions).
+# exactly the Nodes relabelled; the queue migration's evictions and readmissions). Then every
+# scenario of tas/kueue-decision/ (Kueue's decision step by step: quota, queues, taints,
+# requests, affinity, slices, partial admission...), each Workload's verdict agreeing.
 #
 # Usage: tas-lab-test.sh   Env: TOPOGATE_BINARY, E2E_KEEP=1 (leave the lab up),
 #                               TAS_LAB_DIR (default: a fresh temporary directory)
@@ -143,6 +145,32 @@ cx evicted 'sorted(c["evicted"]) == ["pair-1", "pair-2"]' "Kueue evicted both pa
 cx readmitted 'sorted(w["readmitted"] for w in ws.values()) == [False, True]' \
   "exactly one pair readmitted: zone-b is now split between the rack and the zone profile"
 cx agree 'all(w["agree"] for w in ws.values())' "diagnose agrees with Kueue on both after the change"
+
+# One scenario per input diagnose's step 7 follows (docs/operations.md, "The TAS lab"): each
+# Workload decided by the real Kueue, diagnose's verdict agreeing, every `expect` met (exit 3
+# otherwise).
+section "Kueue's decision followed: tas/kueue-decision/"
+for f in "$here"/tas/kueue-decision/*.json; do
+  name=$(basename "$f" .json)
+  t0=$SECONDS
+  rc=0
+  "$lab_sh" run "$f" >"$out/$name.jsonl" 2>"$out/$name.err" || rc=$?
+  counts=$(python3 - "$out/$name.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ws = [l for l in lines if "workload" in l and "phase" not in l]
+print(len(ws), sum(1 for w in ws if w.get("agree")), sum(1 for w in ws if w.get("expectMet", True)))
+PY
+  ) || counts="0 0 0"
+  read -r n agreed met <<<"$counts"
+  if [[ $rc == 0 && $n -gt 0 && $agreed == "$n" && $met == "$n" ]]; then
+    pass "$name: $n Workload(s), Kueue and diagnose agree, every expect met ($((SECONDS - t0)) s)"
+  else
+    fail "$name: exit $rc, $n Workload(s), $agreed agree, $met expectations met"
+    tail -n 20 "$out/$name.err"
+    cat "$out/$name.jsonl"
+  fi
+done
 
 section cleanup
 left=$("$lab_sh" status 2>/dev/null | grep -E '^  (workloads|nodes|clusterqueues): [1-9]' || true)
