@@ -16,6 +16,7 @@
 #include <ctime>
 
 #include "core/field_error.hpp"
+#include "core/time.hpp"
 #include "inventory/kube.hpp"
 #include "server/file_util.hpp"
 
@@ -245,73 +246,6 @@ std::string exec_info_json(const exec_config& cfg, bool interactive) {
   return out;
 }
 
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s) {
-  std::size_t i = 0;
-  const auto digits = [&](std::size_t n, int& v) {
-    if (i + n > s.size()) return false;
-    v = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      const char c = s[i + k];
-      if (c < '0' || c > '9') return false;
-      v = v * 10 + (c - '0');
-    }
-    i += n;
-    return true;
-  };
-  const auto sep = [&](char want) {
-    if (i >= s.size() || s[i] != want) return false;
-    ++i;
-    return true;
-  };
-  int year = 0, mon = 0, day = 0, hour = 0, min = 0, sec = 0;
-  if (!digits(4, year) || !sep('-') || !digits(2, mon) || !sep('-') || !digits(2, day))
-    return std::nullopt;
-  if (i >= s.size() || (s[i] != 'T' && s[i] != 't')) return std::nullopt;
-  ++i;
-  if (!digits(2, hour) || !sep(':') || !digits(2, min) || !sep(':') || !digits(2, sec))
-    return std::nullopt;
-  std::chrono::nanoseconds frac{0};
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    std::int64_t ns = 0;
-    std::size_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      if (n < 9) ns = ns * 10 + (s[i] - '0');
-      ++n;
-      ++i;
-    }
-    if (n == 0) return std::nullopt;
-    for (std::size_t k = n; k < 9; ++k) ns *= 10;
-    frac = std::chrono::nanoseconds(ns);
-  }
-  int offset = 0;
-  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
-    ++i;
-  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    const int sign = s[i] == '-' ? -1 : 1;
-    ++i;
-    int oh = 0, om = 0;
-    if (!digits(2, oh) || !sep(':') || !digits(2, om) || oh > 23 || om > 59) return std::nullopt;
-    offset = sign * (oh * 3600 + om * 60);
-  } else {
-    return std::nullopt;
-  }
-  if (i != s.size()) return std::nullopt;
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
-    return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = mon - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = min;
-  tm.tm_sec = sec;
-  const std::time_t t = ::timegm(&tm);
-  if (tm.tm_mday != day && sec != 60) return std::nullopt;  // 2026-02-30 normalised away
-  return std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-      std::chrono::system_clock::from_time_t(t - offset) + frac);
-}
-
 core::result<exec_credential> parse_exec_credential(std::string_view output,
                                                     const exec_config& cfg) {
   const std::string who = plugin_name(cfg);
@@ -371,7 +305,7 @@ core::result<exec_credential> parse_exec_credential(std::string_view output,
   auto expiry = field("expirationTimestamp");
   if (!expiry) return std::move(expiry).error();
   if (!expiry->empty()) {
-    cred.expires = parse_rfc3339(*expiry);
+    cred.expires = core::parse_rfc3339(*expiry);
     if (!cred.expires)
       return invalid("printed an expirationTimestamp that is not an RFC 3339 time");
   }
@@ -440,7 +374,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
   spawn_resources res;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    return failed(core::errc::internal, "cannot run: pipe: " + std::string(std::strerror(errno)));
+    return failed(core::errc::internal, "cannot run: pipe: " + core::errno_text(errno));
   res.read_fd = fds[0];
   const int write_fd = fds[1];
   const auto close_write = [&] { ::close(write_fd); };
@@ -478,7 +412,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
   const int rc = ::posix_spawn(&pid, path->c_str(), &res.fa, &res.attr, argv.data(), envp.data());
   close_write();
   if (rc != 0)
-    return failed(core::errc::unavailable, "cannot run " + *path + ": " + std::strerror(rc));
+    return failed(core::errc::unavailable, "cannot run " + *path + ": " + core::errno_text(rc));
 
   const auto deadline = steady::now() + opt.timeout;
   const auto timed_out = [&] {
@@ -494,16 +428,14 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
     const int n = ::poll(&p, 1, std::max(ms_until(deadline), 1));
     if (n < 0 && errno != EINTR) {
       kill_and_reap(pid, own_group);
-      return failed(core::errc::internal,
-                    "cannot read its output: " + std::string(std::strerror(errno)));
+      return failed(core::errc::internal, "cannot read its output: " + core::errno_text(errno));
     }
     if (n <= 0) continue;
     const ssize_t got = ::read(res.read_fd, buf, sizeof buf);
     if (got < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       kill_and_reap(pid, own_group);
-      return failed(core::errc::internal,
-                    "cannot read its output: " + std::string(std::strerror(errno)));
+      return failed(core::errc::internal, "cannot read its output: " + core::errno_text(errno));
     }
     if (got == 0) break;
     out.append(buf, static_cast<std::size_t>(got));
@@ -518,8 +450,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
     if (w < 0 && errno != EINTR)
-      return failed(core::errc::internal,
-                    "cannot wait for it: " + std::string(std::strerror(errno)));
+      return failed(core::errc::internal, "cannot wait for it: " + core::errno_text(errno));
     if (steady::now() >= deadline) return timed_out();
     ::poll(nullptr, 0, 5);
   }

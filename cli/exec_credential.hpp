@@ -70,9 +70,6 @@ struct exec_credential {
 core::result<exec_credential> parse_exec_credential(std::string_view output,
                                                     const exec_config& cfg);
 
-// RFC 3339 (metav1.Time): 2026-01-02T15:04:05Z, with fractional seconds or an offset.
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
-
 struct exec_run_options {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
   std::size_t max_output = 1u << 20;  // an ExecCredential with a certificate chain is a few KiB

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -72,6 +73,10 @@ struct error {
 [[nodiscard]] inline error fail(errc code, std::string message) {
   return error{code, std::move(message)};
 }
+
+// The text of an errno value, as every message spells it ("No such file or directory");
+// thread-safe, unlike strerror.
+[[nodiscard]] inline std::string errno_text(int e) { return std::system_category().message(e); }
 
 template <class T>
 class result;

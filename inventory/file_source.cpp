@@ -14,11 +14,11 @@
 #include <deque>
 #include <system_error>
 
+#include "core/result.hpp"
+
 namespace topogate::inventory::detail {
 
 namespace {
-
-std::string errno_text(int e) { return std::system_category().message(e); }
 
 bool same_version(const struct stat& a, const struct stat& b) {
   return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
@@ -68,13 +68,13 @@ file_read read_stable(const std::string& path, std::size_t cap) {
     r.resolved_path = path;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      r.error = "read " + path + ": " + errno_text(errno);
+      r.error = "read " + path + ": " + core::errno_text(errno);
       return r;
     }
     struct stat before {};
     struct stat after {};
     if (::fstat(fd, &before) != 0) {
-      r.error = "stat " + path + ": " + errno_text(errno);
+      r.error = "stat " + path + ": " + core::errno_text(errno);
       ::close(fd);
       return r;
     }
@@ -95,7 +95,7 @@ file_read read_stable(const std::string& path, std::size_t cap) {
       const auto n = ::read(fd, r.bytes.data() + got, r.bytes.size() - got);
       if (n < 0) {
         if (errno == EINTR) continue;
-        r.error = "read " + path + ": " + errno_text(errno);
+        r.error = "read " + path + ": " + core::errno_text(errno);
         failed = true;
         break;
       }
@@ -119,7 +119,7 @@ file_read read_source(const std::string& path, const std::string& inventory_name
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     file_read r;
-    r.error = "read " + path + ": " + errno_text(errno);
+    r.error = "read " + path + ": " + core::errno_text(errno);
     return r;
   }
   if (!S_ISDIR(st.st_mode)) return read_stable(path, cap);
@@ -127,7 +127,7 @@ file_read read_source(const std::string& path, const std::string& inventory_name
   DIR* d = ::opendir(path.c_str());
   if (d == nullptr) {
     file_read r;
-    r.error = "read " + path + ": " + errno_text(errno);
+    r.error = "read " + path + ": " + core::errno_text(errno);
     return r;
   }
   std::vector<std::string> names;

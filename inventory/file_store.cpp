@@ -43,55 +43,7 @@ std::optional<int> version_order(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
-std::string format_time(std::chrono::system_clock::time_point t) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
-  const auto frac = ((ms % 1000) + 1000) % 1000;
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(frac));
-  return buf;
-}
-
-std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view s) {
-  // The subset format_time() writes (and Kubernetes' RFC 3339 with optional fraction).
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
-  if (s.size() < 20) return std::nullopt;
-  const std::string head(s.substr(0, 19));
-  if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6)
-    return std::nullopt;
-  std::size_t i = 19;
-  long long nanos = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    long long scale = 100000000;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      nanos += (s[i] - '0') * scale;
-      scale /= 10;
-      ++i;
-    }
-  }
-  if (i >= s.size() || s[i] != 'Z') return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  const std::time_t t = ::timegm(&tm);
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::seconds(t) + std::chrono::nanoseconds(nanos)));
-}
-
 namespace {
-
-std::string errno_text(int e) { return std::system_category().message(e); }
 
 // Inventory names come from the configuration; anything outside a conservative set is
 // escaped so a name can never leave the store directory.
@@ -281,7 +233,7 @@ class file_store final : public revision_store {
  private:
   static core::error fail(const std::string& what, int e, const std::string& unlink_path) {
     if (!unlink_path.empty()) ::unlink(unlink_path.c_str());
-    return core::fail(core::errc::unavailable, what + ": " + errno_text(e));
+    return core::fail(core::errc::unavailable, what + ": " + core::errno_text(e));
   }
 
   std::string dir_;
@@ -299,7 +251,7 @@ core::result<std::unique_ptr<revision_store>> make_file_store(const std::string&
   }
   if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
     return core::fail(core::errc::io,
-                      "create store directory " + directory + ": " + detail::errno_text(errno));
+                      "create store directory " + directory + ": " + core::errno_text(errno));
   }
   struct stat st {};
   if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -308,7 +260,7 @@ core::result<std::unique_ptr<revision_store>> make_file_store(const std::string&
   }
   if (::access(directory.c_str(), W_OK) != 0) {
     return core::fail(core::errc::io, "store directory " + directory +
-                                          " is not writable: " + detail::errno_text(errno));
+                                          " is not writable: " + core::errno_text(errno));
   }
   auto s = std::make_unique<detail::file_store>(directory);
   s->clean_temporaries();

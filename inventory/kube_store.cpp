@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/field_error.hpp"
+#include "core/time.hpp"
 #include "inventory/kube.hpp"
 #include "inventory/kube_client.hpp"
 #include "inventory/node_view.hpp"
@@ -117,7 +118,7 @@ core::result<void> decode_configmap(simdjson::dom::element cm, stored_revision& 
   out.version = std::string(str_or(meta, "resourceVersion"));
   simdjson::dom::element ann;
   if (!meta["annotations"].get(ann)) {
-    if (auto t = parse_time(str_or(ann, accepted_at_annotation))) out.accepted_at = *t;
+    if (auto t = core::parse_rfc3339(str_or(ann, accepted_at_annotation))) out.accepted_at = *t;
     out.actor = std::string(str_or(ann, actor_annotation));
   }
   std::string_view plain;
@@ -157,7 +158,7 @@ std::string encode_configmap(const std::string& ns, const std::string& cm_name,
   out += R"("annotations":{)";
   core::append_json_string(out, accepted_at_annotation);
   out.push_back(':');
-  core::append_json_string(out, format_time(rev.accepted_at));
+  core::append_json_string(out, core::format_rfc3339_ms(rev.accepted_at));
   out.push_back(',');
   core::append_json_string(out, actor_annotation);
   out.push_back(':');

@@ -1,5 +1,6 @@
 #include "inventory/registry.hpp"
 
+#include "core/time.hpp"
 #include "inventory/registry_impl.hpp"
 
 namespace topogate::inventory {
@@ -15,7 +16,7 @@ void registry::impl::log(std::string_view level, std::string_view inv,
     return;
   }
   std::string line = "{";
-  add_str(line, "time", detail::format_time(std::chrono::system_clock::now()));
+  add_str(line, "time", core::format_rfc3339_ms(std::chrono::system_clock::now()));
   line.push_back(',');
   add_str(line, "level", level);
   line.push_back(',');

@@ -1,5 +1,6 @@
 // The JSON documents of GET /snapshots/{name}/status and /history.
 
+#include "core/time.hpp"
 #include "inventory/registry.hpp"
 #include "inventory/registry_impl.hpp"
 
@@ -9,7 +10,7 @@ namespace {
 
 void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) {
   out.push_back('{');
-  add_str(out, "time", detail::format_time(a.at));
+  add_str(out, "time", core::format_rfc3339_ms(a.at));
   out.push_back(',');
   add_str(out, "revision", a.revision_id);
   out.push_back(',');
@@ -66,7 +67,7 @@ void append_drift(std::string& out, const drift_report* d) {
     return;
   }
   out += "{";
-  add_str(out, "checkedAt", detail::format_time(d->checked_at));
+  add_str(out, "checkedAt", core::format_rfc3339_ms(d->checked_at));
   out += ",\"graceSeconds\":" + std::to_string(d->grace.count());
   out += ",\"mismatched\":" + std::to_string(d->mismatched);
   out += ",\"drifted\":" + std::to_string(d->drifted);
@@ -77,7 +78,7 @@ void append_drift(std::string& out, const drift_report* d) {
     out.push_back('{');
     add_str(out, "name", n.drift.node);
     out.push_back(',');
-    add_str(out, "since", detail::format_time(n.since));
+    add_str(out, "since", core::format_rfc3339_ms(n.since));
     out += ",\"labels\":[";
     for (std::size_t j = 0; j < n.drift.labels.size(); ++j) {
       const auto& l = n.drift.labels[j];
@@ -135,9 +136,9 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
     out.push_back(',');
     add_str(out, "etag", cur->etag);
     out.push_back(',');
-    add_str(out, "acceptedAt", detail::format_time(cur->accepted_at));
+    add_str(out, "acceptedAt", core::format_rfc3339_ms(cur->accepted_at));
     out.push_back(',');
-    add_str(out, "confirmedAt", detail::format_time(inv.confirmed_at()));
+    add_str(out, "confirmedAt", core::format_rfc3339_ms(inv.confirmed_at()));
     char age[32];
     std::snprintf(age, sizeof age, "%.3f",
                   std::chrono::duration<double>(now - inv.confirmed_at()).count());
@@ -239,7 +240,7 @@ std::string registry::node_label_status(std::string_view name) const {
     out += ",\"valid\":";
     out += c->report.ok() ? "true" : "false";
     out.push_back(',');
-    add_str(out, "checkedAt", detail::format_time(c->checked_at));
+    add_str(out, "checkedAt", core::format_rfc3339_ms(c->checked_at));
     out += ",\"checks\":" + std::to_string(c->checks);
     out.push_back(',');
     add_str(out, "summary", summarize(*c));

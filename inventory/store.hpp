@@ -108,9 +108,6 @@ core::result<std::unique_ptr<revision_store>> make_file_store(const std::string&
 namespace detail {
 // Lower-case hex SHA-256.
 std::string sha256_hex(std::string_view bytes);
-// RFC 3339 UTC with milliseconds ("2026-11-29T18:12:05.123Z").
-std::string format_time(std::chrono::system_clock::time_point t);
-std::optional<std::chrono::system_clock::time_point> parse_time(std::string_view s);
 }  // namespace detail
 
 }  // namespace topogate::inventory

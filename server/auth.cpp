@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "server/file_util.hpp"
+#include "server/openssl_text.hpp"
 
 namespace topogate::server {
 
@@ -25,17 +26,6 @@ double asn1_time_unix(const ASN1_TIME* t) {
   std::tm tm{};
   if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
   return static_cast<double>(timegm(&tm));
-}
-
-std::string rfc2253(const X509_NAME* name) {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (!bio) return {};
-  X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
-  char* data = nullptr;
-  const long len = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<std::size_t>(len > 0 ? len : 0));
-  BIO_free(bio);
-  return out;
 }
 
 std::string common_name(const X509_NAME* name) {

@@ -12,7 +12,7 @@ namespace topogate::server {
 namespace {
 // Read errno first: the cleanup after a failure (close, unlink) may change it.
 core::error io_error(const std::string& what, const std::string& path) {
-  return core::fail(core::errc::io, what + " " + path + ": " + std::strerror(errno));
+  return core::fail(core::errc::io, what + " " + path + ": " + core::errno_text(errno));
 }
 }  // namespace
 

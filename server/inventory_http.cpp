@@ -6,6 +6,7 @@
 #include "core/k8s_status.hpp"
 #include "core/profile_impact.hpp"
 #include "core/snapshot_size.hpp"
+#include "core/time.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::server {
@@ -58,7 +59,7 @@ std::string stored_body(const inventory::push_result& r, std::string_view name,
   out.push_back(',');
   add_str(out, "etag", shown.etag);
   out.push_back(',');
-  add_str(out, "acceptedAt", inventory::detail::format_time(cand.accepted_at));
+  add_str(out, "acceptedAt", core::format_rfc3339_ms(cand.accepted_at));
   out += ",\"size\":" + std::to_string(shown.json_body.size());
   out += ",\"prunedNodes\":[";
   for (std::size_t i = 0; i < cand.pruned_nodes.size(); ++i) {

@@ -10,6 +10,8 @@
 
 #include <memory>
 
+#include "server/openssl_text.hpp"
+
 namespace topogate::server {
 
 namespace {
@@ -22,11 +24,7 @@ using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY, EVP_PKEY_free>>;
 using x509_ptr = std::unique_ptr<X509, deleter<X509, X509_free>>;
 using bio_ptr = std::unique_ptr<BIO, deleter<BIO, BIO_free_all>>;
 
-std::string ssl_error(std::string_view what) {
-  char buf[256] = "unknown error";
-  if (const unsigned long e = ERR_get_error()) ERR_error_string_n(e, buf, sizeof buf);
-  return std::string(what) + ": " + buf;
-}
+std::string ssl_error(std::string_view what) { return std::string(what) + ": " + openssl_errors(); }
 
 std::string bio_string(BIO* bio) {
   char* data = nullptr;

@@ -11,23 +11,13 @@
 
 #include "server/log.hpp"
 #include "server/metrics.hpp"
+#include "server/openssl_text.hpp"
 
 namespace topogate::server {
 
 namespace ssl = boost::asio::ssl;
 
 namespace {
-
-std::string openssl_errors() {
-  std::string out;
-  while (const unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
-}
 
 double not_after_of(X509* cert) {
   std::tm tm{};

@@ -8,22 +8,12 @@
 #include <utility>
 
 #include "server/http_session.hpp"
+#include "server/openssl_text.hpp"
 #include "server/tls.hpp"
 
 namespace topogate::server {
 
 namespace {
-
-std::string rfc2253_subject(X509* cert) {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (!bio) return {};
-  X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
-  char* data = nullptr;
-  const long len = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<std::size_t>(len > 0 ? len : 0));
-  BIO_free(bio);
-  return out;
-}
 
 class tls_session final : public http_session<tls_session>,
                           public std::enable_shared_from_this<tls_session> {
@@ -160,7 +150,7 @@ class tls_session final : public http_session<tls_session>,
     peer_.leaf = SSL_get1_peer_certificate(ssl);
     peer_.chain = SSL_get_peer_cert_chain(ssl);
     if (peer_.leaf) {
-      peer_subject_ = rfc2253_subject(peer_.leaf);
+      peer_subject_ = rfc2253(X509_get_subject_name(peer_.leaf));
       peer_.subject = peer_subject_;
     }
   }

@@ -24,6 +24,7 @@
 #include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
 #include "core/snapshot_size.hpp"
+#include "core/time.hpp"
 #include "inventory/registry.hpp"
 #include "inventory/store.hpp"
 #include "test/inventory/test_util.hpp"
@@ -151,8 +152,8 @@ void expect_published_body(const response& res, const push_result& r, std::strin
   EXPECT_EQ(str(doc.root["revision"]), revision) << text;
   EXPECT_EQ(str(doc.root["etag"]), r.served->etag) << text;
   const auto accepted_at = str(doc.root["acceptedAt"]);
-  EXPECT_EQ(accepted_at, inv::detail::format_time(r.candidate->accepted_at)) << text;
-  const auto parsed = inv::detail::parse_time(accepted_at);
+  EXPECT_EQ(accepted_at, core::format_rfc3339_ms(r.candidate->accepted_at)) << text;
+  const auto parsed = core::parse_rfc3339(accepted_at);
   ASSERT_TRUE(parsed.has_value()) << accepted_at;
   EXPECT_LE(std::chrono::abs(*parsed - r.candidate->accepted_at), std::chrono::milliseconds(1));
   uint64_t size = 0;

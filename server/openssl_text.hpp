@@ -1,0 +1,17 @@
+#pragma once
+// OpenSSL's words, for error messages and identities: the thread's queued errors and a
+// certificate name as RFC 2253 prints it.
+
+#include <openssl/x509.h>
+
+#include <string>
+
+namespace topogate::server {
+
+// Every error queued on this thread, oldest first, joined by "; " (and the queue emptied);
+// "unknown OpenSSL error" when there is none.
+[[nodiscard]] std::string openssl_errors();
+// "CN=reader,O=ops" (RFC 2253, most specific first); "" when it cannot be printed.
+[[nodiscard]] std::string rfc2253(const X509_NAME* name);
+
+}  // namespace topogate::server
