@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +18,8 @@
 #include "cli/kube_connect.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
+#include "core/snapshot.hpp"
+#include "core/syntax.hpp"
 #include "diagnose/cluster_objects.hpp"
 #include "inventory/kube_client.hpp"
 #include "server/file_util.hpp"
@@ -38,13 +41,22 @@ constexpr std::string_view usage_head =
     "\n"
     "input (offline: files exactly as `kubectl get KIND -o json` prints them):\n"
     "  --from DIR            every *.json, *.yaml and *.yml file in DIR\n"
-    "  -f, --file FILE       one more file (repeatable; a List, a typed list or one object)\n"
+    "  -f, --file FILE       one more file (repeatable; a List, a typed list or one object);\n"
+    "                        a file named nodefeatures* says NodeFeatures were dumped, even none\n"
+    "NFD hop (chain):\n"
+    "  --snapshot [SOURCE=]FILE  the revision topogate serves for a webhook TopologySource\n"
+    "                        (SOURCE, else every webhook source; repeatable)\n"
+    "  --snapshot-url [SOURCE=]URL  fetch that revision from topogate instead (https://, with\n"
+    "                        --snapshot-token-file FILE, a reader's token, and\n"
+    "                        --snapshot-ca-file FILE, the CA of its certificate)\n"
+    "  --worker-namespace NS the namespace GPUStack writes NodeFeatures in (gpustack-system)\n"
     "input (online: list the objects from the Kubernetes API):\n";
 constexpr std::string_view usage_tail =
     "\n"
     "Read: Nodes, Pods, topologies/resourceflavors/clusterqueues/localqueues/workloads\n"
     "(kueue.x-k8s.io v1beta2 or v1beta1), topologysources and modeldeployments\n"
-    "(worker.gpustack.ai), LimitRanges, RuntimeClasses (node.k8s.io) and Namespaces.\n"
+    "(worker.gpustack.ai), LimitRanges, RuntimeClasses (node.k8s.io), Namespaces,\n"
+    "nodefeatures (nfd.k8s-sigs.io) and the ConfigMaps configMap sources name.\n"
     "\n"
     "exit status: chain: 0 complete, 1 findings; pending: 0 the Workload holds a\n"
     "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
@@ -83,6 +95,10 @@ struct options {
   std::vector<std::string> files;
   kube_flags kube;
   bool json = false;
+  std::vector<std::pair<std::string, std::string>> snapshots;      // source ("" any) -> file
+  std::vector<std::pair<std::string, std::string>> snapshot_urls;  // source ("" any) -> URL
+  std::string snapshot_token_file, snapshot_ca_file;
+  std::string worker_namespace;
 };
 
 std::optional<int> parse_args(args a, options& o) {
@@ -113,8 +129,17 @@ std::optional<int> parse_args(args a, options& o) {
       name = "-n";
       value = arg.substr(arg[2] == '=' ? 3 : 2);
     }
-    static constexpr std::string_view valued[] = {"--output", "--from", "-f",
-                                                  "--file",   "-n",     "--namespace"};
+    static constexpr std::string_view valued[] = {"--output",
+                                                  "--from",
+                                                  "-f",
+                                                  "--file",
+                                                  "-n",
+                                                  "--namespace",
+                                                  "--snapshot",
+                                                  "--worker-namespace",
+                                                  "--snapshot-url",
+                                                  "--snapshot-token-file",
+                                                  "--snapshot-ca-file"};
     if (std::find(std::begin(valued), std::end(valued), name) == std::end(valued) &&
         !is_kube_value_flag(name))
       return usage_error("unknown option " + std::string(arg));
@@ -133,6 +158,26 @@ std::optional<int> parse_args(args a, options& o) {
       o.files.push_back(v);
     } else if (name == "-n" || name == "--namespace") {
       ns = v;
+    } else if (name == "--snapshot") {
+      const auto eq = v.find('=');
+      if (eq == 0 || eq + 1 == v.size()) return usage_error("--snapshot is [SOURCE=]FILE");
+      if (eq == std::string::npos)
+        o.snapshots.emplace_back("", v);
+      else
+        o.snapshots.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (name == "--worker-namespace") {
+      o.worker_namespace = v;
+    } else if (name == "--snapshot-url") {
+      // SOURCE=URL, or the URL alone (it starts with its scheme).
+      const auto eq = v.find('=');
+      if (eq != std::string::npos && eq > 0 && v.compare(0, 8, "https://") != 0)
+        o.snapshot_urls.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      else
+        o.snapshot_urls.emplace_back("", v);
+    } else if (name == "--snapshot-token-file") {
+      o.snapshot_token_file = v;
+    } else if (name == "--snapshot-ca-file") {
+      o.snapshot_ca_file = v;
     } else {
       set_kube_flag(o.kube, name, v);
     }
@@ -157,6 +202,8 @@ std::optional<int> parse_args(args a, options& o) {
   } else {
     return usage_error("unknown diagnosis \"" + o.what + "\" (chain or pending)");
   }
+  if (!o.snapshot_urls.empty() && (o.snapshot_token_file.empty() || o.snapshot_ca_file.empty()))
+    return usage_error("--snapshot-url needs --snapshot-token-file and --snapshot-ca-file");
   const bool offline = !o.from_dir.empty() || !o.files.empty();
   if (auto e = finish_kube_flags(o.kube, offline)) return usage_error(*e);
   return std::nullopt;
@@ -182,6 +229,51 @@ core::result<void> read_offline(const options& o, diagnose::cluster_objects& obj
     auto errors = diagnose::add_object(objects, d.root, "");
     for (auto& e : errors) e.path = e.path.empty() ? f : f + ": " + e.path;
     warn_errors(errors);
+    // `kubectl get nodefeatures -A -o json` with none prints an empty List: its file says
+    // the dump was made.
+    if (std::filesystem::path(f).filename().string().starts_with("nodefeatures"))
+      objects.node_features_read = true;
+  }
+  return {};
+}
+
+// The revision topogate serves at `url`, read as a consumer reads it (a reader's bearer
+// token, the server's certificate verified against the CA).
+core::result<std::string> fetch_snapshot(const options& o, const std::string& url) {
+  const auto u = core::parse_url(url);
+  if (!u || u->scheme != "https" || u->host.empty() || u->has_user_info)
+    return core::fail(core::errc::invalid_argument,
+                      "--snapshot-url must be an https:// URL without user info: " + url);
+  inventory::detail::kube_endpoint ep;
+  ep.host = u->host;
+  if (!u->port.empty()) ep.port = u->port;
+  ep.token_file = o.snapshot_token_file;
+  ep.ca_file = o.snapshot_ca_file;
+  inventory::detail::kube_client client(std::move(ep));
+  std::string target = u->path.empty() ? "/" : u->path;
+  if (!u->raw_query.empty()) target += "?" + u->raw_query;
+  auto r = client.request("GET", target);
+  if (r.status != 200)
+    return core::fail(core::errc::io,
+                      url + ": " + (r.status ? "HTTP " + std::to_string(r.status) : r.error));
+  if (r.body.size() > core::max_snapshot_bytes)
+    return core::fail(core::errc::io, url + ": the snapshot is larger than 1 MiB");
+  return std::move(r.body);
+}
+
+// What the NFD hop needs besides the objects: the worker namespace and the revisions given
+// for webhook sources.
+core::result<void> read_nfd_inputs(const options& o, diagnose::cluster_objects& objects) {
+  if (!o.worker_namespace.empty()) objects.worker_namespace = o.worker_namespace;
+  for (const auto& [source, file] : o.snapshots) {
+    auto text = server::read_file(file, core::max_snapshot_bytes);
+    if (!text) return std::move(text).error();
+    objects.revision_texts[source] = std::move(*text);
+  }
+  for (const auto& [source, url] : o.snapshot_urls) {
+    auto text = fetch_snapshot(o, url);
+    if (!text) return std::move(text).error();
+    objects.revision_texts[source] = std::move(*text);
   }
   return {};
 }
@@ -224,24 +316,50 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
       {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses"},
       // Their labels, for the ClusterQueues' namespaceSelector.
       {{"/api/v1/namespaces"}, "namespaces"},
+      // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
+      {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures"},
+  };
+  const auto list_into = [&](const std::string& p) {
+    return list_resource(client, p, [&](const core::doc_node& page) {
+      auto errors = diagnose::add_object(objects, page, "");
+      for (auto& e : errors) e.path = e.path.empty() ? p : p + ": " + e.path;
+      warn_errors(errors);
+    });
+  };
+  // Only the chain reads the NFD hop, and only for writing sources (listed before).
+  const auto nfd_hop = [&] {
+    return o.what == "chain" && std::any_of(objects.sources.begin(), objects.sources.end(),
+                                            [](const auto& s) { return s.writes; });
   };
   for (const auto& res : resources) {
+    const bool nfd = std::string_view(res.what) == "nodefeatures";
+    if (nfd && !nfd_hop()) continue;
     bool found = false;
     for (const auto& p : res.paths) {
-      auto listed = list_resource(client, p, [&](const core::doc_node& page) {
-        auto errors = diagnose::add_object(objects, page, "");
-        for (auto& e : errors) e.path = e.path.empty() ? p : p + ": " + e.path;
-        warn_errors(errors);
-      });
+      auto listed = list_into(p);
       if (!listed) return std::move(listed).error();
       found = *listed;
       if (found) break;
     }
+    if (found && nfd) objects.node_features_read = true;
     if (!found) {
       const std::string_view prog = program_name();
       std::fprintf(stderr, "%.*s diagnose: note: the API serves no %s\n",
                    static_cast<int>(prog.size()), prog.data(), res.what);
     }
+  }
+  // The ConfigMap each configMap source reads its revision from (one, by name).
+  std::vector<std::pair<std::string, std::string>> maps;
+  for (const auto& s : objects.sources)
+    if (nfd_hop() && !s.config_map_name.empty() && !s.config_map_namespace.empty() &&
+        std::find(maps.begin(), maps.end(), std::pair{s.config_map_namespace, s.config_map_name}) ==
+            maps.end())
+      maps.emplace_back(s.config_map_namespace, s.config_map_name);
+  for (const auto& [ns, name] : maps) {
+    const std::string p =
+        "/api/v1/namespaces/" + inventory::detail::url_encode(ns) +
+        "/configmaps?fieldSelector=" + inventory::detail::url_encode("metadata.name=" + name);
+    if (auto listed = list_into(p); !listed) return std::move(listed).error();
   }
   return {};
 }
@@ -256,6 +374,7 @@ int run_diagnose(args a) {
   if (const auto read = offline ? read_offline(o, objects) : read_online(o, objects); !read) {
     return io_error(read.error().message);
   }
+  if (const auto read = read_nfd_inputs(o, objects); !read) return io_error(read.error().message);
 
   std::string out;
   int rc = exit_clean;

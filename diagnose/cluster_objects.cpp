@@ -147,6 +147,21 @@ bool requirement_matches(const node_selector_requirement& r, const std::string* 
 }
 
 std::string meta_name(const doc_node& o) { return text_of(at(o, {"metadata", "name"})); }
+
+std::vector<owner_ref> owners_of(const doc_node& o) {
+  std::vector<owner_ref> out;
+  if (const doc_node* owners = at(o, {"metadata", "ownerReferences"});
+      owners && owners->is_sequence())
+    for (const doc_node& r : owners->items) {
+      owner_ref ref;
+      ref.kind = text_of(r.find("kind"));
+      ref.name = text_of(r.find("name"));
+      ref.uid = text_of(r.find("uid"));
+      ref.controller = text_of(r.find("controller")) == "true";
+      out.push_back(std::move(ref));
+    }
+  return out;
+}
 std::string meta_namespace(const doc_node& o) { return text_of(at(o, {"metadata", "namespace"})); }
 
 void read_node(cluster_objects& c, const doc_node& o, const std::string& path, error_list& errors) {
@@ -159,6 +174,9 @@ void read_node(cluster_objects& c, const doc_node& o, const std::string& path, e
   n.taints = taints_of(at(o, {"spec", "taints"}));
   const auto conds = conditions_of(o.find("status"));
   if (const auto* r = find_condition(conds, "Ready")) n.ready = r->status == "True";
+  if (const doc_node* a = at(o, {"metadata", "annotations", nfd_feature_labels_annotation});
+      a && (a->is_scalar() || a->is_null()))
+    n.nfd_feature_labels = a->text;
   c.nodes.push_back(std::move(n));
 }
 
@@ -313,10 +331,7 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   w.name = meta_name(o);
   w.api_version = text_of(o.find("apiVersion"));
   w.labels = labels_of(at(o, {"metadata", "labels"}));
-  if (const doc_node* owners = at(o, {"metadata", "ownerReferences"});
-      owners && owners->is_sequence())
-    for (const doc_node& r : owners->items)
-      w.owners.push_back({text_of(r.find("kind")), text_of(r.find("name"))});
+  w.owners = owners_of(o);
   w.queue_name = text_of(at(o, {"spec", "queueName"}));
   if (const doc_node* sets = at(o, {"spec", "podSets"}); sets && sets->is_sequence()) {
     for (std::size_t i = 0; i < sets->items.size(); ++i) {
@@ -458,10 +473,38 @@ void read_source(cluster_objects& c, const doc_node& o, const std::string& path,
     validate_label_selector(*sel, child(path, "spec.nodeSelector"), "T14", errors, &ls);
     s.node_selector = std::move(ls);
   }
+  s.uid = text_of(at(o, {"metadata", "uid"}));
   for (const char* arm : {"configMap", "webhook"})
     if (const doc_node* a = at(o, {"spec", arm}); a && !a->is_null()) s.writes = true;
+  if (const doc_node* w = at(o, {"spec", "webhook"}); w && !w->is_null()) s.webhook = true;
+  if (const doc_node* cm = at(o, {"spec", "configMap"}); cm && cm->is_mapping()) {
+    s.config_map_namespace = text_of(at(*cm, {"configMapRef", "namespace"}));
+    s.config_map_name = text_of(at(*cm, {"configMapRef", "name"}));
+    s.config_map_key = text_of(cm->find("key"));
+  }
   s.conditions = conditions_of(o.find("status"));
   c.sources.push_back(std::move(s));
+}
+
+void read_node_feature(cluster_objects& c, const doc_node& o) {
+  node_feature f;
+  f.namespace_ = meta_namespace(o);
+  f.name = meta_name(o);
+  f.labels = labels_of(at(o, {"metadata", "labels"}));
+  f.owners = owners_of(o);
+  f.spec_labels = labels_of(at(o, {"spec", "labels"}));
+  c.node_features.push_back(std::move(f));
+  c.node_features_read = true;
+}
+
+void read_config_map(cluster_objects& c, const doc_node& o) {
+  config_map m;
+  m.namespace_ = meta_namespace(o);
+  m.name = meta_name(o);
+  if (const doc_node* d = o.find("data"); d && d->is_mapping())
+    for (const auto& [k, v] : d->map)
+      if (v.is_scalar()) m.data[k] = v.text;
+  c.config_maps.push_back(std::move(m));
 }
 
 std::string_view group_of(std::string_view api_version) {
@@ -530,6 +573,13 @@ const workload* cluster_objects::find_workload(std::string_view ns,
     if (x.name == n && (ns.empty() || x.namespace_ == ns)) return &x;
   return nullptr;
 }
+const config_map* cluster_objects::find_config_map(std::string_view ns,
+                                                   std::string_view n) const noexcept {
+  for (const auto& m : config_maps)
+    if (m.namespace_ == ns && m.name == n) return &m;
+  return nullptr;
+}
+
 const model_deployment* cluster_objects::deployment(std::string_view ns,
                                                     std::string_view n) const noexcept {
   for (const auto& x : deployments)
@@ -705,6 +755,8 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
   const std::string kind = text_of(o.find("kind"));
   const std::string group(group_of(text_of(o.find("apiVersion"))));
   if (kind.ends_with("List")) {
+    // An empty NodeFeatureList still says the API serves NodeFeatures.
+    if (kind == "NodeFeatureList" && group == "nfd.k8s-sigs.io") into.node_features_read = true;
     const doc_node* items = o.find("items");
     if (!items || items->is_null()) return errors;
     if (!items->is_sequence()) {
@@ -765,6 +817,10 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
     into.namespaces.push_back({meta_name(o), labels_of(at(o, {"metadata", "labels"}))});
   } else if (kind == "TopologySource" && gpustack) {
     read_source(into, o, path, errors);
+  } else if (kind == "NodeFeature" && group == "nfd.k8s-sigs.io") {
+    read_node_feature(into, o);
+  } else if (kind == "ConfigMap" && group.empty()) {
+    read_config_map(into, o);
   } else {
     ++into.skipped;
   }

@@ -3,7 +3,7 @@
 // prints (a List, a typed list such as NodeList, or one object): Nodes, Pods, Kueue
 // Topologies, ResourceFlavors, ClusterQueues, LocalQueues and Workloads (v1beta1 and
 // v1beta2), TopologySources and ModelDeployments, LimitRanges, RuntimeClasses and
-// Namespaces. Only the fields the diagnosis needs are
+// Namespaces, NFD's NodeFeatures and ConfigMaps. Only the fields the diagnosis needs are
 // kept; unknown kinds are counted and skipped, so a whole `kubectl get all`-style dump can
 // be handed over as is.
 
@@ -31,6 +31,15 @@ using core::topology_source;
 
 inline constexpr std::string_view profile_label = "topology.gpustack.ai/profile";
 
+// The NFD hop (docs/operations.md, "## `topogate diagnose chain`"): the labels the consumer
+// puts on each NodeFeature it writes, the annotation nfd-master keeps on the Nodes it
+// labelled, and the namespace the consumer writes NodeFeatures in.
+inline constexpr std::string_view nfd_node_name_label = "nfd.node.kubernetes.io/node-name";
+inline constexpr std::string_view source_uid_label = "topology.gpustack.ai/source-uid";
+inline constexpr std::string_view nfd_feature_labels_annotation =
+    "nfd.node.kubernetes.io/feature-labels";
+inline constexpr std::string_view default_worker_namespace = "gpustack-system";
+
 // resource name -> amount (cpu in milli-units, everything else in whole units; quantity.hpp).
 using resource_amounts = std::map<std::string, std::int64_t>;
 using label_map = std::vector<std::pair<std::string, std::string>>;  // sorted by key
@@ -45,6 +54,8 @@ struct object_condition {
 
 struct owner_ref {
   std::string kind, name;
+  std::string uid;          // metadata.ownerReferences[*].uid
+  bool controller = false;  // controller: true
 };
 
 struct taint {
@@ -61,6 +72,9 @@ struct k8s_node {
   bool unschedulable = false;
   std::optional<bool> ready;  // status.conditions[Ready]; nullopt when the Node reports none
   std::vector<taint> taints;
+  // The annotation nfd-master writes (the label keys it applied, comma-separated); nullopt
+  // when the Node has none.
+  std::optional<std::string> nfd_feature_labels;
 };
 
 // The resource fields of one Pod spec, as written (before any defaulting).
@@ -214,11 +228,27 @@ struct model_deployment {
 };
 
 struct topology_source_object {
-  std::string name;
+  std::string name, uid;
   std::vector<std::string> levels;
   std::optional<label_selector> node_selector;  // nullopt: selects every Node
   bool writes = false;                          // spec.configMap or spec.webhook
+  bool webhook = false;                         // spec.webhook
+  // spec.configMap: configMapRef and key ("" for a webhook source).
+  std::string config_map_namespace, config_map_name, config_map_key;
   std::vector<object_condition> conditions;
+};
+
+// An NFD NodeFeature (nfd.k8s-sigs.io/v1alpha1).
+struct node_feature {
+  std::string namespace_, name;
+  label_map labels;  // metadata.labels
+  std::vector<owner_ref> owners;
+  label_map spec_labels;  // spec.labels
+};
+
+struct config_map {
+  std::string namespace_, name;
+  std::map<std::string, std::string> data;
 };
 
 struct cluster_objects {
@@ -234,6 +264,17 @@ struct cluster_objects {
   std::vector<limit_range> limit_ranges;
   std::vector<runtime_class> runtime_classes;
   std::vector<k8s_namespace> namespaces;
+  std::vector<node_feature> node_features;
+  std::vector<config_map> config_maps;
+  // Whether NodeFeatures were read at all: a NodeFeature or a NodeFeatureList decoded, or
+  // the caller saying so (an empty `kubectl get nodefeatures` dump, an API that serves
+  // them). false: the API does not serve them (no CRD) or no dump was given.
+  bool node_features_read = false;
+  // The namespace the consumer writes its NodeFeatures in (the worker namespace).
+  std::string worker_namespace = std::string(default_worker_namespace);
+  // Snapshot texts standing for a webhook source's revision, by source name ("" for any
+  // webhook source without one of its own).
+  std::map<std::string, std::string> revision_texts;
   std::size_t skipped = 0;  // objects of kinds the diagnosis does not read
 
   [[nodiscard]] const k8s_node* node(std::string_view name) const noexcept;
@@ -246,6 +287,8 @@ struct cluster_objects {
                                               std::string_view name) const noexcept;
   [[nodiscard]] const model_deployment* deployment(std::string_view ns,
                                                    std::string_view name) const noexcept;
+  [[nodiscard]] const config_map* find_config_map(std::string_view ns,
+                                                  std::string_view name) const noexcept;
 };
 
 // Adds every object in `text` (JSON or YAML: a List, a typed list or one object). Errors

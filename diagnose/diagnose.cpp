@@ -450,6 +450,8 @@ chain_report check_chain(const cluster_objects& c) {
           ready ? "source is not Ready: " + render_condition(*ready)
                 : "source reports no Ready condition");
   }
+  // The NFD hop: the NodeFeatures writing sources publish through, applied to the Nodes.
+  check_nfd_hop(c, r);
 
   // Profiles the flavors pin, to tell whether a Node's capacity reaches any flavor.
   std::set<std::string> pinned;

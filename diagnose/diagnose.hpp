@@ -33,11 +33,19 @@ struct chain_finding {
 
 struct chain_report {
   std::vector<chain_finding> findings;
+  std::vector<std::string> notes;  // what could not be checked, and why (not findings)
   std::size_t managed_nodes = 0, flavors = 0, topologies = 0, queues = 0, requests = 0;
   [[nodiscard]] bool clean() const noexcept { return findings.empty(); }
 };
 
 [[nodiscard]] chain_report check_chain(const cluster_objects& objects);
+
+// The name the consumer gives the NodeFeature of a source's Node: "gpustack-topology-" and
+// 16 lowercase hex digits of FNV-1a 64 over the source UID, a zero byte and the Node name.
+[[nodiscard]] std::string nfd_feature_name(std::string_view source_uid, std::string_view node);
+// A standard key (kubernetes.io or a *.kubernetes.io namespace, topology.kubernetes.io/zone):
+// never in a NodeFeature's spec.labels.
+[[nodiscard]] bool is_standard_label_key(std::string_view key);
 
 enum class verdict { ok, problem, info, skipped };
 [[nodiscard]] std::string_view to_string(verdict v) noexcept;

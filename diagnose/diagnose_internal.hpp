@@ -1,5 +1,6 @@
 #pragma once
-// What diagnose.cpp and kueue_decision.cpp share: small helpers over the cluster's objects.
+// What diagnose.cpp, kueue_decision.cpp and nfd_hop.cpp share: small helpers over the cluster's
+// objects.
 
 #include <cstdint>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "diagnose/cluster_objects.hpp"
+#include "diagnose/diagnose.hpp"
 
 namespace topogate::diagnose::detail {
 
@@ -47,5 +49,9 @@ const cluster_queue* queue_of(const cluster_objects& c, const workload& w);
 // given), `except` left out.
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    std::string_view flavor = {});
+
+// The NFD hop of check_chain: findings and notes for every writing TopologySource
+// (nfd_hop.cpp).
+void check_nfd_hop(const cluster_objects& c, chain_report& r);
 
 }  // namespace topogate::diagnose::detail

@@ -102,6 +102,7 @@ std::string render_chain_text(const chain_report& r) {
                              : std::to_string(r.findings.size()) + " finding" +
                                    (r.findings.size() == 1 ? "" : "s")) +
          "\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
 
@@ -125,7 +126,9 @@ std::string render_chain_json(const chain_report& r) {
     json_str(out, "detail", f.detail);
     out += '}';
   }
-  out += "]}\n";
+  out += "]";
+  if (!r.notes.empty()) json_strings(out, "notes", r.notes);
+  out += "}\n";
   return out;
 }
 

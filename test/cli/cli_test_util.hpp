@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -58,6 +59,27 @@ class temp_dir {
  private:
   std::string path_;
 };
+
+struct run_result {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs `binary args` with no kubeconfig, no cluster and HOME (without ~/.kube) `dir`, where
+// its output is kept.
+inline run_result run_without_cluster(const temp_dir& dir, const std::string& binary,
+                                      const std::string& args) {
+  const std::string cmd =
+      "env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME=" + shell_quote(dir.path()) + " " +
+      shell_quote(binary) + " " + args + " >" + shell_quote(dir / "out") + " 2>" +
+      shell_quote(dir / "err") + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  run_result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
 
 // Sets (or unsets, with nullopt) an environment variable for the life of the object.
 class scoped_env {

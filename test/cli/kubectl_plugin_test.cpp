@@ -3,7 +3,6 @@
 // The online part (kubectl itself, a real API) is test/e2e/kubeconfig.sh.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,13 +14,9 @@ namespace topogate::cli {
 namespace {
 
 using testing::shell_quote;
-using testing::slurp;
 using testing::temp_dir;
 
-struct run_result {
-  int rc = -1;
-  std::string out, err;
-};
+using testing::run_result;
 
 class KubectlPluginTest : public ::testing::Test {
  protected:
@@ -31,16 +26,7 @@ class KubectlPluginTest : public ::testing::Test {
   }
   // Runs `binary args` with no kubeconfig, no cluster and HOME without ~/.kube.
   run_result run(const std::string& binary, const std::string& args) {
-    const std::string cmd =
-        "env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME=" + shell_quote(dir_.path()) + " " +
-        shell_quote(binary) + " " + args + " >" + shell_quote(dir_ / "out") + " 2>" +
-        shell_quote(dir_ / "err") + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    run_result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
+    return testing::run_without_cluster(dir_, binary, args);
   }
   std::string fixtures() const {
     return testing::source_dir() + "/test/fixtures/diagnose/two-zones";

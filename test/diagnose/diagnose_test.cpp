@@ -191,7 +191,7 @@ TEST(ClusterObjects, UndecodableInputIsAnError) {
 TEST(ClusterObjects, UnknownKindsAreSkippedNotRead) {
   cluster_objects c;
   const char* list = R"({"kind":"List","apiVersion":"v1","items":[
-    {"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}},
+    {"kind":"Secret","apiVersion":"v1","metadata":{"name":"x"}},
     {"kind":"Topology","apiVersion":"example.com/v1","metadata":{"name":"not-kueue"}},
     {"kind":"Topology","apiVersion":"kueue.x-k8s.io/v1beta1","metadata":{"name":"t"},
      "spec":{"levels":[{"nodeLabel":"a"},{"nodeLabel":"kubernetes.io/hostname"}]}}]})";
