@@ -22,6 +22,8 @@
 #                                       relabelled, and which Workloads Kueue evicted and
 #                                       readmitted (exit 3 when they disagree or an
 #                                       expectation is not met)
+#        tas-lab.sh nfd start|stop     start or stop nfd-master alone (TAS_LAB_NFD_FLAGS)
+#        tas-lab.sh relabel            the labeler once more, against the snapshot topogate serves
 #        tas-lab.sh status | down | env
 #
 # Pieces (all under the state directory, nothing else on the machine is changed):
@@ -35,8 +37,13 @@
 #                   the status subresource; no kubelet. Existing usage = Pods bound to a
 #                   Node (spec.nodeName), which Kueue's TAS and diagnose both count
 #   topogate        `topogate serve` with the scenario's TopologySource and snapshot
+#   NFD             the real nfd-master built by test/e2e/build-nfd.sh, its CRDs from the same
+#                   module, run as a local process (-kubeconfig, its HTTP port free, NODE_NAME a
+#                   Node that exists while it starts); TAS_LAB_NFD_FLAGS adds flags
 #   labeler         conformance/labeler: reads the snapshot over HTTPS with the conformance
-#                   consumer, takes the profile topogate computed, patches the Nodes
+#                   consumer, takes the profile topogate computed, writes the consumer's
+#                   NodeFeatures (gpustack-system), waits until nfd-master applied them
+#                   (TAS_LAB_NFD_WAIT s, default 60), then the profile label on the Nodes
 # Env: TAS_LAB_DIR (state; default ${TMPDIR:-/tmp}/topogate-tas-lab-$UID), TOPOGATE_BINARY,
 #      TOPOGATE_CACHE, TAS_LAB_TIMEOUT (readiness deadline, default 180 s).
 set -euo pipefail
@@ -95,19 +102,20 @@ prepare() {
     # shellcheck disable=SC1091
     . "$lab/prepared.env"
     [[ -n $want ]] && export TOPOGATE_BINARY=$want
-    [[ -x $KUBECTL && -x $TOPOGATE_BINARY && -x $KUEUE_BIN_DIR/kueue-manager ]] && return 0
+    [[ -x $KUBECTL && -x $TOPOGATE_BINARY && -x $KUEUE_BIN_DIR/kueue-manager && -x ${NFD_BIN_DIR:-/nonexistent}/nfd-master ]] && return 0
   fi
   mkdir -p "$lab/bin"
   eval "$("$e2e/build-kube-bins.sh" --print-env)"
   export KUBE_BIN_DIR
   eval "$("$e2e/build-kueue.sh" --print-env)"
+  eval "$("$e2e/build-nfd.sh" --print-env)"
   topogate=$(find_topogate)
   [[ -x $topogate ]] || die "no topogate binary at $topogate"
   if [[ ! -x $lab/bin/labeler || -n $(find "$repo/conformance" -name '*.go' -newer "$lab/bin/labeler" -print -quit) ]]; then
     (cd "$repo/conformance" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly nice -n 10 go build -o "$lab/bin/labeler" ./labeler)
   fi
   export KUBECTL=$KUBE_BIN_DIR/kubectl TOPOGATE_BINARY=$topogate TAS_LAB_DIR=$lab
-  declare -p KUBE_BIN_DIR KUEUE_BIN_DIR KUEUE_VERSION KUEUE_CRD_DIR KUBECTL TOPOGATE_BINARY 2>/dev/null |
+  declare -p KUBE_BIN_DIR KUEUE_BIN_DIR KUEUE_VERSION KUEUE_CRD_DIR NFD_BIN_DIR NFD_VERSION NFD_CRD_DIR KUBECTL TOPOGATE_BINARY 2>/dev/null |
     sed 's/^declare -[-a-z]* /export /' >"$lab/prepared.env"
 }
 
@@ -135,6 +143,7 @@ install_crds() {
   local f
   for f in "$KUEUE_CRD_DIR"/*.yaml; do k apply --server-side -f "$f" >/dev/null; done
   k apply --server-side -f "$repo/test/e2e/crds/" >/dev/null
+  k apply --server-side -f "$NFD_CRD_DIR/nfd-api-crds.yaml" >/dev/null
   # kubectl wait fails outright on a CRD whose status is not written yet ("accessor error"):
   # retry until every CRD is Established.
   local i
@@ -143,7 +152,10 @@ install_crds() {
     sleep 1
   done
   ((i < 60)) || die "the CRDs were not Established after 60 s"
-  k get namespace kueue-system >/dev/null 2>&1 || k create namespace kueue-system >/dev/null
+  local ns
+  for ns in kueue-system gpustack-system node-feature-discovery; do
+    k get namespace "$ns" >/dev/null 2>&1 || k create namespace "$ns" >/dev/null
+  done
 }
 
 # Kueue's own webhook manifests (config/components/webhook) for its kueue.x-k8s.io
@@ -221,6 +233,33 @@ EOF
   done
 }
 
+# start_nfd: nfd-master (test/e2e/nfd.sh shows it against a local apiserver). It patches its
+# own Node once at start (NODE_NAME must exist then): a Node of its own, without capacity or
+# profile, that lives only until nfd-master answers /healthz (its informers synced).
+nfd_node=tas-lab-nfd-master
+start_nfd() {
+  local d=$lab/nfd port t0=$SECONDS
+  alive "$d/pid" && return 0
+  mkdir -p "$d"
+  port=$(free_port)
+  echo "$port" >"$d/port"
+  printf '%s\n' '{}' >"$d/nfd-master.conf"
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"kubernetes.io/hostname":"%s"},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}},"spec":{"unschedulable":true}}' \
+    "$nfd_node" "$nfd_node" | k create -f - >/dev/null 2>&1 || true
+  # shellcheck disable=SC2086
+  env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY NODE_NAME=$nfd_node KUBERNETES_NAMESPACE=node-feature-discovery \
+    "$NFD_BIN_DIR/nfd-master" -kubeconfig "$KUBECONFIG" -port "$port" -config "$d/nfd-master.conf" -v=2 \
+    ${TAS_LAB_NFD_FLAGS:-} </dev/null >>"$d/nfd-master.log" 2>&1 &
+  echo $! >"$d/pid"
+  printf '%s\n' "${TAS_LAB_NFD_FLAGS:-}" >"$d/flags"
+  until curl -fsS --noproxy '*' --max-time 1 "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+    alive "$d/pid" || { tail -n 20 "$d/nfd-master.log" >&2; die "nfd-master exited during start-up (log: $d/nfd-master.log)"; }
+    ((SECONDS - t0 < 60)) || die "nfd-master not ready after 60 s (log: $d/nfd-master.log)"
+    sleep 0.05
+  done
+  k delete node "$nfd_node" --wait=false >/dev/null 2>&1 || true
+}
+
 # start_topogate DIR: topogate serve for the inventory in DIR (restarted: the
 # TopologySource, hence the levels, is read at start).
 start_topogate() {
@@ -263,9 +302,11 @@ EOF
   done
 }
 
-# The consumer's side: the labeler reads topogate's revision over HTTPS and labels the Nodes.
+# The consumer's side: the labeler reads topogate's revision over HTTPS, writes the
+# NodeFeatures, waits for nfd-master, writes the profiles.
 label() {
-  "$lab/bin/labeler" --url "https://127.0.0.1:$(cat "$lab/topogate/port")/snapshots/lab" --ca "$lab/pki/ca.crt" \
+  alive "$lab/nfd/pid" || log "nfd-master is not running: the NodeFeatures will not be applied"
+  "$lab/bin/labeler" --nfd-wait "${TAS_LAB_NFD_WAIT:-60}s" --source "$(cat "$lab/topogate/source")" --url "https://127.0.0.1:$(cat "$lab/topogate/port")/snapshots/lab" --ca "$lab/pki/ca.crt" \
     --token-file "$lab/pki/reader.token" --levels "$(cat "$lab/topogate/levels")" \
     --api "$TOPOGATE_CP_URL" --api-ca "$TOPOGATE_CP_CA" --api-token-file "$TOPOGATE_CP_ADMIN_TOKEN_FILE"
 }
@@ -278,6 +319,7 @@ load() {
   rev=$("$python" "$py" inventory "$s" "$d")
   "$python" "$py" nodes "$s" >/dev/null
   start_topogate
+  "$python" "$py" source "$s" "$rev" >"$d/source"
   label >"$lab/labels.json"
   "$python" "$py" chain "$s" "$lab/labels.json" >"$lab/chain.json"
   printf '%s\n' "$s" >"$lab/loaded"
@@ -296,6 +338,8 @@ cmd_up() {
   install_crds
   start_kueue
   log "Kueue ready in $((SECONDS - t0)) s (log: $lab/kueue/kueue.log)"
+  start_nfd
+  log "nfd-master $NFD_VERSION ready in $((SECONDS - t0)) s (log: $lab/nfd/nfd-master.log)"
   load "$s"
   log "lab up in $((SECONDS - t0)) s"
   echo "export KUBECONFIG=$KUBECONFIG"
@@ -370,6 +414,8 @@ cmd_status() {
   else
     echo "kueue: not running"
   fi
+  alive "$lab/nfd/pid" && echo "nfd-master: running (pid $(cat "$lab/nfd/pid"), port $(cat "$lab/nfd/port"), flags: $(cat "$lab/nfd/flags" 2>/dev/null))" ||
+    echo "nfd-master: not running"
   alive "$lab/topogate/pid" && echo "topogate: serving https://127.0.0.1:$(cat "$lab/topogate/port")/snapshots/lab" ||
     echo "topogate: not running"
   [[ -f $lab/loaded ]] && echo "loaded: $(cat "$lab/loaded")"
@@ -383,6 +429,7 @@ cmd_status() {
 
 cmd_down() {
   stop_pid "$lab/topogate/pid" topogate
+  stop_pid "$lab/nfd/pid" nfd-master
   stop_pid "$lab/kueue/pid" kueue
   if [[ -d $TOPOGATE_CP_DIR ]]; then
     "$e2e/control-plane.sh" stop >&2 || true
@@ -401,6 +448,13 @@ case ${1:-} in
   run) shift; cmd_run "$@" ;;
   change) shift; cmd_change "$@" ;;
   status) cmd_status ;;
+  nfd) prepare; require_up; cp_env
+    case ${2:-} in
+      start) start_nfd ;;
+      stop) stop_pid "$lab/nfd/pid" nfd-master ;;
+      *) die "usage: tas-lab.sh nfd start|stop" ;;
+    esac ;;
+  relabel) prepare; require_up; cp_env; label ;;
   down) cmd_down ;;
   env) [[ -f $TOPOGATE_CP_DIR/env ]] && { cp_env; echo "export KUBECONFIG=$KUBECONFIG"; } ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;

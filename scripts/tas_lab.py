@@ -9,6 +9,8 @@ TOPOGATE_BINARY, TAS_LAB_DIR):
   inventory SCENARIO OUTDIR      write OUTDIR/topologysource.yaml, snapshot.yaml, levels
   nodes SCENARIO                 create the Nodes (status: capacity, allocatable, Ready)
                                  and the bound Pods of their existing usage
+  source SCENARIO REVISION       the TopologySource object (before the labeler: it owns the
+                                 NodeFeatures); prints its name
   chain SCENARIO LABELS_JSON     the TopologySource object, one Topology and one
                                  ResourceFlavor per profile the labeler applied, the
                                  ClusterQueue and LocalQueue; waits until the queue is Active
@@ -83,7 +85,12 @@ RESOURCES = {  # kind (as KINDS names it) -> (API prefix, plural, namespaced)
     "runtimeclasses.node.k8s.io": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "pods": ("/api/v1", "pods", True),
     "nodes": ("/api/v1", "nodes", False),
+    "nodefeatures.nfd.k8s-sigs.io": ("/apis/nfd.k8s-sigs.io/v1alpha1", "nodefeatures", True),
 }
+# The consumer's NodeFeatures (the labeler writes them in the worker namespace): found by
+# their source-UID label, as they carry no lab label.
+NF_SELECTOR = "topology.gpustack.ai/source-uid"
+NF_NS = "gpustack-system"
 _api = {}
 
 
@@ -406,7 +413,10 @@ def cmd_nodes(path):
         cloud = {k: v for k, v in (n.get("labels") or {}).items() if k.startswith("topology.kubernetes.io/")}
         nodes.append({"apiVersion": "v1", "kind": "Node",
                       "metadata": {"name": name,
-                                   "labels": {**(n.get("nodeLabels") or {}), HOSTNAME: name, **cloud, **owned}},
+                                   "labels": {**(n.get("nodeLabels") or {}), HOSTNAME: name, **cloud, **owned},
+                                   # as the controllers annotate a Node: nfd-master's JSON patch
+                                   # adds its annotation under an existing map
+                                   "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
                       "spec": {"unschedulable": bool(n.get("unschedulable", False)), "taints": n.get("taints", [])}})
         alloc = {r: str(v) for r, v in n["allocatable"].items()}
         if not n.get("noPodsAllocatable"):
@@ -1003,8 +1013,15 @@ def cmd_migrate(path, labels_path, impact_path, before_path, timeout=60.0, settl
 
 # ---------------------------------------------------------------- unload / status
 
+def delete_node_features():
+    path = f"{collection_path('nodefeatures.nfd.k8s-sigs.io', NF_NS)}?labelSelector={urllib.parse.quote(NF_SELECTOR)}"
+    if (api_get(path) or {}).get("items"):
+        api_call("DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions"})
+
+
 def cmd_unload(timeout=90.0):
     sel = OWNED
+    delete_node_features()
     left = owned_names(KINDS, sel)
     if not left:
         return
@@ -1058,6 +1075,10 @@ def main(argv):
         cmd_inventory(a[0], a[1])
     elif c == "nodes":
         cmd_nodes(a[0])
+    elif c == "source":
+        sc = load(a[0])
+        apply_topology_source(sc, sc["topologySource"]["levels"], a[1])
+        print(sc["topologySource"].get("name", "lab"))
     elif c == "chain":
         cmd_chain(a[0], a[1])
     elif c == "workloads":

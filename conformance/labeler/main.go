@@ -5,9 +5,11 @@
 // S rules for the TopologySource's levels), takes each Node's profile from the
 // revision's profile-change impact topogate reports (GET .../status), checks it
 // against its own derivation (longest populated prefix of the levels plus
-// kubernetes.io/hostname, FNV-1a 64 over the NUL-joined keys), and merge-patches
-// the Node's topology labels and topology.gpustack.ai/profile through the
-// Kubernetes API. It prints one JSON object: {"revision","nodes":{NAME:{"profile",
+// kubernetes.io/hostname, FNV-1a 64 over the NUL-joined keys), and writes the
+// labels as the consumer does (nfd.go): one NodeFeature per described Node, which
+// NFD's nfd-master applies, waited for; then the profile label on each Node
+// directly. With --direct it merge-patches the labels and the profile onto the
+// Nodes itself (no NFD). It prints one JSON object: {"revision","nodes":{NAME:{"profile",
 // "levels","labels"}},"profiles":{ID:[levels]}}.
 //
 //	labeler --url https://127.0.0.1:PORT/snapshots/lab --ca ca.crt --token-file token \
@@ -18,16 +20,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -152,6 +151,9 @@ func main() {
 		apiCA    = flag.String("api-ca", "", "Kubernetes API CA bundle")
 		apiToken = flag.String("api-token-file", "", "Kubernetes API bearer token file")
 		timeout  = flag.Duration("timeout", 10*time.Second, "request timeout")
+		source   = flag.String("source", "lab", "the TopologySource the NodeFeatures belong to (its UID names and owns them)")
+		wait     = flag.Duration("nfd-wait", 60*time.Second, "how long nfd-master may take to apply the NodeFeatures")
+		direct   = flag.Bool("direct", false, "patch the Nodes' labels directly instead of through NodeFeatures")
 	)
 	flag.Parse()
 	if *url == "" || *ca == "" || *levels == "" {
@@ -241,24 +243,20 @@ func main() {
 		if err != nil {
 			fail(2, "read API token: %v", err)
 		}
-		kc := apiClient(*apiCA)
-		for _, n := range names {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": out.Nodes[n].Labels}})
-			req, _ := http.NewRequest(http.MethodPatch, strings.TrimSuffix(*api, "/")+"/api/v1/nodes/"+n, bytes.NewReader(patch))
-			req.Header.Set("Content-Type", "application/merge-patch+json")
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-			resp, err := kc.Do(req)
-			if err == nil {
-				msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					err = errors.New(resp.Status + ": " + string(msg))
+		a := &kube{base: strings.TrimSuffix(*api, "/"), token: strings.TrimSpace(string(tok)), cl: apiClient(*apiCA)}
+		if *direct {
+			for _, n := range names {
+				if err := a.mergePatchNode(n, out.Nodes[n].Labels); err != nil {
+					fmt.Fprintf(os.Stderr, "labeler: patch node %s: %v\n", n, err)
+					bad++
 				}
 			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "labeler: patch node %s: %v\n", n, err)
-				bad++
+		} else {
+			want := map[string]map[string]string{}
+			for _, n := range names {
+				want[n] = snap.Nodes[n]
 			}
+			bad += a.throughNFD(*source, lv, want, *wait)
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)

@@ -51,6 +51,8 @@ step tas-lab "$here/tas-lab-test.sh"
 step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
 # NFD's real nfd-master (build-nfd.sh, v0.18.3) fed NodeFeatures as the consumer writes them.
 step nfd "$here/nfd.sh"
+# The TAS lab with nfd-master applying the NodeFeatures: dropped Node, -deny-label-ns, stopped.
+step tas-nfd "$here/tas-nfd-test.sh"
 # `topogate audit` and the server's periodic audit: objects created with no webhook registered.
 step audit "$here/audit.sh"
 # The admission ownership warning from the view of TopologySources and Nodes.
