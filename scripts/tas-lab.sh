@@ -45,7 +45,8 @@
 #                   NodeFeatures (gpustack-system), waits until nfd-master applied them
 #                   (TAS_LAB_NFD_WAIT s, default 60), then the profile label on the Nodes
 # Env: TAS_LAB_DIR (state; default ${TMPDIR:-/tmp}/topogate-tas-lab-$UID), TOPOGATE_BINARY,
-#      TOPOGATE_CACHE, TAS_LAB_TIMEOUT (readiness deadline, default 180 s).
+#      TOPOGATE_CACHE, TAS_LAB_TIMEOUT (readiness deadline, default 180 s),
+#      TAS_LAB_DRIFT_GRACE (topogate's driftGracePeriod for the lab inventory, default 5m).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -288,6 +289,7 @@ inventories:
     source: topologysource.yaml
     snapshot: snapshot.yaml
     nodesFromAPI: true
+    driftGracePeriod: ${TAS_LAB_DRIFT_GRACE:-5m}
     readers:
       bearerTokenFiles: [$lab/pki/reader.token]
 EOF

@@ -54,6 +54,48 @@ wait_view() {
 }
 nf_count() { "$KUBECTL" -n gpustack-system get nodefeatures -o name | wc -l; }
 
+# topogate's label drift (inventory/drift.hpp) counts a Node after 2 s here, not 5 minutes.
+export TAS_LAB_DRIFT_GRACE=2s
+# drift: topogate's last drift check of the lab inventory (GET /snapshots/lab/status), as
+# "DRIFTED MISMATCHED NODE,NODE,..."
+drift() {
+  curl -fsS --cacert "$TAS_LAB_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$TAS_LAB_DIR/pki/reader.token")" \
+    "https://127.0.0.1:$(cat "$TAS_LAB_DIR/topogate/port")/snapshots/lab/status" | python3 -c 'import json, sys
+d = json.load(sys.stdin).get("drift") or {}
+print(d.get("drifted", -1), d.get("mismatched", -1), ",".join(n["name"] for n in d.get("nodes", [])) or "-")'
+}
+# wait_drift PYTHON-EXPR SECONDS: until EXPR holds over (drifted, mismatched, names); sets drift_seen
+drift_seen=
+wait_drift() {
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    drift_seen=$(drift 2>/dev/null) || drift_seen=
+    [[ -n $drift_seen ]] && python3 -c 'import sys
+d, m, names = sys.argv[2].split(); d, m = int(d), int(m); names = names.split(",")
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$drift_seen" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# chain_nfd PYTHON-EXPR: `diagnose chain` online; EXPR over f = {object: [check, ...]} of the
+# NFD hop's findings (nfd-*); sets chain_seen to them, in words.
+chain_seen=
+chain_nfd() {
+  "$TOPOGATE_BINARY" diagnose chain --kubeconfig "$KUBECONFIG" --output json >"$out/chain.json" 2>/dev/null || true
+  chain_seen=$(python3 - "$out/chain.json" "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = {}
+for x in r.get("findings", []):
+    if x["check"].startswith("nfd-"):
+        f.setdefault(x["object"].split("/")[-1], []).append(x["check"])
+print(", ".join(f"{c} {o}" for o, cs in sorted(f.items()) for c in cs) or "no NFD finding")
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+  )
+}
+
 section up
 t0=$SECONDS
 "$lab_sh" up >"$out/up.out" 2>"$out/up.err" || { fail "up"; tail -n 20 "$out/up.err"; exit 1; }
@@ -76,6 +118,7 @@ print(sum(1 for w in ws if w["agree"] and w.get("expectMet", True)), len(ws))' "
 view_is "len(v) == 4 and all(z != '-' and o == '$zone' and p != '-' for z, o, p in v.values())" &&
   pass "(a) every Node's $zone is nfd-master's (feature-labels lists it), $(nf_count) NodeFeatures, profile set" ||
   { fail "(a) Nodes: "; view; }
+chain_nfd "f == {}" && pass "(a) diagnose chain: $chain_seen" || fail "(a) diagnose chain: $chain_seen"
 
 section "(b) a Node dropped from the snapshot"
 snap=$TAS_LAB_DIR/topogate/snapshot.yaml
@@ -101,6 +144,7 @@ if [[ $rc == 0 ]] && view_is "v['worker-b2'] == ('-', '-', '$region_only') and a
 else
   fail "(b) rc=$rc"; tail -n 3 "$out/b.err"; view
 fi
+chain_nfd "f == {}" && pass "(b) diagnose chain: $chain_seen (nothing left behind)" || fail "(b) diagnose chain: $chain_seen"
 
 section "(c) nfd-master with -deny-label-ns=topology.gpustack.ai"
 "$lab_sh" nfd stop
@@ -145,6 +189,14 @@ done
 [[ $rc != 0 ]] && grep -q 'lack their labels: worker-a1, worker-a2, worker-b1, worker-b2' "$out/d.err" && view_is "all(z == '-' for z, o, p in v.values())" &&
   pass "(d) stopped: worker-b2 back in the snapshot, its NodeFeature written; no Node labelled, the labeler's wait names all four" ||
   { fail "(d) while stopped: exit $rc"; cat "$out/d.err"; view; }
+# topogate sees it: the four Nodes lack the zone the served revision gives them; past the
+# grace they count as drifted.
+t0=$(now_ms)
+wait_drift "d == 4 and m == 4 and names == ['worker-a1', 'worker-a2', 'worker-b1', 'worker-b2']" 20 &&
+  pass "(d) topogate's drift: $(cut -d' ' -f1 <<<"$drift_seen") Nodes drifted (topogate_inventory_nodes_drifted), $(cut -d' ' -f3 <<<"$drift_seen"), counted $(($(now_ms) - t0)) ms after the wait (grace 2 s)" ||
+  fail "(d) drift not counted: $drift_seen"
+chain_nfd "sorted(f) == ['worker-a1', 'worker-a2', 'worker-b1', 'worker-b2'] and all(c == ['nfd-not-applied'] for c in f.values())" &&
+  pass "(d) diagnose chain: $chain_seen" || fail "(d) diagnose chain: $chain_seen"
 t0=$(now_ms)
 "$lab_sh" nfd start
 wait_view "len(v) == 4 and all(z != '-' and o == '$zone' for z, o, p in v.values())" 15 &&
@@ -153,6 +205,9 @@ wait_view "len(v) == 4 and all(z != '-' and o == '$zone' for z, o, p in v.values
 rc=0
 "$lab_sh" relabel >/dev/null 2>"$out/d2.err" || rc=$?
 [[ $rc == 0 ]] && pass "(d) the labeler's next pass completes: $(grep -o 'applied.*' "$out/d2.err")" || { fail "(d) relabel: exit $rc"; cat "$out/d2.err"; }
+wait_drift "d == 0 and m == 0" 20 &&
+  pass "(d) topogate's drift back to 0: $drift_seen (drifted, mismatched, listed)" || fail "(d) drift stays: $drift_seen"
+chain_nfd "f == {}" && pass "(d) diagnose chain after the catch-up: $chain_seen" || fail "(d) diagnose chain: $chain_seen"
 
 echo "tas-nfd: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
 ((fails == 0))
