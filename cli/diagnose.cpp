@@ -287,6 +287,10 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
   struct resource {
     std::vector<std::string> paths;  // preferred version first
     const char* what;
+    // A kind that only refines the answer (Kueue's request adjustments, namespace labels,
+    // the NFD hop): a caller not allowed to list it gets a note, not a failure, so an RBAC
+    // written before diagnose read it keeps working.
+    bool optional = false;
   };
   const std::vector<resource> resources = {
       {{"/api/v1/nodes"}, "nodes"},
@@ -312,12 +316,12 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
         "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
        "modeldeployments"},
       // What Kueue applies to a Workload's Pod template before it counts the requests.
-      {{"/api/v1/limitranges"}, "limitranges"},
-      {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses"},
+      {{"/api/v1/limitranges"}, "limitranges", true},
+      {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses", true},
       // Their labels, for the ClusterQueues' namespaceSelector.
-      {{"/api/v1/namespaces"}, "namespaces"},
+      {{"/api/v1/namespaces"}, "namespaces", true},
       // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
-      {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures"},
+      {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures", true},
   };
   const auto list_into = [&](const std::string& p) {
     return list_resource(client, p, [&](const core::doc_node& page) {
@@ -335,14 +339,24 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
     const bool nfd = std::string_view(res.what) == "nodefeatures";
     if (nfd && !nfd_hop()) continue;
     bool found = false;
+    bool refused = false;
     for (const auto& p : res.paths) {
       auto listed = list_into(p);
+      if (!listed && res.optional && listed.error().code == core::errc::forbidden) {
+        const std::string_view prog = program_name();
+        std::fprintf(stderr,
+                     "%.*s diagnose: note: not allowed to list %s (HTTP 403): the answer leaves "
+                     "them out (docs/operations.md lists the RBAC)\n",
+                     static_cast<int>(prog.size()), prog.data(), res.what);
+        refused = true;
+        break;
+      }
       if (!listed) return std::move(listed).error();
       found = *listed;
       if (found) break;
     }
     if (found && nfd) objects.node_features_read = true;
-    if (!found) {
+    if (!found && !refused) {
       const std::string_view prog = program_name();
       std::fprintf(stderr, "%.*s diagnose: note: the API serves no %s\n",
                    static_cast<int>(prog.size()), prog.data(), res.what);
@@ -359,7 +373,14 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
     const std::string p =
         "/api/v1/namespaces/" + inventory::detail::url_encode(ns) +
         "/configmaps?fieldSelector=" + inventory::detail::url_encode("metadata.name=" + name);
-    if (auto listed = list_into(p); !listed) return std::move(listed).error();
+    if (auto listed = list_into(p); !listed) {
+      if (listed.error().code != core::errc::forbidden) return std::move(listed).error();
+      const std::string_view prog = program_name();
+      std::fprintf(stderr,
+                   "%.*s diagnose: note: not allowed to read ConfigMap %s/%s (HTTP 403): its "
+                   "revision is not compared\n",
+                   static_cast<int>(prog.size()), prog.data(), ns.c_str(), name.c_str());
+    }
   }
   return {};
 }

@@ -453,7 +453,7 @@ core::result<bool> list_resource(inventory::detail::kube_client& client, const s
     if (r.status == 404) return false;
     if (r.status != 200) {
       return core::fail(
-          core::errc::unavailable,
+          r.status == 403 ? core::errc::forbidden : core::errc::unavailable,
           "GET " + path + ": " +
               (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300)
                         : r.error));

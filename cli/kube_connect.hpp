@@ -91,7 +91,8 @@ core::result<std::vector<std::string>> object_files(const std::string& dir,
 core::decode_limits list_limits();
 
 // Lists one resource, every page (limit=500 with continue), handing each page's decoded List
-// to `on_page`. false when the resource is not served (404: its CRD is not installed).
+// to `on_page`. false when the resource is not served (404: its CRD is not installed);
+// errc::forbidden when the caller may not list it (403).
 core::result<bool> list_resource(inventory::detail::kube_client& client, const std::string& path,
                                  const std::function<void(const core::doc_node&)>& on_page);
 

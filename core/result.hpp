@@ -34,6 +34,7 @@ enum class errc : std::uint8_t {
   not_found,         // what was named does not exist (an inventory)
   conflict,          // a conditional write lost to another writer (a store's versions)
   unavailable,       // no answer now: a store unreachable or late, an inventory not ready
+  forbidden,         // the answer was a refusal of this caller (an API's 403)
   damaged,           // the store answered, but what it holds is no readable revision
   io,                // a file could not be opened, read, written, synced or renamed
   too_large,         // the input is larger than its limit
@@ -51,6 +52,8 @@ enum class errc : std::uint8_t {
       return "conflict";
     case errc::unavailable:
       return "unavailable";
+    case errc::forbidden:
+      return "forbidden";
     case errc::damaged:
       return "damaged";
     case errc::io:

@@ -138,10 +138,12 @@ bool requirement_matches(const node_selector_requirement& r, const std::string* 
   if (r.op == "Exists") return r.values.empty() && value;
   if (r.op == "DoesNotExist") return r.values.empty() && !value;
   if (r.op == "Gt" || r.op == "Lt") {
-    const auto want = r.values.size() == 1 ? go_int(r.values[0]) : std::nullopt;
-    const auto have = value ? go_int(*value) : std::nullopt;
-    if (!want || !have) return false;
-    return r.op == "Gt" ? *have > *want : *have < *want;
+    if (r.values.size() != 1 || !value) return false;
+    const std::optional<std::int64_t> want = go_int(r.values[0]);
+    const std::optional<std::int64_t> have = go_int(*value);
+    if (!want.has_value() || !have.has_value()) return false;
+    const std::int64_t w = want.value(), h = have.value();
+    return r.op == "Gt" ? h > w : h < w;
   }
   return false;
 }
