@@ -1,9 +1,12 @@
 // inventories[].maxProfileChanges: absent is no limit; a non-negative integer up to 2^20.
+// inventories[].driftGracePeriod: absent is 5m; a duration from 1s to 24h.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "server/config.hpp"
 
@@ -67,6 +70,25 @@ TEST_F(ImpactConfig, NegativeOrNotANumberIsAnError) {
     const auto cfg = parse(std::string("    maxProfileChanges: ") + bad + "\n");
     ASSERT_FALSE(cfg) << bad;
     EXPECT_NE(cfg.error().message.find("inventories[dc].maxProfileChanges"), std::string::npos)
+        << bad << ": " << cfg.error().message;
+  }
+}
+
+TEST_F(ImpactConfig, DriftGracePeriodFromOneSecondToADay) {
+  auto cfg = parse("");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->registry.inventories[0].drift_grace, std::chrono::minutes(5));
+  for (const auto& [text, want] :
+       {std::pair{"1s", std::chrono::seconds(1)}, std::pair{"90s", std::chrono::seconds(90)},
+        std::pair{"24h", std::chrono::seconds(24 * 3600)}}) {
+    cfg = parse(std::string("    driftGracePeriod: ") + text + "\n");
+    ASSERT_TRUE(cfg) << text << ": " << cfg.error().message;
+    EXPECT_EQ(cfg->registry.inventories[0].drift_grace, want) << text;
+  }
+  for (const char* bad : {"0s", "500ms", "24h1s", "-1m", "soon"}) {
+    cfg = parse(std::string("    driftGracePeriod: ") + bad + "\n");
+    ASSERT_FALSE(cfg) << bad;
+    EXPECT_NE(cfg.error().message.find("driftGracePeriod"), std::string::npos)
         << bad << ": " << cfg.error().message;
   }
 }
