@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_writer.hpp"
+
 namespace topogate::core {
 
 // The closed set of Kubernetes field-error types, with the strings apimachinery's
@@ -99,15 +101,4 @@ class field_path {
 std::string render_text(const error_list& errors);
 // A JSON array of {"rule","field","type","value"?,"detail"} objects.
 std::string render_json(const error_list& errors);
-// JSON string literal with YAML-safe escaping (control and non-printable characters
-// as \uXXXX), used by every JSON writer in the project.
-void append_json_string(std::string& out, std::string_view s);
-// The same without the quotes: the escaped characters alone. Escaping is per character and
-// never joins an ASCII byte to its neighbours, so the pieces of a text split next to an ASCII
-// byte escape to the pieces of the escaped text.
-void append_json_chars(std::string& out, std::string_view s);
-// Go's %q of s (strconv.Quote, as apimachinery quotes a string value and a resource name in
-// its messages), escaped as append_json_chars escapes it, without JSON quotes around it.
-void append_json_go_quoted(std::string& out, std::string_view s);
-
 }  // namespace topogate::core
