@@ -91,6 +91,7 @@ void file_change_latency(const std::string& dir, int changes, int nodes, const c
   spec.config.name = "bench";
   spec.config.source = source();
   spec.snapshot_path = path;
+  spec.kind = inventory::source_kind::file;
   cfg.inventories.push_back(std::move(spec));
   inventory::registry_observer quiet;
   quiet.on_log = [](std::string_view, std::string_view, std::string_view) {};

@@ -12,7 +12,7 @@
 #include <ctime>
 #include <system_error>
 
-#include "inventory/file_source.hpp"
+#include "inventory/file_watch.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::inventory {

@@ -95,20 +95,8 @@ void registry::push_async(push_request req, std::function<void(push_result)> don
   const std::string name = req.name;
   if (e == nullptr)
     return done(refusal(push_outcome::not_found, "inventory \"" + name + "\" not found"));
-  if (e->spec.config.source.node_labels) {
-    // T7: a nodeLabels source is read-only; the Nodes' labels are its only input.
-    return done(
-        refusal(push_outcome::not_pushable,
-                "inventory \"" + name +
-                    "\" reads Node labels (nodeLabels source): there is no snapshot to push"));
-  }
-  if (!e->spec.snapshot_path.empty()) {
-    // One input per inventory keeps every replica deterministic: a file and pushes racing
-    // would leave replicas serving whichever they saw last.
-    return done(refusal(
-        push_outcome::not_pushable,
-        "inventory \"" + name + "\" is fed by " + e->spec.snapshot_path + "; pushes are refused"));
-  }
+  if (!e->src->accepts_pushes())
+    return done(refusal(push_outcome::not_pushable, e->src->push_refusal(name)));
   if (req.body.size() > core::max_snapshot_bytes) {
     return done(refusal(push_outcome::too_large, "snapshot is " + std::to_string(req.body.size()) +
                                                      " bytes, more than the " +
@@ -187,11 +175,12 @@ void registry::impl::run_push(entry& e, push_call& call, const push_request& req
 push_result registry::impl::store_push(entry& e, push_call& call, const push_request& req,
                                        const inventory::offer_options& opts) {
   inventory& inv = *e.inv;
+  auto& ps = push_of(e);
   const std::string& name = req.name;
   if (!load_from_store(e, call.deadline)) {
     return refusal(
         push_outcome::unavailable,
-        "store unavailable: the stored revision could not be read (" + store_wait_reason(e) + ")",
+        "store unavailable: the stored revision could not be read (" + ps.wait_reason() + ")",
         std::chrono::seconds(1));
   }
   // If-Match is judged against the store's current revision, as this replica knows it, and
@@ -202,7 +191,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     if (!head_matches(e, *req.if_match)) {
       store_state st;
       const auto loaded = store->load(name, st, call.deadline);
-      note_store_call(e, !loaded.failed_with(core::errc::unavailable));
+      ps.note_store_call(!loaded.failed_with(core::errc::unavailable));
       if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) {
         return refusal(push_outcome::unavailable,
                        "store unavailable: the stored revision could not be read to check "
@@ -223,7 +212,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
       return r;
     }
     std::lock_guard lk(e.write_mu);
-    if (!e.head.held) {
+    if (!ps.head.held) {
       // The store's revision matches, but this replica cannot serve it (it refused it): it
       // cannot tell what the push would change, so another replica, or a later try, decides.
       return refusal(push_outcome::unavailable,
@@ -250,7 +239,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     }
     // Replace exactly the object this replica knows (create when it knows none); a conflict
     // then means the store moved on, which the precondition must not overlook.
-    if (e.head.state.rev) expected = e.head.state.rev->version;
+    if (ps.head.state.rev) expected = ps.head.state.rev->version;
   }
   if (p.result.impact_refused) {
     // Valid, but it conflicts with the served revision under the inventory's policy; the same
@@ -293,7 +282,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   stored.actor = req.actor;
   // The store call holds no lock a reader, a Node change or another inventory needs.
   auto saved = store->save(name, stored, expected, call.deadline);
-  note_store_call(e, !saved.failed_with(core::errc::unavailable));
+  ps.note_store_call(!saved.failed_with(core::errc::unavailable));
   for (int retry = 0; saved.failed_with(core::errc::conflict) && !req.if_match && retry < 8;
        ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
@@ -302,11 +291,11 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
       std::this_thread::sleep_for(std::chrono::milliseconds(1 + (retry * 7 + ::getpid()) % 13));
     store_state latest;
     const auto loaded = store->load(name, latest, call.deadline);
-    note_store_call(e, !loaded.failed_with(core::errc::unavailable));
+    ps.note_store_call(!loaded.failed_with(core::errc::unavailable));
     if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) break;
     saved =
         store->save(name, stored, latest.rev ? latest.rev->version : std::string(), call.deadline);
-    note_store_call(e, !saved.failed_with(core::errc::unavailable));
+    ps.note_store_call(!saved.failed_with(core::errc::unavailable));
   }
   std::lock_guard lk(e.write_mu);
   if (saved.failed_with(core::errc::conflict)) {
@@ -327,11 +316,11 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   // The store's newest state is now this write (a compare-and-swap on the version known
   // before it); its watch echo is older or the same and changes nothing.
   stored.version = std::move(*saved);
-  e.head.known = true;
-  e.head.state = store_state{std::move(stored), false, std::string()};
-  e.head.state.as_of = e.head.state.rev->version;
-  e.head.held = true;
-  e.store_behind = false;
+  ps.head.known = true;
+  ps.head.state = store_state{std::move(stored), false, std::string()};
+  ps.head.state.as_of = ps.head.state.rev->version;
+  ps.head.held = true;
+  ps.store_behind = false;
   note_synced(e);
   report(e, before);
 

@@ -74,8 +74,8 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
       release_freed_memory();
     }
     report(e, before);
-    if (e.spec.config.source.node_labels) check_node_labels(e);
-    if (!e.spec.snapshot_path.empty() && !e.snap_ok) {
+    if (e.src->checks_node_labels()) check_node_labels(e);
+    if (const auto* fs = e.src->as_file(); fs != nullptr && !fs->ok) {
       // The file was rejected against the old Node list (say, it names a Node that did
       // not exist yet): read it again against the new one.
       resync_requested = true;
@@ -87,8 +87,8 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
   if (store && uses_store(e)) {
     e.lane.post([this, &e] {
       std::lock_guard lk(e.write_mu);
-      if (e.head.known && e.head.state.rev && !e.head.state.damaged && !e.head.held)
-        adopt_head(e, "store");
+      const auto& head = push_of(e).head;
+      if (head.known && head.state.rev && !head.state.damaged && !head.held) adopt_head(e, "store");
     });
   }
 }
@@ -114,46 +114,6 @@ void registry::impl::on_api_nodes(node_watch::list_source current) {
   }
   // The first list at once: what waits for it (a snapshot file, readiness) should not wait more.
   apply_api_nodes(current());
-}
-
-void registry::impl::check_node_labels(entry& e) {
-  if (!e.nodes) return;
-  auto c = std::make_shared<node_label_check>();
-  c->report = core::check_node_labels(e.spec.config.source, *e.nodes);
-  c->checked_at = clk.now();
-  c->nodes_origin = nodes_origin(e);
-  attempt a;
-  a.at = c->checked_at;
-  a.origin = "nodes:" + c->nodes_origin;
-  a.accepted = c->report.ok();
-  a.errors = c->report.errors;
-  {
-    std::lock_guard lk(e.label_mu);
-    c->checks = (e.labels ? e.labels->checks : 0) + 1;
-    a.revision_id = "node-labels-" + std::to_string(c->checks);
-    a.note = summarize(*c);
-    e.labels = c;
-    e.label_history.push_back(a);
-    const std::size_t keep = std::max<std::size_t>(e.spec.config.history_size, 1);
-    if (e.label_history.size() > keep)
-      e.label_history.erase(e.label_history.begin(),
-                            e.label_history.end() - static_cast<std::ptrdiff_t>(keep));
-  }
-  std::string msg =
-      "node-label hierarchy check " + std::to_string(c->checks) + " (" + a.origin + "): " + a.note;
-  if (!a.errors.empty()) {
-    // A whole cluster mislabelled is thousands of errors: the log names the first ones;
-    // /snapshots/{name}/status has every one.
-    constexpr std::size_t shown = 20;
-    core::error_list head(a.errors.begin(), a.errors.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                                   shown, a.errors.size())));
-    std::string listed = core::render_text(head);
-    while (!listed.empty() && listed.back() == '\n') listed.pop_back();
-    msg += ": " + listed;
-    if (a.errors.size() > shown)
-      msg += " ... and " + std::to_string(a.errors.size() - shown) + " more";
-  }
-  log(a.accepted ? "info" : "warn", e.inv->name(), msg);
 }
 
 void registry::impl::check_nodes_file(entry& e) {
@@ -189,58 +149,6 @@ void registry::impl::check_nodes_file(entry& e) {
   apply_nodes(e, std::make_shared<const core::node_list>(std::move(parsed.list)));
 }
 
-bool registry::impl::check_snapshot_file(entry& e, bool confirm_invalid) {
-  if (e.spec.snapshot_path.empty()) return false;
-  if (e.awaiting_nodes.load() && steady::now() < nodes_grace_until) return false;
-  auto r = detail::read_source(e.spec.snapshot_path, e.inv->name(), core::max_snapshot_bytes);
-  const inventory::offer_options opts{
-      "file:" + (r.resolved_path.empty() ? e.spec.snapshot_path : r.resolved_path), "",
-      std::nullopt, std::nullopt};
-  std::lock_guard lk(e.write_mu);
-  if (!r.ok) {
-    if (r.error != e.snap_error) {
-      const auto before = e.inv->attempts_recorded();
-      e.inv->record_failure(opts, r.error + " (keeping the last valid revision)");
-      report(e, before);
-    }
-    e.snap_error = r.error;
-    e.snap_digest.clear();
-    e.snap_ok = false;
-    return false;
-  }
-  e.snap_error.clear();
-  auto digest = detail::sha256_hex(r.bytes);
-  const auto generation = e.inv->nodes_generation();
-  if (digest == e.snap_digest && (e.snap_ok || generation == e.snap_generation)) {
-    // Unchanged and still what the source says: the served revision is fresh. A Node
-    // change was already applied to it by set_nodes().
-    if (e.snap_ok) e.inv->confirm(e.snap_etag);
-    e.snap_generation = generation;
-    return false;
-  }
-  const auto before = e.inv->attempts_recorded();
-  auto p = e.inv->prepare(r.bytes, opts);
-  if (!p.candidate) {
-    if (!confirm_invalid && digest != e.pending_invalid_digest) {
-      e.pending_invalid_digest = digest;
-      return true;
-    }
-    e.inv->record_rejection(p, opts);
-    e.snap_ok = false;
-  } else {
-    e.inv->commit(p);
-    release_freed_memory();
-    const auto cur = e.inv->current();
-    e.snap_ok = cur != nullptr;
-    e.snap_etag = cur ? cur->etag : std::string();
-  }
-  e.pending_invalid_digest.clear();
-  e.snap_digest = std::move(digest);
-  e.snap_generation = generation;
-  report(e, before);
-  return false;
-}
-
 bool registry::impl::check_all(bool confirm_invalid) {
   for (auto& e : entries) check_nodes_file(*e);
   bool again = false;
@@ -251,8 +159,9 @@ bool registry::impl::check_all(bool confirm_invalid) {
 std::map<std::string, std::set<std::string>> registry::impl::all_points() const {
   std::map<std::string, std::set<std::string>> points;
   for (const auto& e : entries) {
-    for (const auto* p : {&e->spec.snapshot_path, &e->spec.nodes_path}) {
-      if (p->empty()) continue;
+    const std::string* paths[] = {e->src->watched_path(), &e->spec.nodes_path};
+    for (const std::string* p : paths) {
+      if (p == nullptr || p->empty()) continue;
       for (auto& [dir, names] : detail::watch_points(*p))
         points[dir].insert(names.begin(), names.end());
     }
@@ -324,7 +233,7 @@ void registry::impl::run_loop() {
       // The store too: a watch that is stuck (a proxy holding the stream, a lost event) is
       // caught up within one interval. One read per inventory at a time.
       for (auto& e : entries) {
-        if (!uses_store(*e) || e->verify_queued.exchange(true)) continue;
+        if (!uses_store(*e) || push_of(*e).verify_queued.exchange(true)) continue;
         e->lane.post([this, ep = e.get()] { verify_store(*ep); });
       }
     }
@@ -354,7 +263,7 @@ std::chrono::milliseconds registry::impl::drift_interval() const {
 void registry::impl::check_drift() {
   for (auto& ep : entries) {
     entry& e = *ep;
-    if (e.spec.config.source.node_labels) continue;
+    if (!e.src->serves_snapshot()) continue;
     std::shared_ptr<const core::node_list> nodes;
     {
       std::lock_guard dl(e.drift_mu);
@@ -376,142 +285,6 @@ void registry::impl::check_drift() {
     std::lock_guard dl(e.drift_mu);
     e.drift = std::move(report);
   }
-}
-
-bool registry::impl::load_from_store(entry& e, store_deadline deadline) {
-  if (e.store_loaded.load()) return true;
-  store_state st;
-  const auto loaded = store->load(e.inv->name(), st, deadline);
-  note_store_call(e, !loaded.failed_with(core::errc::unavailable));
-  if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) {
-    const std::string& message = loaded.error().message;
-    const std::string why = "waiting for the store " + store->describe() + ": " + message;
-    bool changed = false;
-    {
-      std::lock_guard lk(e.store_mu);
-      changed = e.store_wait_reason != why;
-      e.store_wait_reason = why;
-    }
-    if (changed) {
-      log("error", e.inv->name(), "store " + store->describe() + ": " + message);
-      std::lock_guard lk(e.write_mu);
-      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + message);
-    }
-    return false;
-  }
-  // A damaged object is marked loaded before its note is recorded: whoever sees the note
-  // (status, a test) must not still be told that the store has not answered (readiness).
-  if (st.damaged) mark_loaded(e);
-  apply_store_state(e, std::move(st), true);
-  mark_loaded(e);
-  return true;
-}
-
-void registry::impl::mark_loaded(entry& e) {
-  if (e.store_loaded.exchange(true)) return;
-  std::lock_guard lk(e.store_mu);
-  e.store_wait_reason.clear();
-}
-
-void registry::impl::first_load(entry& e) {
-  if (stopping.load() || load_from_store(e, steady::now() + cfg.store.timeout)) return;
-  const auto pause = e.load_backoff;
-  e.load_backoff = std::min(e.load_backoff * 2, std::chrono::milliseconds(30'000));
-  timers.at(steady::now() + pause, [this, &e] { e.lane.post([this, &e] { first_load(e); }); });
-}
-
-void registry::impl::note_synced(entry& e) const {
-  e.store_synced_ms.store(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clk.now().time_since_epoch()).count());
-}
-
-void registry::impl::verify_store(entry& e) {
-  e.verify_queued = false;
-  if (stopping.load() || !e.store_loaded.load()) return;
-  store_state st;
-  const auto loaded = store->load(e.inv->name(), st, steady::now() + cfg.store.timeout);
-  note_store_call(e, !loaded.failed_with(core::errc::unavailable));
-  if (loaded.ok() || loaded.failed_with(core::errc::damaged))
-    apply_store_state(e, std::move(st), true);
-}
-
-void registry::impl::apply_store_state(entry& e, store_state st, bool authoritative) {
-  std::lock_guard lk(e.write_mu);
-  auto& head = e.head;
-  if (!authoritative && head.known) {
-    // A watch event: applied only when it is newer than what this replica knows. The echo
-    // of this replica's own write, a list after a reconnect, an event a lagging watch
-    // delivers after a read that already saw past it: all older or the same, all ignored.
-    const auto order = detail::version_order(st.as_of, head.state.as_of);
-    if (order ? *order <= 0 : (!st.as_of.empty() && st.as_of == head.state.as_of)) return;
-  }
-  note_synced(e);
-  const bool same_revision = head.known && head.state.rev && st.rev && !head.state.damaged &&
-                             !st.damaged && head.state.rev->json == st.rev->json;
-  head.known = true;
-  head.state.as_of = std::move(st.as_of);
-  if (same_revision) {
-    // The same revision seen again (its echo, a relist, a periodic read): only its version
-    // may be news (a write whose answer did not say it).
-    head.state.rev->version = std::move(st.rev->version);
-    if (!head.held) adopt_head(e, "store");
-    e.store_behind = !head.held;
-    return;
-  }
-  head.state.rev = std::move(st.rev);
-  head.state.damaged = st.damaged;
-  const auto before = e.inv->attempts_recorded();
-  const bool had = e.inv->accepted() != nullptr;
-  if (head.state.damaged) {
-    head.held = false;
-    const std::string why = "the store's object for this inventory holds no readable revision";
-    log("error", e.inv->name(),
-        "store " + store->describe() + ": " + why + "; the next push replaces it");
-    e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + why);
-    e.inv->withdraw(why + " (the next push replaces it)");
-  } else if (!head.state.rev) {
-    head.held = false;
-    if (had) {
-      // Deleted by hand: every replica then serves what a new one would, nothing. The next
-      // push creates the object again.
-      const std::string why = "the store's object for this inventory was deleted";
-      log("warn", e.inv->name(),
-          "store " + store->describe() + ": " + why + "; push to publish again");
-      e.inv->record_failure({"store", "", std::nullopt, std::nullopt}, "store: " + why);
-      e.inv->withdraw(why + "; push a revision to publish again");
-    }
-  } else {
-    adopt_head(e, "store");
-  }
-  e.store_behind = head.state.rev && !head.held;
-  report(e, before);
-}
-
-void registry::impl::adopt_head(entry& e, const char* origin) {
-  auto& head = e.head;
-  const auto& rev = *head.state.rev;
-  const auto before = e.inv->attempts_recorded();
-  // The replica that stored it already applied maxProfileChanges (and saw any acceptance).
-  // (Initialised here, not assigned afterwards: GCC 12 at -O2 with ASan reports a false
-  // -Wmaybe-uninitialized for assigning a string to a disengaged optional.)
-  inventory::offer_options opts{origin, rev.actor, std::nullopt, rev.accepted_at, "*"};
-  // Validated again: the Node list or the configuration may differ from the writer's.
-  auto p = e.inv->prepare(rev.json, opts);
-  if (p.candidate) {
-    e.inv->commit(p);
-    head.held = true;
-  } else {
-    e.inv->record_rejection(p, opts);
-    // Not an older revision instead: the consumer would see the store's history backwards.
-    e.inv->withdraw("the store's current revision is not valid on this replica (" +
-                    core::render_text(p.result.errors) +
-                    "); nothing is served until a Node change or a push makes a valid one current");
-    head.held = false;
-  }
-  // Told at once with what is served; the heap walk (milliseconds on a large heap) after.
-  e.store_behind = !head.held;
-  if (head.held) release_freed_memory();
-  report(e, before);
 }
 
 // --- registry -------------------------------------------------------------------------------
@@ -642,15 +415,15 @@ bool registry::ready() const {
                      [this](const auto& e) { return inventory_ready(e->inv->name()).ok(); });
 }
 
-bool registry::reads_node_labels(std::string_view name) const noexcept {
+const source* registry::source_of(std::string_view name) const noexcept {
   const auto* e = impl_->find(name);
-  return e != nullptr && e->spec.config.source.node_labels;
+  return e != nullptr ? e->src.get() : nullptr;
 }
 
 std::shared_ptr<const node_label_check> registry::node_labels(std::string_view name) const {
   const auto* e = impl_->find(name);
-  if (e == nullptr || !e->spec.config.source.node_labels) return nullptr;
-  return impl_->labels_of(*e);
+  const auto* labels = e != nullptr ? e->src->as_node_labels() : nullptr;
+  return labels != nullptr ? labels->latest() : nullptr;
 }
 
 std::shared_ptr<const drift_report> registry::node_drift(std::string_view name) const {
@@ -663,22 +436,13 @@ std::shared_ptr<const drift_report> registry::node_drift(std::string_view name) 
 std::optional<bool> registry::store_available(std::string_view name) const {
   const auto* e = impl_->find(name);
   if (e == nullptr || !impl_->store || !impl::uses_store(*e)) return std::nullopt;
-  const int answered = e->store_answered.load();
-  if (answered < 0) return std::nullopt;
-  return answered == 1;
+  return impl::push_of(*e).available();
 }
 
 std::optional<registry::store_view_status> registry::store_view(std::string_view name) const {
   const auto* e = impl_->find(name);
   if (e == nullptr || !impl_->store || !impl::uses_store(*e)) return std::nullopt;
-  store_view_status v;
-  v.behind = e->store_behind.load();
-  if (const auto ms = e->store_synced_ms.load(); ms > 0) {
-    v.synced_at = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::milliseconds(ms)));
-  }
-  return v;
+  return impl::push_of(*e).view();
 }
 
 core::result<void> registry::inventory_ready(std::string_view name) const {
@@ -686,18 +450,18 @@ core::result<void> registry::inventory_ready(std::string_view name) const {
   const auto* e = impl_->find(name);
   if (e == nullptr) return core::fail(errc::not_found, "no such inventory");
   const auto& cfg = e->inv->config();
-  if (cfg.source.node_labels) {
+  if (const auto* labels = e->src->as_node_labels()) {
     // The hierarchy verdict is a finding, not readiness: a mislabelled Node must not take
     // every replica (and with it the admission webhook) out of the Service.
-    if (cfg.allow_empty_start || impl_->labels_of(*e)) return {};
+    if (cfg.allow_empty_start || labels->latest()) return {};
     return core::fail(errc::unavailable, "no Node list yet (" + impl_->nodes_origin(*e) + ")");
   }
   if (e->awaiting_nodes.load() && !e->inv->current()) {
     return core::fail(errc::unavailable, "waiting for the first Node list from the Kubernetes API");
   }
-  if (impl_->store && impl::uses_store(*e) && !e->store_loaded.load()) {
+  if (impl_->store && impl::uses_store(*e) && !impl::push_of(*e).store_loaded.load()) {
     // Until the store answers, this replica cannot know the revision the others serve.
-    std::string why = impl_->store_wait_reason(*e);
+    std::string why = impl::push_of(*e).wait_reason();
     if (why.empty()) why = "waiting for the store " + impl_->store->describe() + " to answer";
     return core::fail(errc::unavailable, std::move(why));
   }

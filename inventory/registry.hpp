@@ -17,6 +17,7 @@
 #include "core/result.hpp"
 #include "inventory/drift.hpp"
 #include "inventory/inventory.hpp"
+#include "inventory/source.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::inventory {
@@ -35,7 +36,10 @@ struct store_config {
 
 struct inventory_spec {
   inventory_config config;
-  std::string snapshot_path;    // file or directory ("" = push-only)
+  // What feeds it, named when the configuration is parsed (source.hpp's check_spec: a file
+  // source and only it has snapshot_path; a nodeLabels TopologySource is fed by its Nodes).
+  source_kind kind = source_kind::push;
+  std::string snapshot_path;    // kind file: the file or directory
   std::string nodes_path;       // kubectl get nodes -o json file ("" = none)
   bool nodes_from_api = false;  // list+watch Nodes through the Kubernetes API
   // With a Node list (file or API): how long a Node's labels may differ from the served
@@ -166,8 +170,9 @@ class registry {
   [[nodiscard]] std::optional<std::string> status_json(std::string_view name) const;
   [[nodiscard]] std::optional<std::string> history_json(std::string_view name) const;
 
-  // True when `name` is a nodeLabels inventory.
-  [[nodiscard]] bool reads_node_labels(std::string_view name) const noexcept;
+  // What feeds inventory `name` and what it can do (serve a snapshot, take pushes, check
+  // Node labels); null for a name that is no inventory.
+  [[nodiscard]] const source* source_of(std::string_view name) const noexcept;
   // The last hierarchy check of a nodeLabels inventory; null before the first Node list and
   // for other inventories.
   [[nodiscard]] std::shared_ptr<const node_label_check> node_labels(std::string_view name) const;

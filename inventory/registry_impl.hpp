@@ -1,6 +1,7 @@
 #pragma once
-// The registry's inside, shared by its three files: registry.cpp (inputs, the reconcile
-// loop, start and stop), push.cpp (pushes on the lanes) and registry_json.cpp (the status
+// The registry's inside, shared by its files: registry.cpp (Node lists, the reconcile loop,
+// start and stop), the sources' own (source_file.cpp, source_push.cpp: the store's view,
+// source_node_labels.cpp), push.cpp (pushes on the lanes) and registry_json.cpp (the status
 // and history documents). Internal to inventory/.
 
 #include <poll.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -18,9 +20,12 @@
 
 #include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
-#include "inventory/file_source.hpp"
+#include "inventory/file_watch.hpp"
 #include "inventory/lane.hpp"
 #include "inventory/registry.hpp"
+#include "inventory/source_file.hpp"
+#include "inventory/source_node_labels.hpp"
+#include "inventory/source_push.hpp"
 #include "inventory/store.hpp"
 
 namespace topogate::inventory {
@@ -79,13 +84,8 @@ struct registry::impl {
     std::unique_ptr<inventory> inv;
     std::mutex write_mu;  // one writer at a time per inventory: prepare -> persist -> commit
 
-    // Snapshot file source (loop thread only).
-    std::string snap_digest;
-    std::uint64_t snap_generation = ~std::uint64_t{0};
-    bool snap_ok = false;
-    std::string snap_etag;
-    std::string snap_error;
-    std::string pending_invalid_digest;
+    // What feeds it, with that kind's state (source_file, source_push, source_node_labels).
+    std::unique_ptr<source> src;
     // Node-list file (loop thread only).
     std::string nodes_digest;
     std::string nodes_error;
@@ -93,42 +93,12 @@ struct registry::impl {
     // that list Nodes through the API.
     std::shared_ptr<const core::node_list> nodes;
     steady::time_point last_trim{};  // the last release_freed_memory() after a Node change
-    // The store's object as this replica knows it: the one version of truth a push's
-    // If-Match and compare-and-swap are judged against, and the only revision the inventory
-    // serves. It moves only forward in the store's order (lane only).
-    struct store_head {
-      bool known = false;  // a read, a write or an event has told it
-      store_state state;   // what the store holds, as of state.as_of
-      // The inventory holds state.rev as its accepted revision; false while it is refused
-      // here (a Node this replica's Node view lacks, a configuration that differs), and then
-      // nothing is served: the replica answers 503 and is not ready rather than serve an
-      // older revision. Retried on every Node change.
-      bool held = false;
-    } head;
-    // head.known && the store holds a revision this replica does not hold (metrics).
-    std::atomic<bool> store_behind{false};
-    // When the store last confirmed this replica's view (a read, a write, an event); 0 never.
-    std::atomic<std::int64_t> store_synced_ms{0};
-    std::atomic<bool> verify_queued{false};  // a periodic re-read is waiting on the lane
-    // Push inventories with a store: the store answered the first load (or a watch event);
-    // until then the inventory is not ready and a push loads first.
-    std::atomic<bool> store_loaded{false};
-    std::chrono::milliseconds load_backoff{500};
-    mutable std::mutex store_mu;
-    std::string store_wait_reason;  // why the first load has not succeeded yet (store_mu)
-    // The last load or save of this inventory: 1 the store answered, 0 it did not
-    // (errc::unavailable), -1 no call yet. Read by the metrics from any thread.
-    std::atomic<int> store_answered{-1};
     // A Node list from the API is awaited before the snapshot file is first read (up to
     // nodes_grace), so the first revision is validated against the cluster's Nodes.
     std::atomic<bool> awaiting_nodes{false};
     // Store work in order: pushes, loads, revisions other replicas wrote. Last member: it
     // is destroyed (its thread ended) before anything its tasks use.
     detail::lane lane;
-    // nodeLabels inventories: the last hierarchy check and the checks' history (label_mu).
-    mutable std::mutex label_mu;
-    std::shared_ptr<const node_label_check> labels;
-    std::vector<attempt> label_history;  // newest last
     // Label drift (drift.hpp): the Node list last handed over, for the loop's periodic check
     // (drift_mu, so the check never waits for a writer), the tracker (loop thread only) and
     // the last report (drift_mu).
@@ -177,7 +147,14 @@ struct registry::impl {
         nodes_error(std::move(deps.nodes_error)) {
     for (auto& spec : cfg.inventories) {
       auto e = std::make_unique<entry>();
+      if (const auto wrong = check_spec(spec); !wrong.empty()) {
+        // The configuration names the kind and its fields together (server/config): a spec
+        // that contradicts itself is a caller's bug.
+        std::fprintf(stderr, "topogate: %s\n", wrong.c_str());
+        std::abort();
+      }
       e->inv = std::make_unique<inventory>(spec.config, clk);
+      e->src = make_source(spec);
       e->spec = std::move(spec);
       entries.push_back(std::move(e));
     }
@@ -193,9 +170,14 @@ struct registry::impl {
   }
 
   // A push-fed inventory: its revisions come from pushes and the store.
-  static bool uses_store(const entry& e) {
-    return e.spec.snapshot_path.empty() && !e.spec.config.source.node_labels;
+  static bool uses_store(const entry& e) { return e.src->accepts_pushes(); }
+  // The push source of a push-fed inventory (uses_store).
+  static push_source& push_of(entry& e) {
+    auto* p = e.src->as_push();
+    if (p == nullptr) std::abort();  // store work queued for another kind: a bug
+    return *p;
   }
+  static const push_source& push_of(const entry& e) { return push_of(const_cast<entry&>(e)); }
 
   entry* find(std::string_view name) const {
     for (const auto& e : entries) {
@@ -228,14 +210,9 @@ struct registry::impl {
   // will find.
   void check_node_labels(entry& e);
 
-  std::shared_ptr<const node_label_check> labels_of(const entry& e) const {
-    std::lock_guard lk(e.label_mu);
-    return e.labels;
-  }
-
   void check_nodes_file(entry& e);
 
-  // --- Snapshot file sources ----------------------------------------------------------------
+  // --- Snapshot file sources (source_file.cpp) -----------------------------------------------
 
   // Returns true when the file should be looked at again after `settle`.
   bool check_snapshot_file(entry& e, bool confirm_invalid);
@@ -260,22 +237,13 @@ struct registry::impl {
   // How often check_drift runs: a tenth of the shortest grace, between 1 s and 30 s.
   std::chrono::milliseconds drift_interval() const;
 
-  // --- Store (every call on the inventory's lane) -------------------------------------------
-
-  std::string store_wait_reason(const entry& e) const {
-    std::lock_guard lk(e.store_mu);
-    return e.store_wait_reason;
-  }
+  // --- Store (source_push.cpp; every call on the inventory's lane) ---------------------------
 
   // The store's revision of `e`, once: true when the store answered (with a revision or
   // without one). Lane only.
   bool load_from_store(entry& e, store_deadline deadline);
 
   void mark_loaded(entry& e);
-
-  // Records whether a store call of `e` got an answer: a conflict or a damaged object is an
-  // answer; errc::unavailable (I/O error, unreachable API, past the deadline) is not.
-  static void note_store_call(entry& e, bool answered) { e.store_answered.store(answered ? 1 : 0); }
 
   // The first load, retried with a growing pause until the store answers. Lane only.
   void first_load(entry& e);
@@ -292,16 +260,7 @@ struct registry::impl {
   // If-Match against the store's current revision as this replica knows it: "*" when there
   // is one; otherwise the ETag served for it here, or that of its stored bytes (what every
   // replica that holds it unpruned serves).
-  static bool head_matches(entry& e, std::string_view if_match) {
-    std::lock_guard lk(e.write_mu);
-    const auto& h = e.head;
-    if (!h.known || !h.state.rev || h.state.damaged) return false;
-    if (const auto cur = e.inv->current();
-        h.held && cur && inventory::if_match_matches(if_match, &cur->etag))
-      return true;
-    const auto stored_etag = inventory::etag_of(h.state.rev->json);
-    return inventory::if_match_matches(if_match, &stored_etag);
-  }
+  static bool head_matches(entry& e, std::string_view if_match);
   void note_synced(entry& e) const;
 
   // --- Pushes

@@ -109,7 +109,7 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
   const auto& m = *impl_;
   auto* e = m.find(name);
   if (e == nullptr) return std::nullopt;
-  if (e->spec.config.source.node_labels) return node_label_status(name);
+  if (e->src->checks_node_labels()) return node_label_status(name);
   const auto& inv = *e->inv;
   const auto decision = inv.serve();
   const auto cur = inv.current();
@@ -188,10 +188,7 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
   out += "},\"drift\":";
   append_drift(out, node_drift(name).get());
   out.push_back(',');
-  add_str(out, "input",
-          !e->spec.snapshot_path.empty() ? "file:" + e->spec.snapshot_path
-          : m.store                      ? "push:" + m.store->describe()
-                                         : std::string("push (no store)"));
+  add_str(out, "input", e->src->input(m.store.get()));
   out.push_back('}');
   return out;
 }
@@ -201,9 +198,8 @@ std::optional<std::string> registry::history_json(std::string_view name) const {
   auto* e = m.find(name);
   if (e == nullptr) return std::nullopt;
   std::vector<attempt> hist;
-  if (e->spec.config.source.node_labels) {
-    std::lock_guard lk(e->label_mu);
-    hist = e->label_history;
+  if (const auto* labels = e->src->as_node_labels()) {
+    hist = labels->history();
   } else {
     hist = e->inv->history();
   }
@@ -216,65 +212,6 @@ std::optional<std::string> registry::history_json(std::string_view name) const {
     append_attempt(out, *it, 20);
   }
   out += "]}";
-  return out;
-}
-
-std::string registry::node_label_status(std::string_view name) const {
-  const auto& m = *impl_;
-  const auto* e = m.find(name);
-  const auto c = m.labels_of(*e);
-  std::string out = "{";
-  add_str(out, "name", name);
-  out.push_back(',');
-  add_str(out, "provider", "nodeLabels");
-  out += ",\"ready\":";
-  out += inventory_ready(name).ok() ? "true" : "false";
-  out += ",\"serving\":false,";
-  add_str(out, "unavailableReason",
-          "a nodeLabels source is read from the Nodes' labels; topogate serves no snapshot for it");
-  out.push_back(',');
-  add_str(out, "nodesSource", m.nodes_origin(*e));
-  out += ",\"checked\":";
-  out += c ? "true" : "false";
-  if (c) {
-    out += ",\"valid\":";
-    out += c->report.ok() ? "true" : "false";
-    out.push_back(',');
-    add_str(out, "checkedAt", core::format_rfc3339_ms(c->checked_at));
-    out += ",\"checks\":" + std::to_string(c->checks);
-    out.push_back(',');
-    add_str(out, "summary", summarize(*c));
-    out += ",\"report\":";
-    out += core::render_node_label_report_json(c->report);
-  }
-  out.push_back('}');
-  return out;
-}
-
-std::string summarize(const node_label_check& c) {
-  const auto& r = c.report;
-  std::string out;
-  if (r.ok()) {
-    out = "valid: ";
-  } else {
-    std::set<std::string> rules;
-    for (const auto& e : r.errors) rules.insert(e.rule);
-    out = std::to_string(r.errors.size()) + (r.errors.size() == 1 ? " error (" : " errors (");
-    bool first = true;
-    for (const auto& rule : rules) {
-      if (!first) out += ", ";
-      first = false;
-      out += rule;
-    }
-    out += "): the Nodes' labels do not form the declared hierarchy; ";
-  }
-  out += std::to_string(r.selected_nodes) + " of " + std::to_string(r.total_nodes) +
-         " Nodes selected, " + std::to_string(r.profiles.size()) +
-         (r.profiles.size() == 1 ? " profile" : " profiles");
-  for (const auto& l : r.levels) {
-    if (l.verdict == core::nesting::independent)
-      out += "; " + l.key + " is independent of the level above";
-  }
   return out;
 }
 

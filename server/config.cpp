@@ -498,8 +498,14 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
              "feeds a nodeLabels TopologySource: nodes (a Node list file) or nodesFromAPI is "
              "required");
       }
-    } else if (spec.snapshot_path.empty() && auth.writers.empty()) {
+      spec.kind = inventory::source_kind::node_labels;
+    } else if (!spec.snapshot_path.empty()) {
+      // With writers too (accepted): pushes are then refused, the file being the one input.
+      spec.kind = inventory::source_kind::file;
+    } else if (auth.writers.empty()) {
       fail(where, "needs a snapshot file/directory or writers (push-only)");
+    } else {
+      spec.kind = inventory::source_kind::push;
     }
     cfg.auth.push_back(std::move(auth));
     cfg.registry.inventories.push_back(std::move(spec));

@@ -368,7 +368,7 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
             .Set(std::chrono::duration<double>(view->synced_at->time_since_epoch()).count());
       }
     }
-    if (!reg.reads_node_labels(name)) {
+    if (const auto* src = reg.source_of(name); src && src->serves_snapshot()) {
       max_age_->Add({{"inventory", name}}).Set(static_cast<double>(inv->config().max_age.count()));
       if (rejections_initialised_.insert(name).second) {
         // Every rule a snapshot can break starts at 0, so that the first refusal after a

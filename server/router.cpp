@@ -239,7 +239,7 @@ bool is_field_value(std::string_view v) {
 }
 
 response serve_snapshot(const request& req, const router_context& ctx, std::string_view name) {
-  if (ctx.registry->reads_node_labels(name)) {
+  if (const auto* src = ctx.registry->source_of(name); src && !src->serves_snapshot()) {
     // The consumer reads a nodeLabels source's Nodes itself and never polls a URL for it:
     // there is no snapshot resource to answer with (404, not 503, as none will ever come).
     return json_error(

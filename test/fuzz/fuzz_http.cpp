@@ -106,7 +106,10 @@ struct world {
       spec.config.name = name;
       spec.config.source = src.source;
       spec.config.allow_empty_start = true;
-      if (std::string_view(name) != "push") spec.snapshot_path = (dir / "snapshot.yaml").string();
+      if (std::string_view(name) != "push") {
+        spec.kind = inventory::source_kind::file;
+        spec.snapshot_path = (dir / "snapshot.yaml").string();
+      }
       rc.inventories.push_back(spec);
     }
     rc.store.type = inventory::store_config::kind::file;

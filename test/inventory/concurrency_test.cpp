@@ -30,6 +30,7 @@ TEST(Concurrency, PushesFilesNodesAndReadsInParallel) {
   inventory_spec filed;
   filed.config = testing::config("filed");
   filed.snapshot_path = snap;
+  filed.kind = source_kind::file;
   filed.nodes_path = nodes;
   cfg.inventories.push_back(std::move(pushed));
   cfg.inventories.push_back(std::move(filed));

@@ -69,6 +69,7 @@ inline registry_config api_fed_config(const testing::temp_dir& dir) {
   inventory_spec spec;
   spec.config = testing::config("dc");
   spec.snapshot_path = dir / "snapshot.json";
+  spec.kind = source_kind::file;
   spec.nodes_from_api = true;
   cfg.inventories.push_back(std::move(spec));
   cfg.resync_interval = std::chrono::seconds(3600);

@@ -31,6 +31,7 @@ registry_config file_config(const std::string& path, const std::string& nodes_pa
   inventory_spec spec;
   spec.config = testing::config("dc");
   spec.snapshot_path = path;
+  spec.kind = source_kind::file;
   spec.nodes_path = nodes_path;
   cfg.inventories.push_back(std::move(spec));
   cfg.resync_interval = std::chrono::seconds(3600);  // inotify alone must do it

@@ -281,6 +281,7 @@ TEST(ProfileImpactPolicy, FileSourceRefusalIsReportedAndNotServed) {
   inventory_spec spec;
   spec.config = limited(limit);
   spec.snapshot_path = path;
+  spec.kind = source_kind::file;
   cfg.inventories.push_back(std::move(spec));
   cfg.resync_interval = std::chrono::seconds(3600);
   std::vector<attempt> seen;

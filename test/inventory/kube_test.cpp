@@ -374,6 +374,7 @@ class KubeNodes : public ::testing::Test {
     sel.match_labels = {{"inv-test/pool", "gpu"}};
     spec.config.source.node_selector = sel;
     spec.snapshot_path = snapshot_path;
+    spec.kind = source_kind::file;
     spec.nodes_from_api = true;
     cfg.inventories.push_back(std::move(spec));
     cfg.store.kube_api_server = c_.url;

@@ -80,6 +80,7 @@ class KubeNodeLabels : public ::testing::Test {
     sel.match_labels = {{"nl-test/pool", "gpu"}};
     spec.config.source.node_selector = sel;
     spec.config.source.node_labels = true;
+    spec.kind = source_kind::node_labels;
     spec.nodes_from_api = true;
     cfg.inventories.push_back(std::move(spec));
     cfg.store = store_;

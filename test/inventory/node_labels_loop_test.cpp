@@ -79,6 +79,7 @@ struct fixture {
     inventory_spec spec;
     spec.config.name = "cloud-racks";
     spec.config.source = node_label_source();
+    spec.kind = source_kind::node_labels;
     spec.config.allow_empty_start = allow_empty_start;
     spec.nodes_path = nodes_path;
     cfg.inventories.push_back(std::move(spec));
@@ -112,7 +113,7 @@ TEST(NodeLabelLoop, ChecksEveryNodeListChange) {
   testing::write_file(f.nodes_path, good);
   registry reg(f.config(), system_clock(), f.observer());
   reg.start();
-  ASSERT_TRUE(reg.reads_node_labels("cloud-racks"));
+  ASSERT_TRUE(reg.source_of("cloud-racks")->checks_node_labels());
   const auto first = reg.node_labels("cloud-racks");
   ASSERT_NE(first, nullptr) << "start() reads the Node list synchronously";
   EXPECT_TRUE(first->report.ok()) << core::render_text(first->report.errors);
@@ -228,14 +229,15 @@ TEST(NodeLabelLoop, SnapshotInventoriesUnaffected) {
   inventory_spec spec;
   spec.config = testing::config("dc");
   spec.snapshot_path = dir / "snapshot.json";
+  spec.kind = source_kind::file;
   cfg.inventories.push_back(std::move(spec));
   testing::write_file(dir / "snapshot.json", testing::snapshot_json("rev-1"));
   registry reg(std::move(cfg));
   reg.start();
-  EXPECT_FALSE(reg.reads_node_labels("dc"));
+  EXPECT_FALSE(reg.source_of("dc")->checks_node_labels());
   EXPECT_EQ(reg.node_labels("dc"), nullptr);
   EXPECT_TRUE(reg.inventory_ready("dc").ok());
-  EXPECT_FALSE(reg.reads_node_labels("missing"));
+  EXPECT_EQ(reg.source_of("missing"), nullptr);
   EXPECT_TRUE(reg.inventory_ready("missing").failed_with(core::errc::not_found));
   reg.stop();
 }

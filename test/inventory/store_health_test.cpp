@@ -53,6 +53,7 @@ struct fixture {
     inventory_spec file_fed;
     file_fed.config = testing::config("file-fed");
     file_fed.snapshot_path = dir / "snapshot.json";
+    file_fed.kind = source_kind::file;
     cfg.inventories.push_back(std::move(file_fed));
     cfg.store.type = store_config::kind::file;
     cfg.store.directory = dir / "store";

@@ -116,6 +116,7 @@ class RegistryMetrics : public ::testing::Test {
     file_fed.config.max_age = std::chrono::seconds(90);
     file_fed.config.max_profile_changes = 2;
     file_fed.snapshot_path = dir_ / "snapshot.json";
+    file_fed.kind = inventory::source_kind::file;
     cfg.inventories.push_back(std::move(file_fed));
     inventory::inventory_spec pushed;
     pushed.config = invtest::config("pushed");

@@ -168,6 +168,57 @@ TEST_F(ConfigTest, Rejections) {
   }
 }
 
+// The kind of an inventory's source is named once, from the fields users write: a nodeLabels
+// TopologySource is fed by its Nodes, a snapshot path by the file, writers alone by pushes. A
+// snapshot with writers is a file source (its pushes are refused, 409); mixing a nodeLabels
+// TopologySource with a snapshot or writers, or leaving no input, is refused.
+TEST_F(ConfigTest, TheSourceKindIsNamedOnceFromTheFields) {
+  std::ofstream(dir_ / "labels.yaml") << R"(apiVersion: worker.gpustack.ai/v1
+kind: TopologySource
+metadata: {name: zone-racks}
+spec:
+  levels: [topology.kubernetes.io/zone, topology.gpustack.ai/rack]
+  nodeLabels: {}
+)";
+  const auto one = [](const std::string& fields) {
+    return "tls: {certFile: a, keyFile: b}\ninventories: [{name: dc, " + fields +
+           ", readers: {bearerTokenFiles: [t]}}]\n";
+  };
+  using inventory::source_kind;
+  const std::pair<std::string, source_kind> accepted[] = {
+      {"source: source.yaml, snapshot: s", source_kind::file},
+      {"source: source.yaml, writers: {bearerTokenFiles: [w]}", source_kind::push},
+      {"source: source.yaml, snapshot: s, writers: {bearerTokenFiles: [w]}", source_kind::file},
+      {"source: labels.yaml, nodes: nodes.json", source_kind::node_labels},
+      {"source: labels.yaml, nodesFromAPI: true", source_kind::node_labels},
+  };
+  for (const auto& [fields, kind] : accepted) {
+    const auto cfg = parse(one(fields));
+    ASSERT_TRUE(cfg) << fields << ": " << cfg.error().message;
+    ASSERT_EQ(cfg->registry.inventories.size(), 1u);
+    const auto& spec = cfg->registry.inventories[0];
+    EXPECT_EQ(spec.kind, kind) << fields;
+    EXPECT_EQ(inventory::check_spec(spec), "") << fields;
+  }
+  const std::pair<std::string, std::string> refused[] = {
+      {"source: labels.yaml, nodes: nodes.json, snapshot: s",
+       "feeds a nodeLabels TopologySource, which takes no snapshot and no writers"},
+      {"source: labels.yaml, nodes: nodes.json, writers: {bearerTokenFiles: [w]}",
+       "feeds a nodeLabels TopologySource, which takes no snapshot and no writers"},
+      {"source: labels.yaml",
+       "feeds a nodeLabels TopologySource: nodes (a Node list file) or nodesFromAPI is required"},
+      {"source: source.yaml", "needs a snapshot file/directory or writers (push-only)"},
+      {"source: source.yaml, nodes: n.json", "needs a snapshot file/directory or writers"},
+  };
+  for (const auto& [fields, why] : refused) {
+    const auto cfg = parse(one(fields));
+    ASSERT_FALSE(cfg) << fields;
+    EXPECT_EQ(cfg.error().code, core::errc::invalid_argument);
+    EXPECT_NE(cfg.error().message.find("inventories[dc]: " + why), std::string::npos)
+        << fields << ": " << cfg.error().message;
+  }
+}
+
 TEST_F(ConfigTest, StoreTimeoutDefaultAndBothEndsOfItsRange) {
   auto cfg = parse(minimal);
   ASSERT_TRUE(cfg) << cfg.error().message;

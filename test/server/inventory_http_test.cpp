@@ -276,9 +276,11 @@ TEST_F(InventoryHttp, NotPushableIs409Conflict) {
   t::write_file(dir / "snapshot.json", t::snapshot_json("f-1"));
   auto cfg = push_config(dir / "store", "filed");
   cfg.inventories[0].snapshot_path = dir / "snapshot.json";
+  cfg.inventories[0].kind = inv::source_kind::file;
   inv::inventory_spec labels;
   labels.config = t::config("labels");
   labels.config.source.node_labels = true;
+  labels.kind = inv::source_kind::node_labels;
   cfg.inventories.push_back(std::move(labels));
   auto& reg = start(std::move(cfg));
   for (const char* name : {"filed", "labels"}) {

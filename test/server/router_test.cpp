@@ -78,7 +78,10 @@ class RouterTest : public ::testing::Test {
       inventory::inventory_spec spec;
       spec.config.name = name;
       spec.config.source = src.source;
-      if (std::string_view(name) != "push") spec.snapshot_path = path("snapshot.yaml");
+      if (std::string_view(name) != "push") {
+        spec.kind = inventory::source_kind::file;
+        spec.snapshot_path = path("snapshot.yaml");
+      }
       rc.inventories.push_back(spec);
     }
     registry_ = std::make_unique<inventory::registry>(rc);

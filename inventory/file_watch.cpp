@@ -1,4 +1,4 @@
-#include "inventory/file_source.hpp"
+#include "inventory/file_watch.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
