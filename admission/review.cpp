@@ -8,7 +8,6 @@
 #include "core/document.hpp"
 #include "core/json_reuse.hpp"
 #include "core/k8s_status.hpp"
-#include "core/model_deployment.hpp"
 
 namespace topogate::admission {
 
@@ -98,11 +97,11 @@ struct parsed_review {
   const char* built_object = nullptr;
 };
 
-// The kinds and operations review() validates (the others are allowed unread).
-bool handles(route rt, const group_version_kind& gvk) {
-  if (gvk.group != "worker.gpustack.ai") return false;
-  return rt == route::topology_sources ? gvk.kind == "TopologySource"
-                                       : gvk.kind == "ModelDeployment";
+// The kind a route validates when the request names it (the others are allowed unread);
+// `only` null: whichever admitted kind the request names.
+const core::admitted_kind* handles(const core::admitted_kind* only, const group_version_kind& gvk) {
+  const core::admitted_kind* k = core::find_admitted_kind(gvk.group, gvk.kind);
+  return only == nullptr || k == only ? k : nullptr;
 }
 bool validates_operation(std::string_view op) { return op == "CREATE" || op == "UPDATE"; }
 
@@ -136,7 +135,7 @@ bool read_string(ondemand::value v, std::string_view& out) {
 // fails, `rebuild` is set and the caller reads the envelope again without building, so that
 // every verdict on a malformed object comes from decode_json as before.
 std::string parse_envelope(core::json_decoder& decoder, std::string_view body, parsed_review& r,
-                           route rt, bool build, bool& rebuild) {
+                           const core::admitted_kind* rt, bool build, bool& rebuild) {
   ondemand::document doc;
   std::string_view copy;  // the body's padded copy, into which every view below points
   if (auto e = core::iterate_envelope(decoder, body, doc, copy)) {
@@ -206,7 +205,7 @@ std::string parse_envelope(core::json_decoder& decoder, std::string_view body, p
           if (ov.get_object().get(obj) != simdjson::SUCCESS)
             return "request.object must be an object";
           r.built_object = nullptr;
-          if (build && handles(rt, r.request_kind) && validates_operation(r.operation)) {
+          if (build && handles(rt, r.request_kind) != nullptr && validates_operation(r.operation)) {
             // Built as it is read; its text (raw_json()'s span: to the next token) is known
             // only afterwards, and checked then. Any failure reads the envelope again.
             const char* start = obj_start;
@@ -239,21 +238,9 @@ std::string parse_envelope(core::json_decoder& decoder, std::string_view body, p
   return {};
 }
 
-}  // namespace
-
-outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
-  // One decoder per thread, as the webhook routes keep, for the bodies a review usually
-  // has; a large body gets a decoder of its own, so that no thread keeps its buffers.
-  if (body.size() <= keep_tree_below) {
-    thread_local core::json_decoder decoder;
-    return review(rt, body, meta, opts, decoder);
-  }
-  core::json_decoder decoder;
-  return review(rt, body, meta, opts, decoder);
-}
-
-outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts,
-               core::json_decoder& decoder) {
+// The review on the route of `rt`, or (rt null) on the route of the kind the request names.
+outcome review_any(const core::admitted_kind* rt, std::string_view body, const request_meta& meta,
+                   const options& opts, core::json_decoder& decoder) {
   if (meta.content_type && !is_json_content_type(*meta.content_type)) {
     return refuse(failure::unsupported_media_type, "Content-Type must be application/json, got \"" +
                                                        sanitize_warning(*meta.content_type) + "\"");
@@ -296,15 +283,14 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
 
   outcome o;
   o.uid = r.uid;
-  const bool handled = handles(rt, r.request_kind);
-  const bool is_source = handled && rt == route::topology_sources;
-  o.kind = handled ? r.request_kind.kind : "other";
+  const core::admitted_kind* const handled = handles(rt, r.request_kind);
+  o.kind = handled != nullptr ? r.request_kind.kind : "other";
 
   core::error_list errors;
   std::vector<std::string> warnings;
   core::decode_result decoded;           // outlives the response: r.name may view into it
   const core::doc_node* root = nullptr;  // the decoder's reused tree or decoded.root
-  const bool validates = handled && validates_operation(r.operation);
+  const bool validates = handled != nullptr && validates_operation(r.operation);
   if (validates) {
     if (!r.has_object)
       return bad_request("request.object is required for " + std::string(r.operation));
@@ -327,18 +313,14 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
         errors = std::move(decoded.errors);
     }
     if (root != nullptr) {
-      if (is_source) {
-        core::check_topology_source(*root, opts.validation, errors, warnings);
-        // A denied object never exists, so it conflicts with nothing.
-        if (errors.empty() && opts.ownership != nullptr) {
-          if (const auto snap = opts.ownership->current()) {
-            for (auto& w : ownership_warnings(*snap, *root)) warnings.push_back(std::move(w));
-          }
+      handled->validate(*root, opts.validation, errors, warnings);
+      // A TopologySource's ownership warning (admission.ownershipCheck); a denied object never
+      // exists, so it conflicts with nothing.
+      if (handled->route == route::topology_sources && errors.empty() &&
+          opts.ownership != nullptr) {
+        if (const auto snap = opts.ownership->current()) {
+          for (auto& w : ownership_warnings(*snap, *root)) warnings.push_back(std::move(w));
         }
-      } else {
-        auto res = core::validate_model_deployment(*root);
-        errors = std::move(res.errors);
-        warnings = std::move(res.warnings);
       }
       if (r.name.empty()) {
         // CREATE with generateName: the apiserver leaves request.name empty.
@@ -385,6 +367,33 @@ outcome review(route rt, std::string_view body, const request_meta& meta, const 
   o.result = errors.empty() ? verdict::allowed : verdict::denied;
   o.errors = std::move(errors);
   return o;
+}
+
+// One decoder per thread, as the webhook routes keep, for the bodies a review usually has; a
+// large body gets a decoder of its own, so that no thread keeps its buffers.
+outcome review_any(const core::admitted_kind* rt, std::string_view body, const request_meta& meta,
+                   const options& opts) {
+  if (body.size() <= keep_tree_below) {
+    thread_local core::json_decoder decoder;
+    return review_any(rt, body, meta, opts, decoder);
+  }
+  core::json_decoder decoder;
+  return review_any(rt, body, meta, opts, decoder);
+}
+
+}  // namespace
+
+outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts) {
+  return review_any(&core::admitted(rt), body, meta, opts);
+}
+
+outcome review(route rt, std::string_view body, const request_meta& meta, const options& opts,
+               core::json_decoder& decoder) {
+  return review_any(&core::admitted(rt), body, meta, opts, decoder);
+}
+
+outcome review_on_its_route(std::string_view body, const request_meta& meta, const options& opts) {
+  return review_any(nullptr, body, meta, opts);
 }
 
 }  // namespace topogate::admission

@@ -15,13 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/admitted_kinds.hpp"
 #include "core/field_error.hpp"
 #include "core/topology_source.hpp"
 
 namespace topogate::admission {
 
-// The two webhook routes; each handles one kind and allows every other.
-enum class route { topology_sources, model_deployments };
+// The webhook's routes, one per kind of core/admitted_kinds.hpp's table; each validates its kind
+// and allows every other.
+using route = core::admission_route;
 
 enum class verdict { allowed, denied, errored };
 std::string_view to_string(verdict v) noexcept;
@@ -75,6 +77,10 @@ struct outcome {
 // parsers' buffers for every review.
 [[nodiscard]] outcome review(route r, std::string_view body, const request_meta& meta,
                              const options& opts, core::json_decoder& decoder);
+// `topogate review FILE`: the request on the route of its own request.kind (any admitted kind is
+// validated; any other is allowed, as every route allows it).
+[[nodiscard]] outcome review_on_its_route(std::string_view body, const request_meta& meta,
+                                          const options& opts);
 
 // "application/json", optionally with parameters (charset=utf-8); case-insensitive.
 [[nodiscard]] bool is_json_content_type(std::string_view content_type) noexcept;

@@ -26,11 +26,7 @@ int run_review(args a) {
   const std::string& body = *read;
   admission::options opts;
   // The file is the whole request: the route follows the object's kind.
-  auto out = admission::review(admission::route::topology_sources, body, {}, opts);
-  if (out.kind == "other" && out.result == admission::verdict::allowed) {
-    auto md = admission::review(admission::route::model_deployments, body, {}, opts);
-    if (md.kind != "other") out = std::move(md);
-  }
+  const auto out = admission::review_on_its_route(body, {}, opts);
   if (out.result == admission::verdict::errored) {
     // What the webhook would answer: the Status, and its HTTP status on stderr.
     const auto res = server::admission_failure(out);

@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <tuple>
 
-#include "core/model_deployment.hpp"
+#include "core/admitted_kinds.hpp"
 #include "core/rules.hpp"
 
 namespace topogate::diagnose {
 
 namespace {
-
-constexpr std::string_view group = "worker.gpustack.ai";
 
 std::string_view text_of(const core::doc_node* n) noexcept {
   return n != nullptr && n->is_scalar() ? std::string_view(n->text) : std::string_view();
@@ -26,8 +24,10 @@ std::string_view meta_text(const core::doc_node& o, std::string_view key) noexce
   return text_of(meta != nullptr ? meta->find(key) : nullptr);
 }
 
-bool audited_kind(std::string_view kind) noexcept {
-  return kind == topology_source_kind || kind == model_deployment_kind;
+// The kinds admission validates (core/admitted_kinds.hpp), named by an object or a typed list.
+const core::admitted_kind* audited_kind(std::string_view api_version,
+                                        std::string_view kind) noexcept {
+  return core::find_admitted_kind(group_of(api_version), kind);
 }
 
 // The parts of a TopologySource an ownership conflict depends on.
@@ -48,26 +48,30 @@ void remember_node(audit_report& into, const core::doc_node& o) {
   ++into.nodes;
 }
 
-void check_one(audit_report& into, const core::doc_node& o, std::string_view kind,
+void check_one(audit_report& into, const core::doc_node& o, const core::admitted_kind& kind,
                const audit_options& opts) {
   audited_object obj;
-  obj.kind = std::string(kind);
+  obj.kind = std::string(kind.kind);
   obj.name = std::string(meta_text(o, "name"));
-  if (kind == topology_source_kind) {
-    // Admission's own call for a CREATE or UPDATE of a TopologySource (admission/review.cpp).
-    std::vector<std::string> warnings;
-    core::check_topology_source(o, opts.validation, obj.errors, warnings);
-    ++into.topology_sources;
-    remember_source(into, o);
-  } else {
+  if (kind.namespaced) {
     obj.namespace_ = std::string(meta_text(o, "namespace"));
     if (!opts.namespaces.empty() && std::find(opts.namespaces.begin(), opts.namespaces.end(),
                                               obj.namespace_) == opts.namespaces.end()) {
       ++into.out_of_scope;
       return;
     }
-    obj.errors = core::validate_model_deployment(o).errors;
-    ++into.model_deployments;
+  }
+  // Admission's own validation of a CREATE or UPDATE of the kind (admission/review.cpp).
+  std::vector<std::string> warnings;
+  kind.validate(o, opts.validation, obj.errors, warnings);
+  switch (kind.route) {
+    case core::admission_route::topology_sources:
+      ++into.topology_sources;
+      remember_source(into, o);
+      break;
+    case core::admission_route::model_deployments:
+      ++into.model_deployments;
+      break;
   }
   if (!obj.errors.empty()) into.violating.push_back(std::move(obj));
 }
@@ -131,8 +135,7 @@ void audit_objects(audit_report& into, const core::doc_node& o, const audit_opti
     for (const auto& item : items->items) {
       // The API's typed lists (TopologySourceList) leave kind and apiVersion off their items:
       // they are the list's, and the validation reads them.
-      if (kind != "List" && item.is_mapping() && group_of(api_version) == group &&
-          audited_kind(item_kind) &&
+      if (kind != "List" && item.is_mapping() && audited_kind(api_version, item_kind) &&
           (item.find("kind") == nullptr || item.find("apiVersion") == nullptr)) {
         core::doc_node copy = item;
         for (const auto& [field, value] :
@@ -151,8 +154,8 @@ void audit_objects(audit_report& into, const core::doc_node& o, const audit_opti
     }
     return;
   }
-  if (group_of(api_version) == group && audited_kind(kind)) {
-    check_one(into, o, kind, opts);
+  if (const core::admitted_kind* admitted = audited_kind(api_version, kind)) {
+    check_one(into, o, *admitted, opts);
   } else if (kind == "Node" && api_version == "v1") {
     remember_node(into, o);
   } else {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/admitted_kinds.hpp"
 #include "core/document.hpp"
 #include "core/field_error.hpp"
 #include "core/ownership.hpp"
@@ -27,8 +28,10 @@
 
 namespace topogate::diagnose {
 
-inline constexpr std::string_view topology_source_kind = "TopologySource";
-inline constexpr std::string_view model_deployment_kind = "ModelDeployment";
+inline constexpr std::string_view topology_source_kind =
+    core::admitted(core::admission_route::topology_sources).kind;
+inline constexpr std::string_view model_deployment_kind =
+    core::admitted(core::admission_route::model_deployments).kind;
 
 struct audit_options {
   // The admission options (workerNamespace for T13, reservedPrefixes for T6).

@@ -33,7 +33,6 @@
 #include <string_view>
 #include <utility>
 
-#include "core/field_error.hpp"
 #include "inventory/wipe.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
@@ -189,12 +188,6 @@ std::uint64_t body_bytes_remaining(const Parser& parser) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-
-// The routes machines poll (the kubelet's probes, Prometheus's scrapes): their requests are
-// logged at debug level, so a log at info level is not one line per probe.
-[[nodiscard]] inline bool is_polled_route(std::string_view route) {
-  return route == "/healthz" || route == "/livez" || route == "/readyz" || route == "/metrics";
-}
 
 // Derived is the transport: it derives from http_session<Derived> and
 // std::enable_shared_from_this<Derived>, satisfies `transport` (transport.hpp), and may use
@@ -584,12 +577,7 @@ class http_session : public drainable {
   // ---- writing a response
 
   void send_error(http::status status, std::string_view message) {
-    std::string body = "{\"error\":";
-    core::append_json_string(body, message);
-    body += ",\"code\":" + std::to_string(static_cast<int>(status)) + "}\n";
-    response res{status, 11};
-    res.set(http::field::content_type, "application/json");
-    res.body() = shared_body::value_type(std::move(body));
+    response res = error_response(status, message);
     res.prepare_payload();
     if (!counted_) {
       started_ = clock_type::now();

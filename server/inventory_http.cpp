@@ -8,6 +8,7 @@
 #include "core/snapshot_size.hpp"
 #include "core/time.hpp"
 #include "inventory/store.hpp"
+#include "server/response.hpp"
 
 namespace topogate::server {
 
@@ -15,21 +16,6 @@ namespace {
 
 constexpr std::string_view snapshot_group = "topology.gpustack.ai";
 constexpr std::string_view snapshot_kind = "Snapshot";
-
-response json_response(http::status status, std::string body) {
-  response res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.set(http::field::cache_control, "no-store");
-  res.body() = shared_body::value_type(std::move(body));
-  return res;
-}
-
-response failure(http::status status, std::string_view reason, std::string_view message,
-                 std::string_view name) {
-  const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
-  return json_response(status,
-                       core::failure_status(static_cast<int>(status), reason, message, &details));
-}
 
 void add_str(std::string& out, std::string_view key, std::string_view value) {
   core::append_json_string(out, key);
@@ -76,9 +62,14 @@ std::string stored_body(const inventory::push_result& r, std::string_view name,
 
 }  // namespace
 
+response inventory_failure(http::status status, std::string_view message, std::string_view name) {
+  const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
+  return error_response(status, message, &details);
+}
+
 response inventory_not_found(std::string_view name) {
-  return failure(http::status::not_found, "NotFound",
-                 "inventory \"" + std::string(name) + "\" not found", name);
+  return inventory_failure(http::status::not_found,
+                           "inventory \"" + std::string(name) + "\" not found", name);
 }
 
 response push_response(const inventory::push_result& r, std::string_view name) {
@@ -102,17 +93,16 @@ response push_response(const inventory::push_result& r, std::string_view name) {
     case push_outcome::not_found:
       return inventory_not_found(name);
     case push_outcome::not_pushable:
-      return failure(http::status::conflict, "Conflict", r.message, name);
+      return inventory_failure(http::status::conflict, r.message, name);
     case push_outcome::too_large:
-      return failure(http::status::payload_too_large, "RequestEntityTooLarge", r.message, name);
+      return inventory_failure(http::status::payload_too_large, r.message, name);
     case push_outcome::invalid: {
       std::string body;
       core::append_invalid_status(body, snapshot_group, snapshot_kind, name, r.errors, true);
       return json_response(http::status::unprocessable_entity, std::move(body));
     }
     case push_outcome::precondition_failed: {
-      response res =
-          failure(http::status::precondition_failed, "PreconditionFailed", r.message, name);
+      response res = inventory_failure(http::status::precondition_failed, r.message, name);
       set_etag(res, r.served);
       return res;
     }
@@ -121,7 +111,8 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       // inventory's policy. A Status with the impact beside it: clients reading only the
       // Status still get the reason.
       const core::status_details details{name, snapshot_group, snapshot_kind, nullptr};
-      std::string body = core::failure_status(409, "Conflict", r.message, &details);
+      std::string body =
+          core::failure_status(409, status_reason(http::status::conflict), r.message, &details);
       body.pop_back();
       if (r.impact) body += ",\"impact\":" + core::render_impact_json(*r.impact);
       body += ",\"acceptImpact\":{\"header\":\"Topogate-Accept-Impact\",\"value\":";
@@ -133,15 +124,14 @@ response push_response(const inventory::push_result& r, std::string_view name) {
     }
     case push_outcome::unavailable:
     case push_outcome::busy: {
-      response res =
-          failure(http::status::service_unavailable, "ServiceUnavailable", r.message, name);
+      response res = inventory_failure(http::status::service_unavailable, r.message, name);
       res.set(http::field::retry_after,
               std::to_string(std::max<long long>(1, r.retry_after.count())));
       return res;
     }
   }
-  return failure(http::status::internal_server_error, "InternalError",
-                 "the push ended in an outcome without its revision", name);
+  return inventory_failure(http::status::internal_server_error,
+                           "the push ended in an outcome without its revision", name);
 }
 
 }  // namespace topogate::server

@@ -15,5 +15,9 @@ namespace topogate::server {
 [[nodiscard]] response push_response(const inventory::push_result& r, std::string_view name);
 // 404 with a Kubernetes Status naming the inventory (status and history of an unknown one).
 [[nodiscard]] response inventory_not_found(std::string_view name);
+// An error about one inventory: a Status whose details name it (kind Snapshot, group
+// topology.gpustack.ai), as every push answer's does.
+[[nodiscard]] response inventory_failure(http::status status, std::string_view message,
+                                         std::string_view name);
 
 }  // namespace topogate::server

@@ -3,11 +3,13 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <utility>
 
-#include "core/field_error.hpp"
-#include "core/k8s_status.hpp"
+#include "core/admitted_kinds.hpp"
 #include "core/syntax.hpp"
 #include "inventory/registry.hpp"
 #include "server/inventory_http.hpp"
@@ -58,31 +60,32 @@ response make(http::status status, std::string_view content_type, std::string bo
   return res;
 }
 
-response json_error(http::status status, std::string_view message) {
-  std::string body = "{\"error\":";
-  core::append_json_string(body, message);
-  body += ",\"code\":";
-  body += std::to_string(static_cast<int>(status));
-  body += "}\n";
-  response res = make(status, json_type, std::move(body));
-  res.set(http::field::cache_control, "no-store");
+// The Allow header of a 405: the methods of every route with the request's path pattern.
+std::string allow_header(std::uint8_t methods) {
+  std::string out;
+  for (const auto& [bit, name] : {std::pair{method_get, "GET"}, std::pair{method_head, "HEAD"},
+                                  std::pair{method_post, "POST"}, std::pair{method_put, "PUT"}}) {
+    if ((methods & bit) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+response method_not_allowed(std::uint8_t allowed) {
+  response res = error_response(http::status::method_not_allowed, "method not allowed");
+  res.set(http::field::allow, allow_header(allowed));
   return res;
 }
 
-response method_not_allowed(std::string_view allow) {
-  response res = json_error(http::status::method_not_allowed, "method not allowed");
-  res.set(http::field::allow, allow);
-  return res;
-}
-
-response unauthorized() {
+response unauthorized(std::string_view message = "authentication required") {
   // RFC 6750 §3: a 401 carries the challenge; the body says nothing about the inventory.
-  response res = json_error(http::status::unauthorized, "authentication required");
+  response res = error_response(http::status::unauthorized, message);
   res.set(http::field::www_authenticate, "Bearer realm=\"topogate\"");
   return res;
 }
 
-response forbidden() { return json_error(http::status::forbidden, "credentials not accepted"); }
+response forbidden() { return error_response(http::status::forbidden, "credentials not accepted"); }
 
 response metrics_text(inventory::registry* reg, metrics& m) {
   if (reg) m.refresh_inventories(*reg);
@@ -93,18 +96,15 @@ response metrics_text(inventory::registry* reg, metrics& m) {
 // 403 (a known user without the right), 503 (the review could not be made).
 response scrape_refused(const scrape_decision& d) {
   switch (d.verdict) {
-    case scrape_verdict::unauthenticated: {
-      response res = json_error(http::status::unauthorized, d.reason);
-      res.set(http::field::www_authenticate, "Bearer realm=\"topogate\"");
-      return res;
-    }
+    case scrape_verdict::unauthenticated:
+      return unauthorized(d.reason);
     case scrape_verdict::forbidden:
-      return json_error(http::status::forbidden, d.reason);
+      return error_response(http::status::forbidden, d.reason);
     case scrape_verdict::allowed:
     case scrape_verdict::unavailable:
       break;
   }
-  response res = json_error(http::status::service_unavailable, d.reason);
+  response res = error_response(http::status::service_unavailable, d.reason);
   res.set(http::field::retry_after, "5");
   return res;
 }
@@ -184,7 +184,7 @@ std::optional<response> authorize(const request& req, const peer_certificate& pe
             (c.writers.bearer || c.writers.mtls
                  ? authenticate(c.writers, n, authorization, peer).status == auth_status::ok
                  : false)) {
-          return json_error(http::status::not_found, "no such inventory");
+          return inventory_not_found(name);
         }
       }
     }
@@ -242,19 +242,20 @@ response serve_snapshot(const request& req, const router_context& ctx, std::stri
   if (const auto* src = ctx.registry->source_of(name); src && !src->serves_snapshot()) {
     // The consumer reads a nodeLabels source's Nodes itself and never polls a URL for it:
     // there is no snapshot resource to answer with (404, not 503, as none will ever come).
-    return json_error(
+    return inventory_failure(
         http::status::not_found,
         "inventory \"" + std::string(name) +
             "\" reads Node labels (nodeLabels source): topogate serves no snapshot for it; "
             "its hierarchy check is at /snapshots/" +
-            std::string(name) + "/status");
+            std::string(name) + "/status",
+        name);
   }
   inventory::inventory* inv = ctx.registry->find(name);
   const inventory::serve_decision d = inv->serve();
   if (!d.rev) {
-    response res =
-        json_error(http::status::service_unavailable,
-                   d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason);
+    response res = inventory_failure(
+        http::status::service_unavailable,
+        d.unavailable_reason.empty() ? "no valid revision" : d.unavailable_reason, name);
     res.set(http::field::retry_after, "10");
     return res;
   }
@@ -329,29 +330,293 @@ response readiness(const router_context& ctx, bool verbose, bool include_invento
 
 }  // namespace
 
+// What a route's handler gets: the request whose method and path its route matched.
+struct route_call {
+  const request& req;
+  const peer_certificate& peer;
+  const router_context& ctx;
+  request_info& info;
+  const route& matched;
+  std::string_view name;  // the {name} segment, "" for a pattern without one
+  std::string_view query;
+  std::chrono::steady_clock::time_point received;
+  deferred_response* later;
+};
+
+namespace {
+
+// ---- the routes' handlers
+
+// `?verbose`: each check on a line of its own.
+bool verbose(const route_call& c) {
+  bool present = false;
+  (void)query_param(c.query, "verbose", &present);
+  return present;
+}
+
+response probe_livez(const route_call& c) {
+  return make(http::status::ok, "text/plain; charset=utf-8",
+              verbose(c) ? "[+]process ok\ncheck passed\n" : "ok\n");
+}
+
+response probe_healthz(const route_call& c) { return readiness(c.ctx, verbose(c), false); }
+
+response probe_readyz(const route_call& c) { return readiness(c.ctx, verbose(c), true); }
+
+response scrape(const route_call& c) {
+  const router_context& ctx = c.ctx;
+  if (!ctx.m) return error_response(http::status::not_found, "metrics disabled");
+  if (ctx.metrics_auth == nullptr) return metrics_text(ctx.registry, *ctx.m);
+  if (ctx.listener != listener_kind::tls && !ctx.metrics_auth->serves_health_port()) {
+    return error_response(
+        http::status::not_found,
+        "not found: /metrics is served on the HTTPS port only (metrics.healthPort: false)");
+  }
+  const std::string_view authorization = header(c.req, http::field::authorization);
+  metrics_authorizer* gate = ctx.metrics_auth;
+  if (auto d = gate->check_now(authorization)) {
+    c.info.identity = d->user;
+    c.info.detail = std::string(to_string(d->verdict));
+    return d->verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
+                                                 : scrape_refused(*d);
+  }
+  if (c.later != nullptr) {
+    // The token goes to the Kubernetes API on the gate's own threads; this thread goes on
+    // serving, and the answer comes by metrics.reviewTimeout at the latest.
+    c.info.detail = "review";
+    *c.later = [gate, reg = ctx.registry, mm = ctx.m, m = c.req.method(),
+                auth = std::string(authorization)](deliver_fn deliver) mutable {
+      gate->check_async(auth, [deliver = std::move(deliver), reg, mm, m](scrape_decision reviewed) {
+        response out = reviewed.verdict == scrape_verdict::allowed ? metrics_text(reg, *mm)
+                                                                   : scrape_refused(reviewed);
+        finish(out, m);
+        deliver(std::move(out));
+      });
+      OPENSSL_cleanse(auth.data(), auth.size());
+    };
+    return {};
+  }
+  const scrape_decision waited = gate->check(authorization);
+  c.info.identity = waited.user;
+  c.info.detail = std::string(to_string(waited.verdict));
+  return waited.verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
+                                                   : scrape_refused(waited);
+}
+
+// POST /validate/<resource>: the AdmissionReview of the route's admitted kind.
+response admit(const route_call& c) {
+  const router_context& ctx = c.ctx;
+  admission::request_meta meta;
+  meta.content_type = header(c.req, http::field::content_type);
+  bool has_timeout = false;
+  const std::string_view t = query_param(c.query, "timeout", &has_timeout);
+  if (has_timeout) {
+    // The apiserver appends ?timeout=<webhook timeoutSeconds>s: past it, nobody waits.
+    const auto d = core::parse_go_duration(t);
+    if (!d || d->count() <= 0) {
+      if (ctx.m) ctx.m->admission_decision("other", "errored");
+      c.info.detail = "errored";
+      return error_response(http::status::bad_request,
+                            "the timeout query parameter must be a positive duration such as 10s");
+    }
+    meta.deadline =
+        c.received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d);
+  }
+  static const admission::options defaults;
+  // One parser state per worker thread: its buffers are reused by every review.
+  thread_local core::json_decoder decoder;
+  auto out = admission::review(c.matched.admits->route, c.req.body(), meta,
+                               ctx.admission ? *ctx.admission : defaults, decoder);
+  if (ctx.m) {
+    ctx.m->admission_decision(out.kind, admission::to_string(out.result));
+    if (out.result == admission::verdict::denied) ctx.m->admission_denial(out.kind, out.errors);
+  }
+  c.info.detail = std::string(admission::to_string(out.result));
+  return out.result == admission::verdict::errored
+             ? admission_failure(out)
+             : make(http::status::ok, json_type, std::move(out.body));
+}
+
+// GET /snapshot: the only inventory's snapshot.
+response read_default_snapshot(const route_call& c) {
+  std::string_view name;
+  if (c.ctx.registry) {
+    const auto all = c.ctx.registry->all();
+    if (all.size() == 1) name = all.front()->name();
+  }
+  if (name.empty()) {
+    // Without exactly one inventory there is no default to serve. Authenticated first, so that
+    // nothing leaks: an empty name is no inventory, so a caller holding credentials valid for
+    // one gets a 404 (which is told where to go), any other caller the usual 401 or 403.
+    auto refused = authorize(c.req, c.peer, c.ctx, "", access::read, c.info);
+    if (refused && refused->result() != http::status::not_found) return std::move(*refused);
+    return error_response(http::status::not_found,
+                          "several inventories are configured: use /snapshots/{name}");
+  }
+  if (auto denied = authorize(c.req, c.peer, c.ctx, name, access::read, c.info))
+    return std::move(*denied);
+  return serve_snapshot(c.req, c.ctx, name);
+}
+
+response read_snapshot(const route_call& c) {
+  if (auto denied = authorize(c.req, c.peer, c.ctx, c.name, access::read, c.info))
+    return std::move(*denied);
+  return serve_snapshot(c.req, c.ctx, c.name);
+}
+
+response read_status(const route_call& c) {
+  if (auto denied = authorize(c.req, c.peer, c.ctx, c.name, access::read, c.info))
+    return std::move(*denied);
+  return from_document(c.ctx.registry->status_json(c.name), c.name);
+}
+
+response read_history(const route_call& c) {
+  if (auto denied = authorize(c.req, c.peer, c.ctx, c.name, access::read, c.info))
+    return std::move(*denied);
+  return from_document(c.ctx.registry->history_json(c.name), c.name);
+}
+
+// PUT /snapshots/{name}: a push, validated and stored on the inventory's lane.
+response push(const route_call& c) {
+  if (auto denied = authorize(c.req, c.peer, c.ctx, c.name, access::write, c.info))
+    return std::move(*denied);
+  inventory::push_request push{std::string(c.name), c.req.body(), std::nullopt, c.info.identity,
+                               std::nullopt};
+  if (auto im = header(c.req, http::field::if_match); !im.empty()) push.if_match = std::string(im);
+  // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
+  if (auto ai = header(c.req, "Topogate-Accept-Impact"); !ai.empty())
+    push.accept_impact = std::string(ai);
+  if (c.later != nullptr) {
+    // Validated and stored on the inventory's lane; this thread goes on serving.
+    *c.later = [reg = c.ctx.registry, push = std::move(push)](deliver_fn deliver) mutable {
+      std::string inv = push.name;
+      reg->push_async(std::move(push), [deliver = std::move(deliver),
+                                        inv = std::move(inv)](inventory::push_result r) {
+        response out = push_response(r, inv);
+        finish(out, http::verb::put);
+        deliver(std::move(out));
+      });
+    };
+    return {};
+  }
+  return push_response(c.ctx.registry->push(std::move(push)), c.name);
+}
+
+constexpr std::uint8_t get_head = method_get | method_head;
+
+// Every route, as handle() dispatches it and the session picks its body limit: one row per
+// (path pattern, methods); a pattern's rows together give a 405's Allow header.
+constexpr auto make_route_table() {
+  constexpr std::size_t fixed = 9;
+  std::array<route, fixed + core::admitted_kinds.size()> t{};
+  std::size_t i = 0;
+  // Probes and scrapes, on the plain health listener too.
+  for (const auto& [pattern, handler] :
+       {std::pair{"/healthz", &probe_healthz}, std::pair{"/livez", &probe_livez},
+        std::pair{"/readyz", &probe_readyz}, std::pair{"/metrics", &scrape}})
+    t[i++] = {.pattern = pattern,
+              .methods = get_head,
+              .health_listener = true,
+              .polled = true,
+              .handler = handler};
+  // The admission webhook: one route per admitted kind (core/admitted_kinds.hpp).
+  for (const core::admitted_kind& k : core::admitted_kinds)
+    t[i++] = {.pattern = k.path,
+              .methods = method_post,
+              .body = body_kind::admission,
+              .admits = &k,
+              .handler = &admit};
+  // Inventories.
+  t[i++] = {.pattern = "/snapshot", .methods = get_head, .handler = &read_default_snapshot};
+  t[i++] = {.pattern = "/snapshots/{name}", .methods = get_head, .handler = &read_snapshot};
+  t[i++] = {.pattern = "/snapshots/{name}",
+            .methods = method_put,
+            .body = body_kind::push,
+            .handler = &push};
+  t[i++] = {.pattern = "/snapshots/{name}/status", .methods = get_head, .handler = &read_status};
+  t[i++] = {.pattern = "/snapshots/{name}/history", .methods = get_head, .handler = &read_history};
+  return t;
+}
+
+constexpr auto route_table = make_route_table();
+// A row too many does not compile (a write past the array); a row too few leaves one empty.
+static_assert(std::all_of(route_table.begin(), route_table.end(),
+                          [](const route& r) { return r.handler != nullptr; }));
+
+// Whether `path` matches `pattern`, whose one {name} segment (if it has one) matches any text
+// without a slash (the empty one included), given back in `name`.
+bool matches(std::string_view pattern, std::string_view path, std::string_view& name) noexcept {
+  const auto open = pattern.find('{');
+  if (open == std::string_view::npos) return pattern == path;
+  const std::string_view before = pattern.substr(0, open);
+  const std::string_view after = pattern.substr(pattern.find('}', open) + 1);
+  if (path.size() < before.size() + after.size() || !path.starts_with(before) ||
+      !path.ends_with(after))
+    return false;
+  const std::string_view segment =
+      path.substr(before.size(), path.size() - before.size() - after.size());
+  if (segment.find('/') != std::string_view::npos) return false;
+  name = segment;
+  return true;
+}
+
+std::uint8_t method_bit(http::verb m) noexcept {
+  switch (m) {
+    case http::verb::get:
+      return method_get;
+    case http::verb::head:
+      return method_head;
+    case http::verb::post:
+      return method_post;
+    case http::verb::put:
+      return method_put;
+    default:
+      return 0;
+  }
+}
+
+// The routes a request's path and method select.
+struct route_lookup {
+  const route* pattern = nullptr;  // the first route whose pattern matches the path
+  const route* chosen = nullptr;   // the route of that pattern that takes the method
+  std::uint8_t allowed = 0;        // the methods of the pattern's routes
+  std::string_view name;
+};
+
+route_lookup find_route(http::verb method, std::string_view path) noexcept {
+  route_lookup out;
+  const std::uint8_t bit = method_bit(method);
+  for (const route& r : route_table) {
+    if (out.pattern != nullptr ? r.pattern != out.pattern->pattern
+                               : !matches(r.pattern, path, out.name))
+      continue;
+    if (out.pattern == nullptr) out.pattern = &r;
+    out.allowed |= r.methods;
+    if (out.chosen == nullptr && (r.methods & bit) != 0) out.chosen = &r;
+  }
+  return out;
+}
+
+}  // namespace
+
 // A request the webhook could not review: a Kubernetes Status, which the API server logs and
 // kubectl shows for a failed webhook call.
 response admission_failure(const admission::outcome& out) {
-  struct mapping {
-    http::status status;
-    std::string_view reason;
-  };
-  const mapping m = [&]() -> mapping {
+  const http::status m = [&] {
     switch (out.error) {
       case admission::failure::too_large:
-        return {http::status::payload_too_large, "RequestEntityTooLarge"};
+        return http::status::payload_too_large;
       case admission::failure::unsupported_media_type:
-        return {http::status::unsupported_media_type, "UnsupportedMediaType"};
+        return http::status::unsupported_media_type;
       case admission::failure::timeout:
-        return {http::status::gateway_timeout, "Timeout"};
+        return http::status::gateway_timeout;
       case admission::failure::none:
       case admission::failure::bad_request:
         break;
     }
-    return {http::status::bad_request, "BadRequest"};
+    return http::status::bad_request;
   }();
-  return make(m.status, json_type,
-              core::failure_status(static_cast<int>(m.status), m.reason, out.message));
+  return error_response(m, out.message);
 }
 
 bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept {
@@ -409,12 +674,26 @@ bool prefers_yaml(std::string_view accept) noexcept {
   return yaml_pos < json_pos;
 }
 
+std::span<const route> routes() noexcept { return route_table; }
+
+bool is_polled_route(std::string_view pattern) noexcept {
+  return std::any_of(route_table.begin(), route_table.end(),
+                     [&](const route& r) { return r.polled && r.pattern == pattern; });
+}
+
 std::size_t body_limit(http::verb method, std::string_view target,
                        const body_limits& limits) noexcept {
-  const std::string_view path = split_target(target).path;
-  if (method == http::verb::post && path.starts_with("/validate/")) return limits.admission;
-  if (method == http::verb::put && path.starts_with("/snapshots/")) return limits.push;
-  // Every other route reads no body; a request that sends one is refused (413).
+  const route* r = find_route(method, split_target(target).path).chosen;
+  switch (r != nullptr ? r->body : body_kind::none) {
+    case body_kind::admission:
+      return limits.admission;
+    case body_kind::push:
+      return limits.push;
+    case body_kind::none:
+      break;
+  }
+  // A route that reads no body, and a request no route takes: one that sends a body is refused
+  // (413).
   return 0;
 }
 
@@ -422,182 +701,25 @@ response handle(const request& req, const peer_certificate& peer, const router_c
                 request_info& info, std::chrono::steady_clock::time_point received,
                 deferred_response* later) {
   const auto [path, query] = split_target(req.target());
-  const http::verb m = req.method();
-  const bool get_like = m == http::verb::get || m == http::verb::head;
+  const route_lookup found = find_route(req.method(), path);
   response res;
-
-  if (path == "/healthz" || path == "/livez" || path == "/readyz") {
-    info.route = std::string(path);
-    if (!get_like) {
-      res = method_not_allowed("GET, HEAD");
-    } else {
-      bool verbose = false;
-      (void)query_param(query, "verbose", &verbose);
-      if (path == "/livez") {
-        res = make(http::status::ok, "text/plain; charset=utf-8",
-                   verbose ? "[+]process ok\ncheck passed\n" : "ok\n");
-      } else {
-        res = readiness(ctx, verbose, path == "/readyz");
-      }
-    }
-  } else if (path == "/metrics") {
-    info.route = "/metrics";
-    if (!get_like) {
-      res = method_not_allowed("GET, HEAD");
-    } else if (!ctx.m) {
-      res = json_error(http::status::not_found, "metrics disabled");
-    } else if (ctx.metrics_auth == nullptr) {
-      res = metrics_text(ctx.registry, *ctx.m);
-    } else if (ctx.listener != listener_kind::tls && !ctx.metrics_auth->serves_health_port()) {
-      res = json_error(
-          http::status::not_found,
-          "not found: /metrics is served on the HTTPS port only (metrics.healthPort: false)");
-    } else {
-      const std::string_view authorization = header(req, http::field::authorization);
-      metrics_authorizer* gate = ctx.metrics_auth;
-      if (auto d = gate->check_now(authorization)) {
-        info.identity = d->user;
-        info.detail = std::string(to_string(d->verdict));
-        res = d->verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
-                                                    : scrape_refused(*d);
-      } else if (later != nullptr) {
-        // The token goes to the Kubernetes API on the gate's own threads; this thread goes on
-        // serving, and the answer comes by metrics.reviewTimeout at the latest.
-        info.detail = "review";
-        *later = [gate, reg = ctx.registry, mm = ctx.m, m,
-                  auth = std::string(authorization)](deliver_fn deliver) mutable {
-          gate->check_async(auth, [deliver = std::move(deliver), reg, mm,
-                                   m](scrape_decision reviewed) {
-            response out = reviewed.verdict == scrape_verdict::allowed ? metrics_text(reg, *mm)
-                                                                       : scrape_refused(reviewed);
-            finish(out, m);
-            deliver(std::move(out));
-          });
-          OPENSSL_cleanse(auth.data(), auth.size());
-        };
-        return {};
-      } else {
-        const scrape_decision waited = gate->check(authorization);
-        info.identity = waited.user;
-        info.detail = std::string(to_string(waited.verdict));
-        res = waited.verdict == scrape_verdict::allowed ? metrics_text(ctx.registry, *ctx.m)
-                                                        : scrape_refused(waited);
-      }
-    }
-  } else if (ctx.listener != listener_kind::tls) {
+  if (found.pattern == nullptr ||
+      (ctx.listener != listener_kind::tls && !found.pattern->health_listener)) {
     // The plain-HTTP listener exists for probes and scrapes only.
-    res = json_error(http::status::not_found, "not found");
-  } else if (path == "/validate/topologysources" || path == "/validate/modeldeployments") {
-    info.route = std::string(path);
-    if (m != http::verb::post) {
-      res = method_not_allowed("POST");
-    } else {
-      const auto which = path == "/validate/topologysources" ? admission::route::topology_sources
-                                                             : admission::route::model_deployments;
-      admission::request_meta meta;
-      meta.content_type = header(req, http::field::content_type);
-      bool has_timeout = false;
-      const std::string_view t = query_param(query, "timeout", &has_timeout);
-      bool bad_timeout = false;
-      if (has_timeout) {
-        // The apiserver appends ?timeout=<webhook timeoutSeconds>s: past it, nobody waits.
-        const auto d = core::parse_go_duration(t);
-        if (!d || d->count() <= 0)
-          bad_timeout = true;
-        else
-          meta.deadline =
-              received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d);
-      }
-      if (bad_timeout) {
-        res = json_error(http::status::bad_request,
-                         "the timeout query parameter must be a positive duration such as 10s");
-        if (ctx.m) ctx.m->admission_decision("other", "errored");
-        info.detail = "errored";
-      } else {
-        static const admission::options defaults;
-        // One parser state per worker thread: its buffers are reused by every review.
-        thread_local core::json_decoder decoder;
-        auto out = admission::review(which, req.body(), meta,
-                                     ctx.admission ? *ctx.admission : defaults, decoder);
-        if (ctx.m) {
-          ctx.m->admission_decision(out.kind, admission::to_string(out.result));
-          if (out.result == admission::verdict::denied)
-            ctx.m->admission_denial(out.kind, out.errors);
-        }
-        info.detail = std::string(admission::to_string(out.result));
-        res = out.result == admission::verdict::errored
-                  ? admission_failure(out)
-                  : make(http::status::ok, json_type, std::move(out.body));
-      }
-    }
-  } else if (path == "/snapshot" || path.starts_with("/snapshots/")) {
-    std::string_view name;
-    std::string_view sub;
-    if (path == "/snapshot") {
-      info.route = "/snapshot";
-      if (ctx.registry) {
-        const auto all = ctx.registry->all();
-        // Without exactly one inventory there is no default to serve.
-        if (all.size() == 1) name = all.front()->name();
-      }
-    } else {
-      std::string_view rest = path.substr(std::string_view("/snapshots/").size());
-      const auto slash = rest.find('/');
-      name = rest.substr(0, slash);
-      if (slash != std::string_view::npos) sub = rest.substr(slash);
-      info.route = sub.empty() ? "/snapshots/{name}" : "/snapshots/{name}" + std::string(sub);
-    }
-    const bool known_sub = sub.empty() || sub == "/status" || sub == "/history";
-    if (!known_sub) {
-      info.route = "unmatched";
-      res = json_error(http::status::not_found, "not found");
-    } else if (sub.empty() && m == http::verb::put && path != "/snapshot") {
-      if (auto denied = authorize(req, peer, ctx, name, access::write, info)) {
-        res = std::move(*denied);
-      } else {
-        inventory::push_request push{std::string(name), req.body(), std::nullopt, info.identity,
-                                     std::nullopt};
-        if (auto im = header(req, http::field::if_match); !im.empty())
-          push.if_match = std::string(im);
-        // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
-        if (auto ai = header(req, "Topogate-Accept-Impact"); !ai.empty())
-          push.accept_impact = std::string(ai);
-        if (later != nullptr) {
-          // Validated and stored on the inventory's lane; this thread goes on serving.
-          *later = [reg = ctx.registry, push = std::move(push)](deliver_fn deliver) mutable {
-            std::string inv = push.name;
-            reg->push_async(std::move(push), [deliver = std::move(deliver),
-                                              inv = std::move(inv)](inventory::push_result r) {
-              response out = push_response(r, inv);
-              finish(out, http::verb::put);
-              deliver(std::move(out));
-            });
-          };
-          return {};
-        }
-        res = push_response(ctx.registry->push(std::move(push)), name);
-      }
-    } else if (!get_like) {
-      res = method_not_allowed(sub.empty() && path != "/snapshot" ? "GET, HEAD, PUT" : "GET, HEAD");
-    } else if (name.empty()) {
-      // /snapshot with several inventories: authenticate first so nothing leaks.
-      res = authorize(req, peer, ctx, "", access::read, info)
-                .value_or(json_error(http::status::not_found,
-                                     "several inventories are configured: use /snapshots/{name}"));
-    } else if (auto denied = authorize(req, peer, ctx, name, access::read, info)) {
-      res = std::move(*denied);
-    } else if (sub == "/status") {
-      res = from_document(ctx.registry->status_json(name), name);
-    } else if (sub == "/history") {
-      res = from_document(ctx.registry->history_json(name), name);
-    } else {
-      res = serve_snapshot(req, ctx, name);
-    }
+    res = error_response(http::status::not_found, "not found");
   } else {
-    res = json_error(http::status::not_found, "not found");
+    info.route = std::string(found.pattern->pattern);
+    if (found.chosen == nullptr) {
+      res = method_not_allowed(found.allowed);
+    } else {
+      const route_call call{req,        peer,  ctx,      info, *found.chosen,
+                            found.name, query, received, later};
+      res = found.chosen->handler(call);
+      // Answered later, off this thread (a push, a token review).
+      if (later != nullptr && *later) return {};
+    }
   }
-
-  finish(res, m);
+  finish(res, req.method());
   return res;
 }
 

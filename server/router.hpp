@@ -9,13 +9,17 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "admission/review.hpp"
+#include "core/admitted_kinds.hpp"
 #include "server/auth.hpp"
+#include "server/response.hpp"
 #include "server/shared_body.hpp"
 
 namespace topogate::inventory {
@@ -27,9 +31,7 @@ namespace topogate::server {
 class metrics;
 class metrics_authorizer;
 
-namespace http = boost::beast::http;
 using request = http::request<http::string_body>;
-using response = http::response<shared_body>;
 
 struct health_state {
   std::atomic<bool> listening{false};
@@ -73,7 +75,7 @@ using deferred_response = std::function<void(deliver_fn)>;
     deferred_response* later = nullptr);
 
 // The answer to a review that could not be made (verdict::errored): 400, 413, 415 or 504 with
-// a Kubernetes Status carrying the reason. `topogate review` prints the same.
+// a Kubernetes Status carrying the reason (response.hpp). `topogate review` prints the same.
 [[nodiscard]] response admission_failure(const admission::outcome& out);
 
 // Appends the status line and header fields of `res` (and the blank line after them) to
@@ -81,11 +83,45 @@ using deferred_response = std::function<void(deliver_fn)>;
 // and the body itself.
 void render_header(const response& res, std::string& out);
 
+// ---- the route table: every route handle() dispatches, the body each may read, and how its
+// requests are logged. Adding a route is a row (and its handler) in router.cpp.
+
+// The methods a route answers, as bits (HEAD is answered as GET, without the body).
+inline constexpr std::uint8_t method_get = 1, method_head = 2, method_post = 4, method_put = 8;
+
+// The body a route reads: none (a request sending one is refused with 413), or up to the
+// admission or the push limit (body_limits).
+enum class body_kind : std::uint8_t { none, admission, push };
+
+struct route_call;  // what a handler gets: the request, its peer, the context, the match
+using route_handler = response (*)(const route_call&);
+
+struct route {
+  // "/snapshots/{name}/status": literal but for one {name} segment; the route label of the
+  // metrics and the access log.
+  std::string_view pattern;
+  std::uint8_t methods = 0;  // method_* bits
+  body_kind body = body_kind::none;
+  bool health_listener = false;  // served on the plain health listener too (probes, scrapes)
+  bool polled = false;           // polled by machines: its requests are logged at debug level
+  const core::admitted_kind* admits = nullptr;  // the admitted kind of a /validate route
+  route_handler handler = nullptr;
+};
+
+// Every route, in the order handle() tries their patterns.
+[[nodiscard]] std::span<const route> routes() noexcept;
+
+// Whether a route label names a route machines poll (the kubelet's probes, Prometheus's
+// scrapes), whose requests the access log writes at debug level, so a log at info level is not
+// one line per probe.
+[[nodiscard]] bool is_polled_route(std::string_view pattern) noexcept;
+
 struct body_limits {
   std::size_t admission = admission::default_max_body_bytes;
   std::size_t push = 1u << 20;
 };
-// The body limit for a request, decided from its header before any body byte is read.
+// The body limit for a request, decided from its header before any body byte is read: that of
+// the route its method and path select, 0 when none does.
 [[nodiscard]] std::size_t body_limit(http::verb method, std::string_view target,
                                      const body_limits& limits) noexcept;
 

@@ -367,5 +367,15 @@ def curl(*args, check=False):
     return int(code or 0), body, p.stderr, p.returncode
 
 
+def k8s_status(body, code, reason):
+    """The error body every answer of topogate's that is not a success carries: a Kubernetes
+    metav1.Status (server/response.hpp). Returns it, parsed."""
+    status = json.loads(body)
+    assert status["kind"] == "Status" and status["apiVersion"] == "v1", body
+    assert status["status"] == "Failure" and status["message"], body
+    assert status["code"] == code and status["reason"] == reason, body
+    return status
+
+
 def have(tool):
     return shutil.which(tool) is not None

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, k8s_status
 
 ADMISSION = FIXTURES / "admission"
 
@@ -126,13 +126,16 @@ def test_body_limit_7_mib(server, pki):
     limit = 7 * 1024 * 1024
     at_limit = base + b" " * (limit - len(base))
     assert post(server, pki, "/validate/topologysources", at_limit)[0] == 200
-    status, _ = post(server, pki, "/validate/topologysources", at_limit + b" ")
+    status, body = post(server, pki, "/validate/topologysources", at_limit + b" ")
     assert status == 413
+    k8s_status(body, 413, "RequestEntityTooLarge")
 
 
 def test_bad_timeout_parameter(server, pki):
     body = (ADMISSION / "allowed.json").read_bytes()
-    assert post(server, pki, "/validate/topologysources?timeout=soon", body)[0] == 400
+    status, answer = post(server, pki, "/validate/topologysources?timeout=soon", body)
+    assert status == 400
+    assert "timeout" in k8s_status(answer, 400, "BadRequest")["message"]
     assert post(server, pki, "/validate/topologysources?timeout=30s", body)[0] == 200
 
 
@@ -142,6 +145,7 @@ def test_get_is_405(server, pki):
     conn.request("GET", "/validate/topologysources")
     r = conn.getresponse()
     assert r.status == 405 and r.getheader("Allow") == "POST"
+    k8s_status(r.read(), 405, "MethodNotAllowed")
 
 
 def test_review_command(binary):

@@ -9,7 +9,7 @@ import ssl
 import subprocess
 import time
 
-from conftest import FREE_PORT, SANITIZER_SLOWDOWN, SCHEDULING_MARGIN_S, curl, default_config, wait_for
+from conftest import FREE_PORT, SANITIZER_SLOWDOWN, SCHEDULING_MARGIN_S, curl, default_config, k8s_status, wait_for
 
 
 def tls_conn(srv, pki):
@@ -25,19 +25,26 @@ def test_header_limit(make_server, pki):
     assert ok[0] == 200
     big = curl("--cacert", str(pki.ca), "-H", "X-Pad: " + "a" * 5000, f"{srv.url}/livez")
     assert big[0] == 431
+    k8s_status(big[1], 431, "BadRequest")
 
 
 def test_get_routes_take_no_body(server, pki):
-    assert curl("--cacert", str(pki.ca), "-X", "GET", "--data", "x", f"{server.url}/livez")[0] == 413
+    code, body, _, _ = curl("--cacert", str(pki.ca), "-X", "GET", "--data", "x", f"{server.url}/livez")
+    assert code == 413
+    k8s_status(body, 413, "RequestEntityTooLarge")
 
 
 def test_push_body_limit(make_server, pki):
     srv = make_server(lambda d: default_config(pki, d, extra="limits: {pushBodyBytes: 1000}"))
     # Checked before authentication: the body is never read.
-    code = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1001, f"{srv.url}/snapshots/demo")[0]
+    code, body, _, _ = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1001,
+                            f"{srv.url}/snapshots/demo")
     assert code == 413
-    code = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1000, f"{srv.url}/snapshots/demo")[0]
+    assert "exceeds the limit of 1000 bytes" in k8s_status(body, 413, "RequestEntityTooLarge")["message"]
+    code, body, _, _ = curl("--cacert", str(pki.ca), "-X", "PUT", "--data-binary", "a" * 1000,
+                            f"{srv.url}/snapshots/demo")
     assert code == 401
+    k8s_status(body, 401, "Unauthorized")
 
 
 def test_max_connections(make_server, pki):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import curl, run, wait_for
+from conftest import curl, k8s_status, run, wait_for
 
 REGION = "topology.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -220,7 +220,9 @@ def test_reconcile_loop_follows_the_node_list(make_server, pki):
 
     # No snapshot is served for a nodeLabels source, and none will come: 404, not 503.
     code, body, _, _ = curl(*auth, f"{srv.url}/snapshots/racks")
-    assert code == 404 and "nodeLabels" in json.loads(body)["error"]
+    assert code == 404
+    status = k8s_status(body, 404, "NotFound")
+    assert "nodeLabels" in status["message"] and status["details"]["name"] == "racks", body
     code, _, _, _ = curl(*auth, f"{srv.url}/snapshot")
     assert code == 404
 

@@ -29,6 +29,7 @@
 #include "inventory/store.hpp"
 #include "test/inventory/test_util.hpp"
 #include "test/server/sized_snapshot.hpp"
+#include "test/server/status_body.hpp"
 
 namespace topogate::server {
 namespace {
@@ -38,9 +39,6 @@ using inv::push_outcome;
 using inv::push_result;
 namespace t = inventory::testing;
 
-constexpr std::string_view group = "topology.gpustack.ai";
-constexpr std::string_view kind = "Snapshot";
-
 std::string body_of(const response& r) { return std::string(r.body().data); }
 
 bool has_header(const response& r, http::field f) { return r.find(f) != r.end(); }
@@ -49,47 +47,14 @@ std::string describe(const push_result& r) {
   return std::string(inv::to_string(r.outcome)) + (r.message.empty() ? "" : ": " + r.message);
 }
 
-// A parsed response body; string views into it live as long as this object.
-struct json_doc {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  bool ok = false;
-  explicit json_doc(const std::string& text) { ok = !parser.parse(text).get(root); }
-};
-
-std::string str(simdjson::simdjson_result<simdjson::dom::element> v) {
-  std::string_view s;
-  if (v.get(s)) return "<not a string>";
-  return std::string(s);
-}
-std::string str(simdjson::dom::element e) {
-  return str(simdjson::simdjson_result<simdjson::dom::element>(std::move(e)));
-}
+using status_test::json_doc;
+using status_test::str;
 
 // The Kubernetes Status of a failure, as apimachinery writes it for the Snapshot `name`.
 void expect_failure_status(const response& res, unsigned code, std::string_view reason,
                            std::string_view name,
                            std::optional<std::string_view> message = std::nullopt) {
-  SCOPED_TRACE(::testing::Message() << "HTTP " << code << " " << reason);
-  EXPECT_EQ(res.result_int(), code);
-  EXPECT_EQ(res[http::field::content_type], "application/json");
-  const auto text = body_of(res);
-  json_doc doc(text);
-  ASSERT_TRUE(doc.ok) << text;
-  EXPECT_EQ(str(doc.root["kind"]), "Status") << text;
-  EXPECT_EQ(str(doc.root["apiVersion"]), "v1") << text;
-  EXPECT_EQ(str(doc.root["status"]), "Failure") << text;
-  EXPECT_EQ(str(doc.root["reason"]), reason) << text;
-  int64_t got_code = 0;
-  ASSERT_FALSE(doc.root["code"].get(got_code)) << text;
-  EXPECT_EQ(got_code, static_cast<int64_t>(code)) << text;
-  EXPECT_EQ(str(doc.root["details"]["name"]), name) << text;
-  EXPECT_EQ(str(doc.root["details"]["group"]), group) << text;
-  EXPECT_EQ(str(doc.root["details"]["kind"]), kind) << text;
-  if (message) {
-    EXPECT_EQ(str(doc.root["message"]), *message) << text;
-  }
-  EXPECT_FALSE(str(doc.root["message"]).empty()) << text;
+  status_test::expect_status(res, code, reason, status_test::snapshot_details{name}, message);
 }
 
 // A push inventory `name` with a file store in `store_dir`.

@@ -552,7 +552,9 @@ TEST_F(KubeGate, TheRouteDefersAReviewAndAnswersFromTheCache) {
   ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
   const response refused = f.get();
   EXPECT_EQ(refused.result(), http::status::forbidden);
-  EXPECT_EQ(std::string(refused.body().data), "{\"error\":\"no\",\"code\":403}\n");
+  EXPECT_EQ(std::string(refused.body().data),
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+            R"("message":"no","reason":"Forbidden","code":403})");
 
   // Cached now: answered on the spot.
   deferred_response none;

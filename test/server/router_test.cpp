@@ -18,14 +18,18 @@
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
 #include "server/file_util.hpp"
+#include "server/inventory_http.hpp"
 #include "server/metrics.hpp"
 #include "server/pki.hpp"
 #include "test/fixtures/data_center_source.hpp"
+#include "test/server/status_body.hpp"
 
 namespace topogate::server {
 namespace {
 
 namespace fs = std::filesystem;
+using status_test::expect_status;
+using status_test::snapshot_details;
 
 constexpr std::string_view source_yaml = test_fixtures::data_center_source_yaml;
 
@@ -287,8 +291,104 @@ TEST_F(RouterTest, SingleInventoryPathNeedsExactlyOne) {
 
 TEST_F(RouterTest, NoRevisionIs503) {
   auto r = get("/snapshots/push", {bearer("beta-token")});
-  EXPECT_EQ(r.result_int(), 503u);
-  EXPECT_NE(body(r).find("error"), std::string::npos);
+  expect_status(r, 503, "ServiceUnavailable", snapshot_details{"push"});
+  EXPECT_EQ(r[http::field::retry_after], "10");
+}
+
+// Every error the router answers is a Kubernetes Status (server/response.hpp), its reason
+// following the status code, with the headers each status carries.
+TEST_F(RouterTest, EveryErrorIsAKubernetesStatus) {
+  const auto unauthenticated = get("/snapshots/alpha");
+  expect_status(unauthenticated, 401, "Unauthorized", std::nullopt, "authentication required");
+  EXPECT_EQ(unauthenticated[http::field::www_authenticate], "Bearer realm=\"topogate\"");
+  expect_status(get("/snapshots/alpha", {bearer("wrong")}), 403, "Forbidden", std::nullopt,
+                "credentials not accepted");
+  // The plain 404s name nothing; the single-inventory path says where to go.
+  expect_status(get("/nothing-here"), 404, "NotFound", std::nullopt, "not found");
+  expect_status(get("/snapshot", {bearer("alpha-old")}), 404, "NotFound", std::nullopt,
+                "several inventories are configured: use /snapshots/{name}");
+  // A bad ?timeout= on the webhook is a 400 like every review that cannot be made.
+  expect_status(call(http::verb::post, "/validate/topologysources?timeout=abc",
+                     {{http::field::content_type, "application/json"}}, "{}"),
+                400, "BadRequest", std::nullopt);
+  ctx_.m = nullptr;
+  expect_status(get("/metrics"), 404, "NotFound", std::nullopt, "metrics disabled");
+}
+
+// One unknown inventory, one answer: the snapshot, its status and history, and a push all say
+// the same 404 (before, the first three said {"error":"no such inventory"}).
+TEST_F(RouterTest, AnUnknownInventoryIsOneNotFound) {
+  const std::string want = body(inventory_not_found("nope"));
+  for (const char* target :
+       {"/snapshots/nope", "/snapshots/nope/status", "/snapshots/nope/history"}) {
+    SCOPED_TRACE(target);
+    const auto r = get(target, {bearer("alpha-old")});
+    expect_status(r, 404, "NotFound", snapshot_details{"nope"}, R"(inventory "nope" not found)");
+    EXPECT_EQ(body(r), want);
+  }
+  const auto pushed =
+      call(http::verb::put, "/snapshots/nope", {bearer("push-writer")}, std::string(snapshot_yaml));
+  EXPECT_EQ(body(pushed), want);
+}
+
+// A 405's Allow lists the methods of every route of the path's pattern (the route table).
+TEST_F(RouterTest, MethodNotAllowedListsThePatternsMethods) {
+  struct refused {
+    http::verb method;
+    const char* target;
+    const char* allow;
+  };
+  for (const refused& c : {refused{http::verb::get, "/validate/topologysources", "POST"},
+                           refused{http::verb::put, "/validate/modeldeployments", "POST"},
+                           refused{http::verb::post, "/snapshots/alpha", "GET, HEAD, PUT"},
+                           refused{http::verb::delete_, "/snapshots/alpha", "GET, HEAD, PUT"},
+                           refused{http::verb::put, "/snapshot", "GET, HEAD"},
+                           refused{http::verb::put, "/snapshots/alpha/status", "GET, HEAD"},
+                           refused{http::verb::post, "/snapshots/alpha/history", "GET, HEAD"},
+                           refused{http::verb::delete_, "/healthz", "GET, HEAD"},
+                           refused{http::verb::post, "/metrics", "GET, HEAD"}}) {
+    SCOPED_TRACE(std::string(http::to_string(c.method)) + " " + c.target);
+    const auto r = call(c.method, c.target, {bearer("alpha-old")});
+    expect_status(r, 405, "MethodNotAllowed", std::nullopt, "method not allowed");
+    EXPECT_EQ(r[http::field::allow], c.allow);
+  }
+}
+
+// HEAD of an error: the Status's length, no body.
+TEST_F(RouterTest, HeadOfAnErrorHasItsLengthOnly) {
+  const auto full = get("/snapshots/alpha");
+  const auto head = call(http::verb::head, "/snapshots/alpha");
+  EXPECT_EQ(head.result_int(), 401u);
+  EXPECT_TRUE(head.body().data.empty());
+  EXPECT_EQ(head[http::field::content_length], std::to_string(full.body().data.size()));
+}
+
+// The route table is what handle() dispatches: each route's pattern, with the {name} segment
+// filled, is answered under that pattern's label, by each of its methods.
+TEST_F(RouterTest, EveryRouteOfTheTableIsHandledUnderItsPattern) {
+  for (const route& r : routes()) {
+    std::string target(r.pattern);
+    if (const auto at = target.find("{name}"); at != std::string::npos)
+      target.replace(at, 6, "alpha");
+    for (const auto& [bit, verb] :
+         {std::pair{method_get, http::verb::get}, std::pair{method_head, http::verb::head},
+          std::pair{method_post, http::verb::post}, std::pair{method_put, http::verb::put}}) {
+      if ((r.methods & bit) == 0) continue;
+      SCOPED_TRACE(std::string(http::to_string(verb)) + " " + target);
+      request req{verb, target, 11};
+      request_info info;
+      const auto res = handle(req, {}, ctx_, info);
+      EXPECT_EQ(info.route, r.pattern);
+      EXPECT_NE(res.result_int(), 404u);
+      EXPECT_NE(res.result_int(), 405u);
+    }
+  }
+  // The {name} segment is one segment: a path with more is no route.
+  request_info info;
+  EXPECT_EQ(handle(request{http::verb::get, "/snapshots/alpha/status/x", 11}, {}, ctx_, info)
+                .result_int(),
+            404u);
+  EXPECT_EQ(info.route, "unmatched");
 }
 
 TEST_F(RouterTest, PushNeedsTheWriterCredential) {
@@ -375,6 +475,20 @@ TEST_F(RouterTest, PlainListenerServesOnlyHealthAndMetrics) {
   ctx_.listener = listener_kind::plain_health;
   EXPECT_EQ(get("/snapshots/alpha", {bearer("alpha-old")}).result_int(), 404u);
   EXPECT_EQ(get("/metrics").result_int(), 200u);
+  for (const route& r : routes()) {
+    std::string target(r.pattern);
+    if (const auto at = target.find("{name}"); at != std::string::npos)
+      target.replace(at, 6, "alpha");
+    request_info info;
+    const auto res = handle(request{http::verb::get, target, 11}, {}, ctx_, info);
+    if (r.health_listener) {
+      EXPECT_NE(res.result_int(), 404u) << target;
+      EXPECT_EQ(info.route, r.pattern);
+    } else {
+      expect_status(res, 404, "NotFound", std::nullopt, "not found");
+      EXPECT_EQ(info.route, "unmatched") << target;
+    }
+  }
 }
 
 // The response as a client reads it off the wire: serialized by Beast, parsed back.
@@ -443,9 +557,89 @@ TEST_F(RouterTest, RevisionHeaderNeverCarriesALineBreak) {
 TEST(BodyLimit, PerRoute) {
   body_limits l{100, 50};
   EXPECT_EQ(body_limit(http::verb::post, "/validate/topologysources?timeout=10s", l), 100u);
+  EXPECT_EQ(body_limit(http::verb::post, "/validate/modeldeployments", l), 100u);
   EXPECT_EQ(body_limit(http::verb::put, "/snapshots/x", l), 50u);
   EXPECT_EQ(body_limit(http::verb::get, "/snapshots/x", l), 0u);
   EXPECT_EQ(body_limit(http::verb::post, "/metrics", l), 0u);
+  // Only the route that takes the method and the path reads a body: not a /validate path that
+  // admits no kind, a push to a sub-resource or to /snapshot, nor the webhook's route by PUT.
+  EXPECT_EQ(body_limit(http::verb::post, "/validate/nodes", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::post, "/validate/", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::put, "/snapshots/x/status", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::put, "/snapshot", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::put, "/validate/topologysources", l), 0u);
+  EXPECT_EQ(body_limit(http::verb::head, "/snapshots/x", l), 0u);
+}
+
+// The one writer of error answers: the exact bytes, with and without details.
+TEST(ErrorResponse, IsTheStatusApimachineryWrites) {
+  const auto plain = error_response(http::status::payload_too_large, "too \"big\"");
+  EXPECT_EQ(std::string(plain.body().data),
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+            R"("message":"too \"big\"","reason":"RequestEntityTooLarge","code":413})");
+  EXPECT_EQ(plain[http::field::content_type], "application/json");
+  EXPECT_EQ(plain[http::field::cache_control], "no-store");
+  const core::status_details d{"inv", "topology.gpustack.ai", "Snapshot", nullptr};
+  EXPECT_EQ(std::string(error_response(http::status::not_found, "gone", &d).body().data),
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+            R"("message":"gone","reason":"NotFound","details":{"name":"inv",)"
+            R"("group":"topology.gpustack.ai","kind":"Snapshot"},"code":404})");
+}
+
+TEST(ErrorResponse, ReasonFollowsTheStatusCode) {
+  const std::pair<http::status, std::string_view> reasons[] = {
+      {http::status::bad_request, "BadRequest"},
+      {http::status::unauthorized, "Unauthorized"},
+      {http::status::forbidden, "Forbidden"},
+      {http::status::not_found, "NotFound"},
+      {http::status::method_not_allowed, "MethodNotAllowed"},
+      {http::status::conflict, "Conflict"},
+      {http::status::precondition_failed, "PreconditionFailed"},
+      {http::status::payload_too_large, "RequestEntityTooLarge"},
+      {http::status::unsupported_media_type, "UnsupportedMediaType"},
+      {http::status::unprocessable_entity, "Invalid"},
+      {http::status::request_header_fields_too_large, "BadRequest"},
+      {http::status::internal_server_error, "InternalError"},
+      {http::status::service_unavailable, "ServiceUnavailable"},
+      {http::status::gateway_timeout, "Timeout"},
+      // A status no route answers with.
+      {http::status::too_many_requests, "InternalError"}};
+  for (const auto& [status, reason] : reasons) {
+    EXPECT_EQ(status_reason(status), reason) << static_cast<int>(status);
+    expect_status(error_response(status, "m"), static_cast<unsigned>(status), reason, std::nullopt,
+                  "m");
+  }
+}
+
+TEST(RouteTable, PolledRoutesAreTheProbesAndTheScrape) {
+  for (const char* polled : {"/healthz", "/livez", "/readyz", "/metrics"})
+    EXPECT_TRUE(is_polled_route(polled)) << polled;
+  for (const char* other :
+       {"/snapshots/{name}", "/snapshots/{name}/status", "/snapshot", "/validate/topologysources",
+        "unmatched", "transport", "/metrics/x", "/healthz/", ""})
+    EXPECT_FALSE(is_polled_route(other)) << other;
+}
+
+// One webhook route per admitted kind (core/admitted_kinds.hpp), and no other /validate route.
+TEST(RouteTable, OneWebhookRoutePerAdmittedKind) {
+  std::size_t webhook_routes = 0;
+  for (const route& r : routes()) {
+    if (!r.pattern.starts_with("/validate/")) {
+      EXPECT_EQ(r.admits, nullptr) << r.pattern;
+      continue;
+    }
+    ++webhook_routes;
+    ASSERT_NE(r.admits, nullptr) << r.pattern;
+    EXPECT_EQ(r.pattern, r.admits->path);
+    EXPECT_EQ(r.methods, method_post);
+    EXPECT_EQ(r.body, body_kind::admission);
+    EXPECT_FALSE(r.health_listener);
+  }
+  EXPECT_EQ(webhook_routes, core::admitted_kinds.size());
+  for (const auto& k : core::admitted_kinds)
+    EXPECT_TRUE(std::any_of(routes().begin(), routes().end(), [&](const route& r) {
+      return r.admits == &k;
+    })) << k.kind;
 }
 
 TEST(Etag, Matching) {
