@@ -54,6 +54,8 @@ import subprocess
 import sys
 import time
 
+# kueue and kube import the Kubernetes client (a third of a second of CPU): the commands
+# that reach the API import them, `down`, `env` and the usage do not.
 from . import cluster, objects, record, scenario
 from .cluster import Failed, Lab, alive, log, read, stop_pid, write
 
@@ -137,14 +139,19 @@ def finish(lab, keep):
             os.remove(lab.path("loaded"))
 
 
-def cmd_run(lab, *args):
+def submit(api, s):
+    """The scenario's LimitRanges, RuntimeClasses and Workloads, each Workload decided and
+    diagnosed in turn; 3 when an expectation is not met."""
     from . import kueue
+    kueue.create_extras(api, s)
+    return record.run_workloads(api, s, lambda w: api.create("workloads.kueue.x-k8s.io", kueue.workload(api, s, w)))
+
+
+def cmd_run(lab, *args):
     keep, path = options(list(args), "tas-lab.sh run [--keep] SCENARIO.json")
     s = ready_for(lab, path)
     load(lab, s, path)
-    api = lab.api
-    kueue.create_extras(api, s)
-    rc = record.run_workloads(api, s, lambda w: api.create("workloads.kueue.x-k8s.io", kueue.workload(api, s, w)))
+    rc = submit(lab.api, s)
     finish(lab, keep)
     return rc
 
@@ -163,8 +170,7 @@ def cmd_change(lab, *args):
     t = scenario.changed(s)
     load(lab, s, path)
     api = lab.api
-    kueue.create_extras(api, s)
-    rc = record.run_workloads(api, s, lambda w: api.create("workloads.kueue.x-k8s.io", kueue.workload(api, s, w)))
+    rc = submit(api, s)
     before = objects.node_profiles(api)
     write(lab.path("profiles-before.json"), json.dumps(before, sort_keys=True) + "\n")
     objects.write_inventory(t, lab.path("topogate"))

@@ -8,6 +8,7 @@ import os
 import urllib3
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 # The kinds the lab reads and writes, by the name kubectl gives them -> (apiVersion, kind).
 KINDS = {
@@ -61,7 +62,10 @@ class Api:
     def resource(self, name, sub=None):
         if name not in self._resources:
             api_version, kind = KINDS[name]
-            self._resources[name] = self.dyn.resources.get(api_version=api_version, kind=kind)
+            try:
+                self._resources[name] = self.dyn.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                raise Error(f"{api_version} {kind}: not served (its CRD is not installed)") from None
         r = self._resources[name]
         return r.subresources[sub] if sub else r
 
