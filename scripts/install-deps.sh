@@ -11,6 +11,9 @@ packages=(
   curl ca-certificates openssl python3 python3-yaml prometheus wrk nginx-light valgrind
   zlib1g-dev
   python3-pytest
+  # The TAS lab's Kubernetes client (test/e2e/lab: kubeconfig, TLS, retries, discovery,
+  # quantities).
+  python3-kubernetes
   # The root-only fault tests (a loop-mounted ext4 frozen with fsfreeze, a full tmpfs),
   # which CI requires to run (scripts/test.sh fails on their skip with CI=true).
   e2fsprogs util-linux mount

@@ -21,7 +21,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-lab_sh=$repo/scripts/tas-lab.sh
+lab_sh=$here/lab/tas-lab.sh
 seed=$(( $(date +%s) % 100000 )) cases=20 keep= labs= min_agreed=
 while (($#)); do
   case $1 in

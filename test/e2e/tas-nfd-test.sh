@@ -14,7 +14,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-lab_sh=$repo/scripts/tas-lab.sh
+lab_sh=$here/lab/tas-lab.sh
 t_start=$SECONDS
 export TAS_LAB_DIR=${TAS_LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/topogate-tas-nfd-test.XXXXXX")}
 out=$(mktemp -d "${TMPDIR:-/tmp}/topogate-tas-nfd-out.XXXXXX")

@@ -1,0 +1,267 @@
+"""Kueue's side of a scenario: one Topology and one ResourceFlavor per profile the labeler
+applied, the ClusterQueue `gpustack` and its LocalQueues, what GPUStack's operator adds
+(the AdmissionCheck of a multi-role set, the TopologyReady condition, the queue migration
+of a live hierarchy change), and the Workloads."""
+import time
+
+from kubernetes.utils import parse_quantity
+
+from .objects import apply_topology_source, container_resources, now
+from .scenario import NS, PROFILE, QUEUE, ROLE, Invalid, covered, levels, owned
+
+CQ = "clusterqueues.kueue.x-k8s.io"
+WL = "workloads.kueue.x-k8s.io"
+
+
+def quota(resource, total):
+    """A nominal quota from a sum of quantities (Decimal): CPU in millicores, the rest whole."""
+    return f"{int(round(total * 1000))}m" if resource == "cpu" else str(int(round(total)))
+
+
+def allocatable_sum(nodes, resource):
+    try:
+        return sum(parse_quantity(n["allocatable"].get(resource, 0)) for n in nodes)
+    except ValueError as e:
+        raise Invalid(f"allocatable {resource}: {e}") from None
+
+
+def profiles_of(s, labels):
+    """The profiles the labeler applied, in the order of the scenario's Nodes, and their Nodes."""
+    profiles, members = [], {}
+    for n in s["nodes"]:
+        p = labels["nodes"][n["name"]]["profile"]
+        if p not in members:
+            profiles.append(p)
+            members[p] = []
+        members[p].append(n)
+    return profiles, members
+
+
+def make_flavors(api, s, labels):
+    """One Topology and one ResourceFlavor (pinned to the profile) per profile; the
+    ClusterQueue's flavor entries for them."""
+    profiles, members = profiles_of(s, labels)
+    res = covered(s)
+    quotas = s.get("quota") or {}
+    fl = s.get("flavor") or {}  # the scenario's nodeTaints and tolerations, on every flavor
+    flavors = []
+    for p in profiles:
+        name = f"gpustack-{p}"
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                   "metadata": {"name": name, "labels": owned(s)},
+                   "spec": {"levels": [{"nodeLabel": level} for level in labels["profiles"][p]]}})
+        rf_spec = {"nodeLabels": {PROFILE: p}, "topologyName": name}
+        for key in ("nodeTaints", "tolerations"):
+            if fl.get(key):
+                rf_spec[key] = fl[key]
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                   "metadata": {"name": name, "labels": owned(s)}, "spec": rf_spec})
+        rq = [{"name": r, "nominalQuota": str(quotas[r]) if r in quotas else
+               quota(r, allocatable_sum(members[p], r))} for r in res]
+        flavors.append({"name": name, "resources": rq})
+    return profiles, members, flavors
+
+
+def wait_queue_state(api, active, timeout=60):
+    """Until Kueue reports the ClusterQueue Active (or, active False, not Active)."""
+    deadline = time.time() + timeout
+    while True:
+        cq = api.get(CQ, QUEUE) or {}
+        conds = {c["type"]: c for c in (cq.get("status") or {}).get("conditions", [])}
+        if "Active" in conds and (conds["Active"].get("status") == "True") == active:
+            return cq
+        if time.time() > deadline:
+            raise TimeoutError(f"ClusterQueue {QUEUE} Active is not {active} after {timeout} s: {conds.get('Active')}")
+        time.sleep(0.3)
+
+
+def patch_queue(api, spec):
+    api.patch(CQ, QUEUE, {"spec": spec})
+
+
+def apply_chain(api, s, labels):
+    """The TopologySource object, the flavors, the ClusterQueue and LocalQueues (and what the
+    scenario adds: namespaces, an AdmissionCheck, a ModelDeployment, a queue stop policy or
+    a missing flavor); waits until Kueue has decided the queue's state. Returns
+    {profiles: {profile: Nodes}, flavors: [names]}."""
+    apply_topology_source(api, s, levels(s), labels["revision"])
+    stamp = now()
+    profiles, members, flavors = make_flavors(api, s, labels)
+    cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}),
+               "resourceGroups": [{"coveredResources": covered(s), "flavors": flavors}]}
+    if s.get("admissionCheck"):
+        # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
+        # (standing in for its controller) and never marks a Workload's check Ready, so a
+        # Workload that gets quota stays reserved and not admitted, held for its set.
+        ac = s["admissionCheck"]
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                   "metadata": {"name": ac, "labels": owned(s)},
+                   "spec": {"controllerName": "tas-lab.topogate.invalid/joint-check"}})
+        api.status_patch("admissionchecks.kueue.x-k8s.io", ac, {"conditions": [
+            {"type": "Active", "status": "True", "reason": "Active", "lastTransitionTime": stamp,
+             "message": "the TAS lab stands in for the joint check's controller"}]})
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ac}]}
+    api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": QUEUE, "labels": owned(s)}, "spec": cq_spec})
+    # Namespaces stay (no namespace controller runs to finish a deletion); their labels are
+    # the scenario's. Each holds a LocalQueue gpustack.
+    for n in s.get("namespaces") or []:
+        if api.get("namespaces", n["name"]) is None:
+            api.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n["name"]}})
+        api.patch("namespaces", n["name"], {"metadata": {"labels": n.get("labels") or {}}})
+    for ns in [NS] + [n["name"] for n in s.get("namespaces") or []]:
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": QUEUE, "namespace": ns, "labels": owned(s)}, "spec": {"clusterQueue": QUEUE}})
+    for lq in s.get("localQueues") or []:
+        spec = {"clusterQueue": lq["clusterQueue"]}
+        if lq.get("stopPolicy"):
+            spec["stopPolicy"] = lq["stopPolicy"]
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": lq["name"], "namespace": lq.get("namespace", NS), "labels": owned(s)},
+                   "spec": spec})
+    if s.get("modelDeployment"):
+        md = s["modelDeployment"]
+        api.apply({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
+                   "metadata": {"name": md["name"], "namespace": NS, "labels": owned(s)}, "spec": md["spec"]})
+    cq = wait_queue_state(api, True)
+    # GPUStack's condition on its managed queue (the lab stands in for the operator here).
+    conds = cq["status"].get("conditions", [])
+    if not any(c["type"] == "TopologyReady" for c in conds):
+        conds.append({"type": "TopologyReady", "status": "True", "reason": "Ready",
+                      "message": "Topology-aware flavors are ready", "lastTransitionTime": stamp,
+                      "observedGeneration": cq["metadata"].get("generation", 1)})
+        api.status_patch(CQ, QUEUE, {"conditions": conds})
+    q = s.get("queue") or {}
+    if q.get("stopPolicy"):
+        patch_queue(api, {"stopPolicy": q["stopPolicy"]})
+    if q.get("missingFlavor"):
+        # A flavor entry naming a ResourceFlavor that does not exist, last in the group.
+        extra = {"name": q["missingFlavor"], "resources": [dict(r) for r in flavors[0]["resources"]]}
+        api.patch(CQ, QUEUE, [{"op": "add", "path": "/spec/resourceGroups/0/flavors/-", "value": extra}],
+                  content_type="application/json-patch+json")
+    if q:
+        wait_queue_state(api, False)
+    return {"profiles": {p: len(members[p]) for p in profiles}, "flavors": [f["name"] for f in flavors]}
+
+
+def create_extras(api, s):
+    """The scenario's LimitRanges and RuntimeClasses, before its Workloads."""
+    for lr in s.get("limitRanges") or []:
+        api.create("limitranges", {"apiVersion": "v1", "kind": "LimitRange",
+                                   "metadata": {"name": lr["name"], "namespace": NS, "labels": owned(s)},
+                                   "spec": {"limits": lr["limits"]}})
+    for rc in s.get("runtimeClasses") or []:
+        obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+               "metadata": {"name": rc["name"], "labels": owned(s)}, "handler": rc.get("handler", rc["name"])}
+        if rc.get("overhead"):
+            obj["overhead"] = {"podFixed": {r: str(v) for r, v in rc["overhead"].items()}}
+        api.create("runtimeclasses.node.k8s.io", obj)
+    if s.get("limitRanges") or s.get("runtimeClasses"):
+        time.sleep(1.0)  # Kueue's caches see the LimitRanges and RuntimeClasses first
+
+
+def workload(api, s, w):
+    """The Workload object of the scenario's entry W."""
+    pod_sets = []
+    for p in w["podSets"]:
+        tr = {}
+        if p.get("required"):
+            tr["required"] = p["required"]
+        elif p.get("preferred"):
+            tr["preferred"] = p["preferred"]
+        elif not p.get("sliceLevel"):
+            tr["unconstrained"] = True
+        if p.get("sliceLevel"):
+            tr["podSetSliceRequiredTopology"] = p["sliceLevel"]
+        if p.get("sliceSize") is not None:
+            tr["podSetSliceSize"] = p["sliceSize"]
+        if p.get("podSetGroupName"):
+            tr["podSetGroupName"] = p["podSetGroupName"]
+        spec = {"restartPolicy": "Never", "containers": [{
+            "name": "main", "image": "registry.k8s.io/pause:3.10",
+            "resources": container_resources(p.get("requests"), p.get("limits"))}]}
+        if p.get("podRequests"):
+            spec["resources"] = {"requests": {r: str(v) for r, v in p["podRequests"].items()}}
+        for key in ("runtimeClassName", "tolerations", "nodeSelector"):
+            if p.get(key):
+                spec[key] = p[key]
+        if p.get("nodeAffinity") is not None:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": p["nodeAffinity"]}}}
+        entry = {"name": p.get("name", "main"), "count": p["count"], "topologyRequest": tr,
+                 "template": {"spec": spec}}
+        if p.get("minCount") is not None:
+            entry["minCount"] = p["minCount"]
+        pod_sets.append(entry)
+    meta = {"name": w["name"], "namespace": w.get("namespace", NS), "labels": owned(s)}
+    if w.get("role"):
+        meta["labels"][ROLE] = w["role"]
+    if w.get("owner"):
+        md = api.get("modeldeployments.worker.gpustack.ai", s["modelDeployment"]["name"], NS)
+        meta["ownerReferences"] = [{"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
+                                    "name": md["metadata"]["name"], "uid": md["metadata"]["uid"], "controller": True}]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
+            "spec": {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}}
+
+
+def queue_state(api):
+    cq = api.get(CQ, QUEUE)
+    st = cq.get("status") or {}
+    return {"uid": cq["metadata"]["uid"], "stopPolicy": cq["spec"].get("stopPolicy", "None"),
+            "reservingWorkloads": st.get("reservingWorkloads", 0), "admittedWorkloads": st.get("admittedWorkloads", 0),
+            "flavors": [f["name"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]}
+
+
+def release_if_evicted(api, name):
+    """What a job integration does when Kueue evicts its Workload: stop the Pods and release
+    the reservation (QuotaReserved=False, no admission). These Workloads have no job behind
+    them, so the lab does it, as Kueue's jobframework would, and Kueue then requeues them."""
+    wl = api.get(WL, name, NS) or {"metadata": {}}
+    st = wl.get("status") or {}
+    conds = {c["type"]: c for c in st.get("conditions") or []}
+    ev, qr = conds.get("Evicted"), conds.get("QuotaReserved")
+    if not (ev and ev["status"] == "True" and qr and qr["status"] == "True"):
+        return False
+    stamp = now()
+    gen = wl["metadata"].get("generation", 1)
+    new = [c for c in st.get("conditions") or [] if c["type"] not in ("QuotaReserved", "Admitted")]
+    new.append({"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": ev.get("message", ""),
+                "lastTransitionTime": stamp, "observedGeneration": gen})
+    new.append({"type": "Admitted", "status": "False", "reason": "NoReservation",
+                "message": "The workload has no reservation", "lastTransitionTime": stamp, "observedGeneration": gen})
+    api.status_patch(WL, name, {"conditions": new, "admission": None}, NS)
+    return True
+
+
+def migrate_queue(api, s, t, labels, reserved, timeout=60.0):
+    """GPUStack's migration of the managed queue to the changed scenario T, step by step:
+    replacement Topology and flavors first, HoldAndDrain, wait for zero reservations (the
+    evicted Workloads released), switch the flavor set on the same queue, restore the stop
+    policy, then the old flavors and Topologies go. RESERVED() names the Workloads holding
+    a reservation. Returns the queue's state before, the Workloads held before, the queue
+    drained, the queue after, and the Workloads evicted."""
+    q0 = queue_state(api)
+    held0 = reserved()
+    apply_topology_source(api, t, levels(t), labels["revision"])
+    _, _, flavors = make_flavors(api, t, labels)
+    patch_queue(api, {"stopPolicy": "HoldAndDrain"})
+    deadline = time.time() + timeout
+    while queue_state(api)["reservingWorkloads"] and time.time() < deadline:
+        for w in s["workloads"]:
+            release_if_evicted(api, w["name"])
+        time.sleep(0.3)
+    drained = queue_state(api)
+    evicted = sorted(held0 - reserved())
+    api.patch(CQ, QUEUE, [{"op": "replace", "path": "/spec/resourceGroups/0/flavors", "value": flavors}],
+              content_type="application/json-patch+json")
+    patch_queue(api, {"stopPolicy": q0["stopPolicy"]})
+    # Old flavors and their Topology go once nothing references them.
+    old = [f for f in q0["flavors"] if f not in {f["name"] for f in flavors}]
+    for name in old:
+        api.delete("resourceflavors.kueue.x-k8s.io", name)
+    end = time.time() + 30
+    while any(api.get("resourceflavors.kueue.x-k8s.io", name) for name in old) and time.time() < end:
+        time.sleep(0.3)
+    for name in old:
+        api.delete("topologies.kueue.x-k8s.io", name)
+    return q0, held0, drained, queue_state(api), evicted
