@@ -4,8 +4,10 @@
 // accepted snapshot (min(N, 7000) Nodes, pruned to the Nodes the list has) against it.
 //
 //   BM_ViewList/N        node_view::list(): the copy the registry takes once per window
-//   BM_SelectNodes/N     core::select_nodes over that list (the inventory's selected Nodes)
-//   BM_RelevantChange/N  the whole change: the event applied, the list taken, set_nodes();
+//   BM_SelectNodes/N     core::select_nodes over that list (the inventory's selected Nodes
+//                        when the list does not name its changes)
+//   BM_RelevantChange/N  the whole change: the event applied, the list taken (naming the
+//                        Node changed, node_view::take), set_nodes();
 //                        a Node leaves the selection, then comes back (mean of the two)
 //   BM_NodeLeaves/N      only the departure: the Node is cut from the served rendering
 //                        (inventory::evaluate_change), its return is not timed
@@ -72,7 +74,7 @@ void BM_RelevantChange(benchmark::State& state) {
     const std::size_t i = (k++ * 7919) % std::min(n, snapshot_nodes);
     for (const char* group : {"cpu", "gpu"}) {
       if (!c.set_group(i, group)) std::abort();
-      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.list()));
+      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
     }
   }
   // Two changes per iteration: the time per change is half the time shown.
@@ -92,7 +94,7 @@ void flip_one_way(benchmark::State& state, bool time_leave) {
       const bool timed = leave == time_leave;
       if (!timed) state.PauseTiming();
       if (!c.set_group(i, leave ? "cpu" : "gpu")) std::abort();
-      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.list()));
+      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
       if (!timed) state.ResumeTiming();
     }
   }
@@ -114,7 +116,7 @@ void BM_LabelChange(benchmark::State& state) {
     const std::size_t i = (k * 7919) % moved.size();
     moved[i] = !moved[i];
     if (!c.set_rack(i, moved[i] ? "rack-moved" : "rack-next")) std::abort();
-    inventory->set_nodes(std::make_shared<const core::node_list>(c.view.list()));
+    inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
     ++k;
   }
   if (inventory->current() != served)

@@ -2,6 +2,7 @@
 // The cluster's Nodes, as `kubectl get nodes -o json` prints them (a v1 List of Node).
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -65,9 +66,20 @@ struct cluster_node {
 
 struct node_list {
   std::vector<cluster_node> nodes;  // sorted by name, unique
+  // What changed since an earlier list, when the source knows it (the Node view): `id` names
+  // this list (unique in the process; 0: unnamed) and, when `since` is not 0, it is the list
+  // named `since` with the Nodes named in `changed` (sorted, unique; a superset is allowed)
+  // added, removed or relabelled and no other. A taker that holds the list named `since`
+  // applies the change from those names alone, at a cost in proportion to the change; any
+  // other taker compares whole lists.
+  std::uint64_t id = 0;
+  std::uint64_t since = 0;
+  std::vector<std::string> changed;
+
   [[nodiscard]] const cluster_node* find(std::string_view name) const noexcept;
-  // Same Nodes, same labels (labels shared with the other list compare by address first).
-  bool operator==(const node_list&) const = default;
+  // Same Nodes, same labels (labels shared with the other list compare by address first);
+  // how the list was made is not compared.
+  bool operator==(const node_list& o) const { return nodes == o.nodes; }
 
   // Lookups of names in increasing order, as a pass over a snapshot (whose Nodes are listed
   // sorted) makes them: each continues from where the previous one ended (a galloping

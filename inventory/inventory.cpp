@@ -607,19 +607,27 @@ void inventory::set_nodes(std::optional<core::node_list> nodes) {
 void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
   std::lock_guard wl(write_mu_);
   std::shared_ptr<const core::node_list> selected;
-  if (nodes && cfg_.source.node_selector) {
-    selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
-  } else {
-    selected = std::move(nodes);  // every Node is selected: the list itself
-  }
   // What is served is a function of the accepted snapshot and the selected Nodes: a change
   // to a Node this inventory does not select (or to none of what it keeps) changes nothing.
-  // (selected_ is written only under write_mu_, which this holds.)
+  // (selected_ and nodes_seen_ are written only under write_mu_, which this holds.)
   node_diff diff;
-  if (selected && selected_) {
-    diff =
-        diff_nodes(*selected_, *selected, std::max<std::size_t>(64, selected->nodes.size() / 16));
-    if (!diff.many && diff.changes.empty()) return;
+  const std::uint64_t since = nodes ? nodes->since : 0;
+  const std::uint64_t seen = std::exchange(nodes_seen_, nodes ? nodes->id : 0);
+  if (nodes && selected_ && delta_ && since != 0 && since == seen) {
+    // The source named the Nodes that changed since the list selected_ came from.
+    selected = select_changed(nodes, *selected_, diff);
+    if (!selected) return;
+  } else {
+    if (nodes && cfg_.source.node_selector) {
+      selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
+    } else {
+      selected = std::move(nodes);  // every Node is selected: the list itself
+    }
+    if (selected && selected_) {
+      diff =
+          diff_nodes(*selected_, *selected, std::max<std::size_t>(64, selected->nodes.size() / 16));
+      if (!diff.many && diff.changes.empty()) return;
+    }
   }
   std::shared_ptr<const revision> base;
   std::shared_ptr<const revision> cur;

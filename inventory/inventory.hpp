@@ -260,6 +260,12 @@ class inventory {
   };
   [[nodiscard]] static node_diff diff_nodes(const core::node_list& before,
                                             const core::node_list& after, std::size_t most);
+  // The selection of `all` and its diff with `before` (the selection of the list `all` names
+  // as its base, node_list::since) from the Nodes `all` names as changed alone. Null when
+  // no selected Node differs (the selection is `before`'s).
+  [[nodiscard]] std::shared_ptr<const core::node_list> select_changed(
+      const std::shared_ptr<const core::node_list>& all, const core::node_list& before,
+      node_diff& diff) const;
   // The one deterministic function from (accepted snapshot, selected Nodes, policy) to
   // what is served, shared by offers and Node changes so every replica agrees.
   // `from` (may be null) is the revision `snap` was unpacked from: its packed form is reused.
@@ -299,6 +305,7 @@ class inventory {
   mutable std::mutex write_mu_;  // serialises writers (commit, set_nodes); readers never take it
   std::shared_ptr<const revision> base_;  // as accepted; current_ is base_, pruned, or null
   std::shared_ptr<const core::node_list> selected_;  // the selected Nodes, null = unknown
+  std::uint64_t nodes_seen_ = 0;  // the id of the list selected_ was selected from (0: none)
   std::uint64_t generation_ = 0;
   std::uint64_t attempts_ = 0;
   std::chrono::system_clock::time_point confirmed_at_{};

@@ -501,7 +501,7 @@ class api_node_watch final : public node_watch {
   void publish() {
     on_change_([view = view_] {
       std::lock_guard lk(view->mu);
-      return view->nodes.list();
+      return view->nodes.take();
     });
   }
 

@@ -81,6 +81,59 @@ inventory::node_diff inventory::diff_nodes(const core::node_list& before,
   return d;
 }
 
+std::shared_ptr<const core::node_list> inventory::select_changed(
+    const std::shared_ptr<const core::node_list>& all, const core::node_list& before,
+    node_diff& diff) const {
+  const auto& selector = cfg_.source.node_selector;
+  // Each named Node as `before` has it and as the selection has it now (null: absent).
+  struct edit {
+    const core::cluster_node* was;
+    const core::cluster_node* now;
+  };
+  std::vector<edit> edits;
+  std::size_t added = 0;
+  for (const std::string& name : all->changed) {
+    const core::cluster_node* now = all->find(name);
+    if (now != nullptr && selector && !selector->matches(now->labels)) now = nullptr;
+    const core::cluster_node* was = before.find(name);
+    if (was == nullptr && now == nullptr) continue;
+    if (was != nullptr && now != nullptr && was->labels == now->labels) continue;
+    edits.push_back({was, now});
+    if (was == nullptr) ++added;
+  }
+  if (edits.empty()) return nullptr;
+  std::shared_ptr<const core::node_list> selected;
+  if (!selector) {
+    selected = all;  // every Node is selected: the list itself
+  } else {
+    // `before` with the edits applied, both in name order: the Nodes that did not change are
+    // copied as they are (a name and a reference count each), never matched again.
+    auto out = std::make_shared<core::node_list>();
+    out->nodes.reserve(before.nodes.size() + added);
+    auto e = edits.begin();
+    for (const core::cluster_node& n : before.nodes) {
+      for (; e != edits.end() && e->was == nullptr && e->now->name < n.name; ++e)
+        out->nodes.push_back(*e->now);
+      if (e != edits.end() && e->was == &n) {
+        if (e->now != nullptr) out->nodes.push_back(*e->now);
+        ++e;
+        continue;
+      }
+      out->nodes.push_back(n);
+    }
+    for (; e != edits.end(); ++e) out->nodes.push_back(*e->now);  // joining past the last
+    selected = std::move(out);
+  }
+  const std::size_t most = std::max<std::size_t>(64, selected->nodes.size() / 16);
+  diff.many = edits.size() > most;
+  if (!diff.many) {
+    diff.changes.reserve(edits.size());
+    for (const edit& e : edits)
+      diff.changes.emplace_back(e.was, e.now != nullptr ? selected->find(e.now->name) : nullptr);
+  }
+  return selected;
+}
+
 std::optional<inventory::evaluation> inventory::evaluate_change(
     const revision& cur, const revision& base, const node_diff& diff,
     const std::shared_ptr<const core::node_list>& after,

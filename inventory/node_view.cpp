@@ -1,6 +1,8 @@
 #include "inventory/node_view.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 namespace topogate::inventory::detail {
 
@@ -25,6 +27,28 @@ node_view::labels node_view::kept_labels(simdjson::dom::element node) const {
   return labels(std::move(out));
 }
 
+bool node_view::same_kept(simdjson::dom::element node, const labels& have) const {
+  const labels::storage& h = have.get();
+  // Each kept label found in `have` marks its place; one found twice (or more than 64 kept)
+  // is left to the comparison of built labels, which counts duplicates as they are.
+  if (h.size() > 64) return false;
+  simdjson::dom::object all;
+  if (node["metadata"]["labels"].get(all)) return h.empty();
+  std::uint64_t seen = 0;
+  for (auto field : all) {
+    std::string_view v;
+    if (field.value.get(v) || (keep_ && !keep_(field.key))) continue;
+    const auto it = std::lower_bound(
+        h.begin(), h.end(), field.key,
+        [](const labels::value_type& l, std::string_view k) { return l.first < k; });
+    if (it == h.end() || it->first != field.key || it->second != v) return false;
+    const std::uint64_t bit = std::uint64_t{1} << static_cast<unsigned>(it - h.begin());
+    if ((seen & bit) != 0) return false;
+    seen |= bit;
+  }
+  return seen == (h.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << h.size()) - 1);
+}
+
 void node_view::add_listed(simdjson::dom::element node) {
   listing_[std::string(name_of(node))] = kept_labels(node);
 }
@@ -32,6 +56,20 @@ void node_view::add_listed(simdjson::dom::element node) {
 void node_view::finish_list() {
   nodes_.swap(listing_);
   listing_.clear();
+  // Nodes may have changed unseen while the watch was cut: the next list names no change.
+  changes_known_ = false;
+  changed_.clear();
+}
+
+void node_view::changed(std::string_view name) {
+  if (!changes_known_) return;
+  // Past what an inventory applies from the names alone, the names are not worth keeping.
+  if (changed_.size() >= std::max<std::size_t>(64, nodes_.size() / 16)) {
+    changes_known_ = false;
+    changed_.clear();
+    return;
+  }
+  changed_.emplace_back(name);
 }
 
 bool node_view::apply(std::string_view type, simdjson::dom::element node) {
@@ -40,18 +78,22 @@ bool node_view::apply(std::string_view type, simdjson::dom::element node) {
     const auto it = nodes_.find(name);
     if (it == nodes_.end()) return false;
     nodes_.erase(it);
+    changed(name);
     return true;
   }
   if (type != "ADDED" && type != "MODIFIED") return false;
-  auto kept = kept_labels(node);
   const auto it = nodes_.find(name);
   if (it != nodes_.end()) {
     // Status heartbeats and labels no rule reads: nothing to tell.
+    if (same_kept(node, it->second)) return false;
+    auto kept = kept_labels(node);
     if (it->second == kept) return false;
     it->second = std::move(kept);
+    changed(name);
     return true;
   }
-  nodes_.emplace(std::string(name), std::move(kept));
+  nodes_.emplace(std::string(name), kept_labels(node));
+  changed(name);
   return true;
 }
 
@@ -59,6 +101,23 @@ core::node_list node_view::list() const {
   core::node_list out;
   out.nodes.reserve(nodes_.size());
   for (const auto& [name, ls] : nodes_) out.nodes.push_back({name, ls});
+  return out;
+}
+
+core::node_list node_view::take() {
+  // Unique in the process: a list is never taken for another view's.
+  static std::atomic<std::uint64_t> next_id{1};
+  core::node_list out = list();
+  out.id = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (changes_known_ && taken_ != 0) {
+    std::sort(changed_.begin(), changed_.end());
+    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+    out.since = taken_;
+    out.changed = std::move(changed_);
+  }
+  taken_ = out.id;
+  changes_known_ = true;
+  changed_.clear();
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <simdjson.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -31,17 +32,30 @@ class node_view {
   // true when a Node appeared or left, or one of its kept labels changed.
   bool apply(std::string_view type, simdjson::dom::element node);
 
-  // The view as the registry takes it: sorted by name, each Node's kept labels sorted by key.
+  // The view as a list: sorted by name, each Node's kept labels sorted by key.
   [[nodiscard]] core::node_list list() const;
+  // The same as the registry takes it, once per coalescing window: named (node_list::id), and
+  // naming the Nodes that changed since the list taken before (node_list::since, changed),
+  // unless a relist came between or more changed than max(64, 1/16 of the Nodes): the
+  // inventories then apply a change from those Nodes alone.
+  [[nodiscard]] core::node_list take();
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
   using labels = core::node_labels;  // shared with every list handed out
   [[nodiscard]] labels kept_labels(simdjson::dom::element node) const;
+  // Whether `node`'s kept labels are exactly `have`, read in place: the common event (a
+  // heartbeat, a label no rule reads) then allocates, copies and sorts nothing.
+  [[nodiscard]] bool same_kept(simdjson::dom::element node, const labels& have) const;
+
+  void changed(std::string_view name);
 
   node_watch::label_filter keep_;
   std::map<std::string, labels, std::less<>> nodes_;
   std::map<std::string, labels, std::less<>> listing_;
+  std::uint64_t taken_ = 0;           // the id of the list last taken (0: none yet)
+  bool changes_known_ = false;        // changed_ holds every change since that list
+  std::vector<std::string> changed_;  // names, in event order, repeats allowed
 };
 
 }  // namespace topogate::inventory::detail

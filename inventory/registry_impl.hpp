@@ -55,6 +55,16 @@ inline void add_str(std::string& out, std::string_view key, std::string_view val
 }
 
 inline bool same_nodes(const core::node_list& a, const core::node_list& b) {
+  if (b.since != 0 && b.since == a.id) {
+    // `b` is `a` but for the Nodes it names as changed: only those are compared.
+    for (const std::string& name : b.changed) {
+      const core::cluster_node* x = a.find(name);
+      const core::cluster_node* y = b.find(name);
+      if ((x == nullptr) != (y == nullptr) || (x != nullptr && !(x->labels == y->labels)))
+        return false;
+    }
+    return true;
+  }
   if (a.nodes.size() != b.nodes.size()) return false;
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     if (a.nodes[i].name != b.nodes[i].name || a.nodes[i].labels != b.nodes[i].labels) return false;

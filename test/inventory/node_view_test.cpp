@@ -1,0 +1,179 @@
+// The Node view's answer to one watch event (node_view::apply): true exactly when a Node
+// appeared or left or one of the labels it keeps changed, whether the event's labels are
+// compared in place (the common case) or built and compared (duplicate keys, many labels).
+
+#include "inventory/node_view.hpp"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace topogate::inventory::detail {
+namespace {
+
+// A view that keeps the keys starting with "keep/", holding one Node "n" with `labels`.
+struct view_fixture {
+  node_view view{[](std::string_view key) { return key.starts_with("keep/"); }};
+  simdjson::dom::parser parser;
+
+  static std::string node(std::string_view name, std::string_view labels) {
+    return R"({"metadata":{"name":")" + std::string(name) + R"(","labels":{)" +
+           std::string(labels) + "}}}";
+  }
+  bool apply(std::string_view type, std::string_view name, std::string_view labels) {
+    simdjson::dom::element e;
+    const std::string text = node(name, labels);
+    EXPECT_FALSE(parser.parse(text).get(e));
+    return view.apply(type, e);
+  }
+  explicit view_fixture(std::string_view labels) {
+    simdjson::dom::element e;
+    const std::string text = node("n", labels);
+    EXPECT_FALSE(parser.parse(text).get(e));
+    view.add_listed(e);
+    view.finish_list();
+  }
+  std::vector<std::pair<std::string, std::string>> kept() {
+    const auto l = view.list();
+    EXPECT_EQ(l.nodes.size(), 1U);
+    return l.nodes.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                           : l.nodes.front().labels.get();
+  }
+};
+
+constexpr std::string_view listed = R"("keep/a":"1","other":"x","keep/b":"2")";
+
+TEST(NodeView, AChangeOfAnUnkeptLabelIsNothingToTell) {
+  view_fixture f(listed);
+  EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/b":"2","other":"y","keep/a":"1","new":"z")"));
+  EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/a":"1","keep/b":"2")"));
+  EXPECT_FALSE(f.apply("ADDED", "n", R"("keep/a":"1","keep/b":"2","n":7)"));  // not a string
+  using kv = std::pair<std::string, std::string>;
+  EXPECT_EQ(f.kept(), (std::vector<kv>{{"keep/a", "1"}, {"keep/b", "2"}}));
+}
+
+TEST(NodeView, EveryChangeOfAKeptLabelIsTold) {
+  using kv = std::pair<std::string, std::string>;
+  {
+    view_fixture f(listed);  // a value changed
+    EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"1","keep/b":"3")"));
+    EXPECT_EQ(f.kept(), (std::vector<kv>{{"keep/a", "1"}, {"keep/b", "3"}}));
+  }
+  {
+    view_fixture f(listed);  // one removed
+    EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"1","other":"x")"));
+    EXPECT_EQ(f.kept(), (std::vector<kv>{{"keep/a", "1"}}));
+  }
+  {
+    view_fixture f(listed);  // one added
+    EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"1","keep/b":"2","keep/c":"")"));
+    EXPECT_EQ(f.kept().size(), 3U);
+  }
+  {
+    view_fixture f(listed);  // all gone, labels absent
+    simdjson::dom::element e;
+    const std::string text = R"({"metadata":{"name":"n"}})";
+    ASSERT_FALSE(f.parser.parse(text).get(e));
+    EXPECT_TRUE(f.view.apply("MODIFIED", e));
+    EXPECT_TRUE(f.kept().empty());
+    EXPECT_FALSE(f.view.apply("MODIFIED", e));
+  }
+  {
+    view_fixture f(listed);  // a Node joins, one leaves
+    EXPECT_TRUE(f.apply("ADDED", "m", R"("keep/a":"1")"));
+    EXPECT_EQ(f.view.size(), 2U);
+    EXPECT_TRUE(f.apply("DELETED", "m", ""));
+    EXPECT_FALSE(f.apply("DELETED", "m", ""));
+    EXPECT_FALSE(f.apply("BOOKMARK", "n", R"("keep/a":"9")"));
+    EXPECT_EQ(f.view.size(), 1U);
+  }
+}
+
+TEST(NodeView, DuplicateKeysAreComparedAsTheyAre) {
+  // A key twice with the same value is kept twice; the same key once is then a change, and
+  // the pair again is not.
+  view_fixture f(R"("keep/a":"1","keep/a":"1")");
+  EXPECT_EQ(f.kept().size(), 2U);
+  EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/a":"1","keep/a":"1","other":"z")"));
+  EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"1")"));
+  EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/a":"1")"));
+  // Kept once, sent twice: a change (the in-place comparison sees the key a second time).
+  EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"1","keep/a":"1")"));
+}
+
+TEST(NodeView, SixtyFourKeptLabelsAreComparedInPlaceAndSixtyFiveBuilt) {
+  for (const int count : {64, 65}) {
+    std::string labels;
+    for (int i = 0; i < count; ++i) {
+      if (i != 0) labels += ',';
+      labels += R"("keep/)" + std::to_string(1000 + i) + R"(":"v")";
+    }
+    view_fixture f(labels);
+    EXPECT_EQ(f.kept().size(), static_cast<std::size_t>(count));
+    EXPECT_FALSE(f.apply("MODIFIED", "n", labels + R"(,"other":"1")")) << count;
+    const std::string last = "\"keep/" + std::to_string(1000 + count - 1) + "\":\"v\"";
+    std::string changed = labels;
+    changed.replace(changed.rfind(last), last.size(),
+                    "\"keep/" + std::to_string(1000 + count - 1) + "\":\"w\"");
+    EXPECT_TRUE(f.apply("MODIFIED", "n", changed)) << count;
+    std::string fewer = labels.substr(0, labels.rfind(','));
+    EXPECT_TRUE(f.apply("MODIFIED", "n", fewer)) << count;
+    EXPECT_EQ(f.kept().size(), static_cast<std::size_t>(count - 1));
+  }
+}
+
+TEST(NodeView, EachListTakenNamesTheNodesChangedSinceTheOneBefore) {
+  view_fixture f(listed);
+  const core::node_list first = f.view.take();
+  EXPECT_NE(first.id, 0U);
+  EXPECT_EQ(first.since, 0U);  // nothing taken before it
+  EXPECT_TRUE(f.apply("ADDED", "b", R"("keep/a":"1")"));
+  EXPECT_TRUE(f.apply("MODIFIED", "n", R"("keep/a":"2")"));
+  EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/a":"2","other":"3")"));  // not a change
+  EXPECT_TRUE(f.apply("ADDED", "a", R"("keep/a":"1")"));
+  EXPECT_TRUE(f.apply("MODIFIED", "b", R"("keep/a":"3")"));
+  const core::node_list second = f.view.take();
+  EXPECT_EQ(second.since, first.id);
+  EXPECT_GT(second.id, first.id);
+  EXPECT_EQ(second.changed, (std::vector<std::string>{"a", "b", "n"}));  // sorted, once each
+  EXPECT_EQ(second.nodes.size(), 3U);
+  EXPECT_TRUE(f.apply("DELETED", "a", ""));
+  const core::node_list third = f.view.take();
+  EXPECT_EQ(third.since, second.id);
+  EXPECT_EQ(third.changed, (std::vector<std::string>{"a"}));
+  const core::node_list fourth = f.view.take();  // nothing changed in between
+  EXPECT_EQ(fourth.since, third.id);
+  EXPECT_TRUE(fourth.changed.empty());
+}
+
+TEST(NodeView, AfterARelistOrPastSixtyFourChangesNoChangeIsNamed) {
+  view_fixture f(listed);
+  (void)f.view.take();
+  // 64 Nodes changed (the view holds fewer than 1,024: 64 is the bound) are named; 65 are not.
+  for (const int count : {64, 65}) {
+    for (int i = 0; i < count; ++i)
+      EXPECT_TRUE(f.apply("ADDED", "m" + std::to_string(count) + "-" + std::to_string(i), ""));
+    const core::node_list l = f.view.take();
+    EXPECT_EQ(l.since != 0, count == 64) << count;
+    EXPECT_EQ(l.changed.size(), count == 64 ? 64U : 0U) << count;
+  }
+  EXPECT_TRUE(f.apply("DELETED", "n", ""));
+  simdjson::dom::element e;
+  const std::string text = view_fixture::node("n", listed);
+  ASSERT_FALSE(f.parser.parse(text).get(e));
+  f.view.add_listed(e);
+  f.view.finish_list();  // a relist: what happened while the watch was cut is not known
+  const core::node_list relisted = f.view.take();
+  EXPECT_EQ(relisted.since, 0U);
+  EXPECT_TRUE(relisted.changed.empty());
+  EXPECT_EQ(relisted.nodes.size(), 1U);
+  EXPECT_TRUE(f.apply("DELETED", "n", ""));
+  EXPECT_EQ(f.view.take().since, relisted.id);  // and named again from there
+}
+
+}  // namespace
+}  // namespace topogate::inventory::detail
