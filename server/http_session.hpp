@@ -514,6 +514,10 @@ class http_session : public drainable {
     auto& hdr = parser_->get();
     const std::size_t limit = body_limit(hdr.method(), hdr.target(), srv_.limits);
     if (const auto len = parser_->content_length(); len && *len > limit) {
+      // A request no route takes gets the routing answer, not a 413 for a body it could not
+      // have sent anywhere; either way the body is left unread.
+      if (auto refused = unrouted_response(hdr.method(), hdr.target(), kind_))
+        return send_refusal(std::move(*refused), true);
       return send_error(http::status::payload_too_large,
                         "request body of " + std::to_string(*len) + " bytes exceeds the limit of " +
                             std::to_string(limit) + " bytes for this route");
@@ -577,7 +581,13 @@ class http_session : public drainable {
   // ---- writing a response
 
   void send_error(http::status status, std::string_view message) {
-    response res = error_response(status, message);
+    send_refusal(error_response(status, message), false);
+  }
+
+  // An answer given before the request was read whole; `body_unread`: a body the client may
+  // still be sending (a refusal decided from the header alone).
+  void send_refusal(response&& res, bool body_unread) {
+    const auto status = res.result();
     res.prepare_payload();
     if (!counted_) {
       started_ = clock_type::now();
@@ -587,9 +597,10 @@ class http_session : public drainable {
     // No keep-alive: the rest of the stream cannot be trusted. A client still sending the
     // refused body reads no response if the socket closes under it (TCP reset); keep
     // reading and discarding for a bounded time, as nginx's lingering close does, so the
-    // 413 reaches it.
-    after_response_ =
-        status == http::status::payload_too_large ? after_response::linger : after_response::close;
+    // answer reaches it.
+    after_response_ = status == http::status::payload_too_large || body_unread
+                          ? after_response::linger
+                          : after_response::close;
     request_info info;
     info.route = "transport";
     const std::string_view method =

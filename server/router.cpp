@@ -681,6 +681,23 @@ bool is_polled_route(std::string_view pattern) noexcept {
                      [&](const route& r) { return r.polled && r.pattern == pattern; });
 }
 
+namespace {
+// 404 for a path no route has (or one the plain-HTTP listener, which exists for probes and
+// scrapes only, does not serve), 405 with Allow for a method the path's routes do not take.
+std::optional<response> unrouted(const route_lookup& found, listener_kind listener) {
+  if (found.pattern == nullptr ||
+      (listener != listener_kind::tls && !found.pattern->health_listener))
+    return error_response(http::status::not_found, "not found");
+  if (found.chosen == nullptr) return method_not_allowed(found.allowed);
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<response> unrouted_response(http::verb method, std::string_view target,
+                                          listener_kind listener) {
+  return unrouted(find_route(method, split_target(target).path), listener);
+}
+
 std::size_t body_limit(http::verb method, std::string_view target,
                        const body_limits& limits) noexcept {
   const route* r = find_route(method, split_target(target).path).chosen;
@@ -703,15 +720,12 @@ response handle(const request& req, const peer_certificate& peer, const router_c
   const auto [path, query] = split_target(req.target());
   const route_lookup found = find_route(req.method(), path);
   response res;
-  if (found.pattern == nullptr ||
-      (ctx.listener != listener_kind::tls && !found.pattern->health_listener)) {
-    // The plain-HTTP listener exists for probes and scrapes only.
-    res = error_response(http::status::not_found, "not found");
+  if (auto refused = unrouted(found, ctx.listener)) {
+    if (found.pattern != nullptr) info.route = std::string(found.pattern->pattern);
+    res = std::move(*refused);
   } else {
     info.route = std::string(found.pattern->pattern);
-    if (found.chosen == nullptr) {
-      res = method_not_allowed(found.allowed);
-    } else {
+    {
       const route_call call{req,        peer,  ctx,      info, *found.chosen,
                             found.name, query, received, later};
       res = found.chosen->handler(call);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -122,6 +123,11 @@ struct body_limits {
 };
 // The body limit for a request, decided from its header before any body byte is read: that of
 // the route its method and path select, 0 when none does.
+// The answer to a request that no route takes (404, or 405 with Allow), decided from its
+// method and target alone, so that a session can give it before reading a body; nullopt when
+// a route takes the request.
+[[nodiscard]] std::optional<response> unrouted_response(http::verb method, std::string_view target,
+                                                        listener_kind listener);
 [[nodiscard]] std::size_t body_limit(http::verb method, std::string_view target,
                                      const body_limits& limits) noexcept;
 

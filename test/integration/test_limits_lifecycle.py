@@ -34,6 +34,19 @@ def test_get_routes_take_no_body(server, pki):
     k8s_status(body, 413, "RequestEntityTooLarge")
 
 
+def test_a_body_to_no_route_gets_the_routing_answer(server, pki):
+    # Refused before the body is read, with the answer the path and method get without one:
+    # 404 where no route has the path, 405 (with Allow) where its routes take other methods.
+    for method, path, status, reason in (("POST", "/validate/nope", 404, "NotFound"),
+                                         ("PUT", "/snapshots/demo/status", 405, "MethodNotAllowed"),
+                                         ("PUT", "/snapshots/demo/history", 405, "MethodNotAllowed"),
+                                         ("PUT", "/snapshots/demo/other", 404, "NotFound")):
+        code, body, _, _ = curl("--cacert", str(pki.ca), "-X", method, "--data", "x" * 100,
+                                f"{server.url}{path}")
+        assert code == status, (method, path, code)
+        k8s_status(body, status, reason)
+
+
 def test_push_body_limit(make_server, pki):
     srv = make_server(lambda d: default_config(pki, d, extra="limits: {pushBodyBytes: 1000}"))
     # Checked before authentication: the body is never read.
