@@ -219,6 +219,10 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
   q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
   q.cohort = text_of(at(o, {"spec", "cohortName"}));
   if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
+  q.when_can_borrow = text_of(at(o, {"spec", "flavorFungibility", "whenCanBorrow"}));
+  q.within_cluster_queue = text_of(at(o, {"spec", "preemption", "withinClusterQueue"}));
+  q.reclaim_within_cohort = text_of(at(o, {"spec", "preemption", "reclaimWithinCohort"}));
+  q.borrow_within_cohort = text_of(at(o, {"spec", "preemption", "borrowWithinCohort", "policy"}));
   if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
     label_selector ls;
     validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);
@@ -243,15 +247,21 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
               const doc_node& r = rs->items[ri];
               const std::string rn = text_of(r.find("name"));
               qf.resources.push_back(rn);
-              const doc_node* nq = r.find("nominalQuota");
-              if (!nq) continue;
-              const auto qty = nq->is_scalar() ? parse_quantity(nq->text) : std::nullopt;
-              if (!qty) {
-                errors.push_back(invalid("", child(path, "spec.resourceGroups.flavors.resources"),
-                                         nq->text, "nominalQuota: not a Kubernetes quantity"));
-                continue;
-              }
-              qf.nominal[rn] = amount_of(rn, *qty);
+              const auto read = [&](const char* field, resource_amounts& into) {
+                const doc_node* nq = r.find(field);
+                if (!nq || nq->is_null()) return;
+                const auto qty = nq->is_scalar() ? parse_quantity(nq->text) : std::nullopt;
+                if (!qty) {
+                  errors.push_back(invalid("", child(path, "spec.resourceGroups.flavors.resources"),
+                                           nq->text,
+                                           std::string(field) + ": not a Kubernetes quantity"));
+                  return;
+                }
+                into[rn] = amount_of(rn, *qty);
+              };
+              read("nominalQuota", qf.nominal);
+              read("borrowingLimit", qf.borrowing_limit);
+              read("lendingLimit", qf.lending_limit);
             }
           }
           q.flavors.push_back(std::move(qf));

@@ -126,6 +126,8 @@ struct queue_flavor {
   std::string name;
   std::vector<std::string> resources;
   resource_amounts nominal;  // resources[*].nominalQuota
+  // resources[*].borrowingLimit and lendingLimit: a resource is present when its limit is set.
+  resource_amounts borrowing_limit, lending_limit;
 };
 
 struct cluster_queue {
@@ -136,6 +138,12 @@ struct cluster_queue {
   std::optional<std::int64_t> reserving_workloads, admitted_workloads, pending_workloads;
   std::string stop_policy;
   std::string cohort;  // spec.cohortName (v1beta2) or spec.cohort (v1beta1)
+  // spec.flavorFungibility.whenCanBorrow: "" (Kueue's default, MayStopSearch; Borrow in
+  // v1beta1) or TryNextFlavor.
+  std::string when_can_borrow;
+  // spec.preemption: withinClusterQueue, reclaimWithinCohort, borrowWithinCohort.policy ("" when
+  // unset: Never).
+  std::string within_cluster_queue, reclaim_within_cohort, borrow_within_cohort;
   // spec.namespaceSelector: nullopt (absent) selects no namespace, {} every namespace.
   std::optional<label_selector> namespace_selector;
   bool terminating = false;  // metadata.deletionTimestamp is set

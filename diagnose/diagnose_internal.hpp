@@ -1,5 +1,5 @@
 #pragma once
-// What diagnose.cpp, kueue_decision.cpp and nfd_hop.cpp share: small helpers over the cluster's
+// What diagnose.cpp, the kueue_*.cpp files and nfd_hop.cpp share: small helpers over the cluster's
 // objects.
 
 #include <cstdint>

@@ -55,7 +55,8 @@ cluster_objects tas_cluster() {
   cluster_queue q;
   q.name = "q";
   q.group_resources = {{"cpu", "memory"}};
-  q.flavors.push_back({0, "f", {"cpu", "memory"}, {{"cpu", 64000}, {"memory", 256ll << 30}}});
+  q.flavors.push_back(
+      {0, "f", {"cpu", "memory"}, {{"cpu", 64000}, {"memory", 256ll << 30}}, {}, {}});
   q.namespace_selector = label_selector{};  // every namespace
   c.cluster_queues.push_back(q);
   c.local_queues.push_back({"default", "q", "q", ""});
@@ -97,7 +98,21 @@ void add_flavor_f2(cluster_objects& c, const std::string& pool, const std::strin
     o.labels = sorted_labels({{host, name}, {zone, zone_value}, {"pool", pool}});
     c.nodes.push_back(o);
   }
-  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}});
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}, {}, {}});
+}
+
+// A Workload holding `cpu` of flavor f in ClusterQueue `cq` on Node b1.
+void hold(cluster_objects& c, const std::string& name, const std::string& cq, std::int64_t cpu) {
+  auto& held = add_workload(c, name, {make_podset("main", 1, cpu)});
+  held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  held.admitted_cluster_queue = cq;
+  podset_assignment a;
+  a.name = "main";
+  a.count = 1;
+  a.flavors = {{"cpu", "f"}};
+  a.topology_levels = {host};
+  a.topology_domains = {{{"b1"}, 1}};
+  held.assignments.push_back(a);
 }
 
 kueue_decision decide(const cluster_objects& c, const std::string& name) {
@@ -202,16 +217,7 @@ TEST(Kueue, QuotaOfEarlierPodSetsCountsAgainstNominal) {
 TEST(Kueue, ReservedWorkloadsUseTheQuota) {
   auto c = tas_cluster();
   c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
-  auto& held = add_workload(c, "held", {make_podset("main", 1, 4000)});
-  held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
-  held.admitted_cluster_queue = "q";
-  podset_assignment a;
-  a.name = "main";
-  a.count = 1;
-  a.flavors = {{"cpu", "f"}};
-  a.topology_levels = {host};
-  a.topology_domains = {{{"b1"}, 1}};
-  held.assignments.push_back(a);
+  hold(c, "held", "q", 4000);
   add_workload(c, "w", {make_podset("main", 1, 3000)});
   const auto k = decide(c, "w");
   EXPECT_FALSE(k.admissible);
@@ -220,6 +226,124 @@ TEST(Kueue, ReservedWorkloadsUseTheQuota) {
             "f, 1 more needed");
   c.cluster_queues[0].flavors[0].nominal["cpu"] = 7000;
   EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// ---------------------------------------------------------------- cohorts and borrowing
+
+// ClusterQueue q (cpu 6 in flavor f) and `lender` (cpu `lend` in f, memory ample) in cohort
+// "pool"; a Workload w of two 4-CPU Pods in one zone needs 8.
+cluster_objects cohort_cluster(std::int64_t lend) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  c.cluster_queues[0].cohort = "pool";
+  cluster_queue lender = c.cluster_queues[0];
+  lender.name = "lender";
+  lender.flavors[0].nominal["cpu"] = lend;
+  c.cluster_queues.push_back(lender);
+  add_workload(c, "w", {make_podset("main", 2, 4000)});
+  return c;
+}
+
+// Kueue's message when flavor f lacks `n` unused CPUs.
+std::string cpu_more_needed(int n) {
+  return "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+         "f, " +
+         std::to_string(n) + " more needed";
+}
+
+// A ClusterQueue borrows what the other ClusterQueues of its cohort do not use: 6 + 4 >= 8
+// admits; 6 + 1 < 8 is Kueue's "maximum capacity (7)"; outside the cohort, 6.
+TEST(KueueCohort, BorrowsTheCohortsUnusedQuota) {
+  auto c = cohort_cluster(4000);
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f");
+  c = cohort_cluster(1000);
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor f, "
+            "previously considered podsets requests (0) + current podset request (8) > maximum "
+            "capacity (7)");
+  c = cohort_cluster(2000);
+  EXPECT_TRUE(decide(c, "w").admissible);  // 6 + 2: exactly 8
+  c = cohort_cluster(4000);
+  c.cluster_queues[1].cohort = "elsewhere";
+  EXPECT_NE(decide(c, "w").message.find("maximum capacity (6)"), std::string::npos);
+}
+
+// borrowingLimit caps what q takes from its cohort, lendingLimit what the lender gives it:
+// either at 1 leaves 6 + 1 = 7 (< 8, Kueue's "maximum capacity (7)"), at 2 exactly 8. A
+// lendingLimit on q keeps its own quota local, still its own to use.
+TEST(KueueCohort, BorrowingAndLendingLimitsCap) {
+  for (const bool borrowing : {true, false}) {
+    auto c = cohort_cluster(4000);
+    auto& f = c.cluster_queues[borrowing ? 0 : 1].flavors[0];
+    (borrowing ? f.borrowing_limit : f.lending_limit)["cpu"] = 1000;
+    const auto k = decide(c, "w");
+    EXPECT_FALSE(k.admissible) << borrowing;
+    EXPECT_NE(k.message.find("> maximum capacity (7)"), std::string::npos) << k.message;
+    (borrowing ? f.borrowing_limit : f.lending_limit)["cpu"] = 2000;
+    EXPECT_TRUE(decide(c, "w").admissible) << borrowing;
+  }
+  auto c = cohort_cluster(4000);
+  c.cluster_queues[0].flavors[0].lending_limit["cpu"] = 0;
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// What the other ClusterQueues use beyond what they keep local is gone from the cohort:
+// the lender using 3 of its 4 leaves 7 (Kueue's "1 more needed"), using 2 leaves 8. A
+// lendingLimit keeps the lender's usage local first: using 3 of 4 with lendingLimit 2 (2
+// kept local) takes only 1 of the 2 it lends.
+TEST(KueueCohort, CohortUsageLeavesLess) {
+  auto c = cohort_cluster(4000);
+  hold(c, "other", "lender", 3000);
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.message, cpu_more_needed(1));
+  c = cohort_cluster(4000);
+  hold(c, "other", "lender", 2000);
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c = cohort_cluster(4000);
+  c.cluster_queues[1].flavors[0].lending_limit["cpu"] = 2000;
+  hold(c, "other", "lender", 3000);
+  k = decide(c, "w");
+  EXPECT_EQ(k.message, cpu_more_needed(1));
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 7000;
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// A borrowing ClusterQueue's own usage counts against what it may still borrow: q using 5
+// of its 6 with borrowingLimit 4 may take 1 + 4 = 5 more (not the cohort's 1 + 4 + ...).
+TEST(KueueCohort, OwnUsageCountsAgainstTheBorrowingLimit) {
+  auto c = cohort_cluster(8000);
+  c.cluster_queues[0].flavors[0].borrowing_limit["cpu"] = 4000;
+  hold(c, "mine", "q", 5000);
+  auto k = decide(c, "w");  // needs 8: 1 unused + at most 4 borrowed
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.message, cpu_more_needed(3));
+  c.cluster_queues[0].flavors[0].borrowing_limit["cpu"] = 7000;
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
+// flavorFungibility.whenCanBorrow: by default (MayStopSearch) the first flavor that fits by
+// borrowing is taken; TryNextFlavor goes on to a flavor that fits without borrowing, and
+// falls back to the borrowing one when none does.
+TEST(KueueCohort, WhenCanBorrowTryNextFlavor) {
+  auto c = cohort_cluster(4000);
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 4000}, {"o2", 4000}});
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f");
+  c.cluster_queues[0].when_can_borrow = "TryNextFlavor";
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 7000;  // f2 too little: back to f
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f");
 }
 
 // The first flavor whose quota fits is chosen, and TAS runs in that flavor only.
@@ -944,8 +1068,8 @@ TEST(KueueQueue, InactiveClusterQueueCauses) {
     c.cluster_queues[0].stop_policy = "HoldAndDrain";
     EXPECT_EQ(inactive(c), "ClusterQueue q: Can't admit new workloads: is stopped.");
     // Stopped and a flavor missing: both, Kueue's order.
-    c.cluster_queues[0].flavors.push_back({0, "x", {"cpu", "memory"}, {}});
-    c.cluster_queues[0].flavors.push_back({0, "y", {"cpu", "memory"}, {}});
+    c.cluster_queues[0].flavors.push_back({0, "x", {"cpu", "memory"}, {}, {}, {}});
+    c.cluster_queues[0].flavors.push_back({0, "y", {"cpu", "memory"}, {}, {}, {}});
     EXPECT_EQ(inactive(c),
               "ClusterQueue q: Can't admit new workloads: is stopped, references missing "
               "ResourceFlavor(s): x,y.");
