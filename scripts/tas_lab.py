@@ -306,6 +306,17 @@ def load(path):
     for i, w in enumerate(s.get("workloads") or []):
         if w.get("namespace", NS) not in known_ns:
             errs.append(f"workloads[{i}].namespace: {NS} or one of namespaces")
+    for field in ("borrowingLimit", "lendingLimit"):
+        if s.get(field) is not None and not isinstance(s[field], dict):
+            errs.append(f"{field}: resource -> quantity")
+    if s.get("cohort") is not None and not (isinstance(s["cohort"], str) and
+                                           re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", s["cohort"])):
+        errs.append("cohort: a DNS label")
+    for i, cq in enumerate(s.get("clusterQueues") or []):
+        if not isinstance(cq, dict) or not isinstance(cq.get("name"), str) or cq.get("name") == QUEUE or \
+                not isinstance(cq.get("quota") or {}, dict) or set(cq) - {"name", "cohort", "quota", "borrowingLimit",
+                                                                       "lendingLimit"}:
+            errs.append(f"clusterQueues[{i}]: {{name (not {QUEUE}), cohort, quota, borrowingLimit, lendingLimit}}")
     q = s.get("queue")
     if q is not None and (not isinstance(q, dict) or set(q) - {"stopPolicy", "missingFlavor"}):
         errs.append("queue: {stopPolicy, missingFlavor}")
@@ -495,6 +506,23 @@ def profiles_of(s, lab):
     return profiles, members
 
 
+def queue_flavors(flavors, quota, borrowing, lending):
+    """The flavor entries of another ClusterQueue over the same flavors: nominalQuota from
+    `quota` (0 for a resource it leaves out), and the limits it sets."""
+    out = []
+    for f in flavors:
+        rq = []
+        for r in f["resources"]:
+            e = {"name": r["name"], "nominalQuota": str((quota or {}).get(r["name"], 0))}
+            if r["name"] in (borrowing or {}):
+                e["borrowingLimit"] = str(borrowing[r["name"]])
+            if r["name"] in (lending or {}):
+                e["lendingLimit"] = str(lending[r["name"]])
+            rq.append(e)
+        out.append({"name": f["name"], "resources": rq})
+    return out
+
+
 def make_flavors(s, lab):
     """One Topology and one ResourceFlavor (pinned to the profile) per profile; the
     ClusterQueue's flavor entries for them."""
@@ -522,7 +550,11 @@ def make_flavors(s, lab):
                 q = str(quota[r])
             else:
                 q = fmt_quantity(r, sum(parse_quantity(n["allocatable"].get(r, 0)) for n in members[p]))
-            rq.append({"name": r, "nominalQuota": q})
+            e = {"name": r, "nominalQuota": q}
+            for field in ("borrowingLimit", "lendingLimit"):  # the scenario's limits (cohort)
+                if r in (s.get(field) or {}):
+                    e[field] = str(s[field][r])
+            rq.append(e)
         flavors.append({"name": name, "resources": rq})
     return profiles, members, res, flavors
 
@@ -541,16 +573,16 @@ def apply_topology_source(s, levels, revision):
          "message": f"revision {revision} applied by the TAS lab's labeler"}]})
 
 
-def wait_queue_state(active, timeout=60):
+def wait_queue_state(active, timeout=60, name=QUEUE):
     """Until Kueue reports the ClusterQueue Active (or, active False, not Active)."""
     deadline = time.time() + timeout
     while True:
-        cq = api_obj("clusterqueues.kueue.x-k8s.io", QUEUE) or {}
+        cq = api_obj("clusterqueues.kueue.x-k8s.io", name) or {}
         conds = {c["type"]: c for c in (cq.get("status") or {}).get("conditions", [])}
         if (conds.get("Active", {}).get("status") == "True") == active and "Active" in conds:
             return cq
         if time.time() > deadline:
-            die(f"ClusterQueue {QUEUE} Active is not {active} after {timeout} s: {conds.get('Active')}")
+            die(f"ClusterQueue {name} Active is not {active} after {timeout} s: {conds.get('Active')}")
         time.sleep(0.3)
 
 
@@ -567,6 +599,16 @@ def cmd_chain(path, labels_path):
     profiles, members, res, flavors = make_flavors(s, lab)
     cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}),
                "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}
+    if s.get("cohort"):
+        cq_spec["cohortName"] = s["cohort"]
+    # Other ClusterQueues over the same flavors (e.g. lenders of the cohort).
+    for other in s.get("clusterQueues") or []:
+        spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": res, "flavors": queue_flavors(
+            flavors, other.get("quota"), other.get("borrowingLimit"), other.get("lendingLimit"))}]}
+        if other.get("cohort"):
+            spec["cohortName"] = other["cohort"]
+        apply_obj({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": other["name"], "labels": owned}, "spec": spec})
     if s.get("admissionCheck"):
         # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
         # (standing in for its controller) and never marks a Workload's check Ready, so a
@@ -605,6 +647,8 @@ def cmd_chain(path, labels_path):
         apply_obj({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                    "metadata": {"name": md["name"], "namespace": NS, "labels": owned}, "spec": md["spec"]})
     cq = wait_queue_active()
+    for other in s.get("clusterQueues") or []:
+        wait_queue_state(True, name=other["name"])
     # GPUStack's condition on its managed queue (the lab stands in for the operator here).
     conds = cq["status"].get("conditions", [])
     if not any(c["type"] == "TopologyReady" for c in conds):
