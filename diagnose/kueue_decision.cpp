@@ -44,6 +44,23 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       k.notes.push_back("PodSet " + ps.name +
                         " sets podsetSliceRequiredTopologyConstraints: slice layers are not "
                         "modelled, only podSetSliceRequiredTopology and podSetSliceSize");
+  {
+    std::set<std::string> seen_flavors;
+    for (const auto& f : q->flavors) {
+      const resource_flavor* rf = c.flavor(f.name);
+      const kueue_topology* topo = rf ? c.topology(rf->topology_name) : nullptr;
+      if (!topo || !seen_flavors.insert(f.name).second) continue;
+      const auto hit = hostnames_equal_to_top_values(c, *rf, *topo);
+      if (!hit.empty())
+        k.notes.push_back(
+            "Kueue v0.17.0 known bug: in flavor " + f.name + " the hostname of Node(s) " +
+            join(hit, ", ") + " equals a " + topo->levels.front() +
+            " value; Kueue keys hostname leaves and " + topo->levels.front() +
+            " domains in one map, so the domain tree it builds depends on Go's map order (Nodes "
+            "may fall out of their domain) and its decision may differ from this one between "
+            "scheduling cycles");
+    }
+  }
   if (!q->cohort.empty())
     k.notes.push_back("ClusterQueue " + q->name + " is in cohort " + q->cohort +
                       ": its quota and the cohort's follow the ClusterQueues of the cohort; a "

@@ -59,6 +59,14 @@ struct tas_result {
 // `assumed` (per leaf) taken by the groups placed before.
 tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_request* leader,
                        const std::map<std::string, resource_amounts>& assumed, bool tas_only_queue);
+// Kueue v0.17.0 known bug: a Topology ending with the hostname keys its leaves by the hostname
+// alone and every other domain by its values joined with ","; both share one map, so a
+// hostname equal to a top-level value (one value, no ",") takes that domain's place, and the
+// tree Kueue builds depends on Go's map order. The Nodes of `rf`'s snapshot whose hostname
+// equals a value of the Topology's first level, sorted.
+std::vector<std::string> hostnames_equal_to_top_values(const cluster_objects& c,
+                                                       const resource_flavor& rf,
+                                                       const kueue_topology& topo);
 // Adds what `placed` takes (per leaf) to `assumed`; `with_pods` counts the Pods as well.
 void add_assumed(std::map<std::string, resource_amounts>& assumed,
                  const std::map<std::string, std::int64_t>& placed, const resource_amounts& per_pod,

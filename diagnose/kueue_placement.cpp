@@ -458,6 +458,21 @@ tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_re
   return r;
 }
 
+std::vector<std::string> hostnames_equal_to_top_values(const cluster_objects& c,
+                                                       const resource_flavor& rf,
+                                                       const kueue_topology& topo) {
+  if (topo.levels.size() < 2 || topo.levels.back() != hostname_label) return {};
+  const tas_snapshot s = build_snapshot(c, rf, topo, {});
+  std::set<std::string> top;
+  for (const auto& d : s.levels.front()) top.insert(d.values.front());
+  std::set<std::string> hit;
+  for (const auto& leaf : s.levels.back())
+    if (leaf.node)
+      if (const std::string* h = find_label(leaf.node->labels, hostname_label); h && top.count(*h))
+        hit.insert(leaf.node->name);
+  return {hit.begin(), hit.end()};
+}
+
 void add_assumed(std::map<std::string, resource_amounts>& assumed,
                  const std::map<std::string, std::int64_t>& placed, const resource_amounts& per_pod,
                  bool with_pods) {
