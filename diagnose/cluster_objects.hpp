@@ -141,6 +141,9 @@ struct cluster_queue {
   // spec.flavorFungibility.whenCanBorrow: "" (Kueue's default, MayStopSearch; Borrow in
   // v1beta1) or TryNextFlavor.
   std::string when_can_borrow;
+  // spec.flavorFungibility.whenCanPreempt: "" (Kueue's default, TryNextFlavor) or
+  // MayStopSearch (v1beta1: Preempt).
+  std::string when_can_preempt;
   // spec.preemption: withinClusterQueue, reclaimWithinCohort, borrowWithinCohort.policy ("" when
   // unset: Never).
   std::string within_cluster_queue, reclaim_within_cohort, borrow_within_cohort;
@@ -214,6 +217,9 @@ struct workload {
   label_map labels;
   std::vector<owner_ref> owners;
   std::string queue_name;
+  std::string uid;                       // metadata.uid
+  std::optional<std::int64_t> priority;  // spec.priority (Kueue sets it from the priority class)
+  std::string quota_reserved_at;         // the QuotaReserved condition's lastTransitionTime
   std::vector<podset> podsets;
   std::vector<object_condition> conditions;
   std::string admitted_cluster_queue;  // status.admission.clusterQueue

@@ -3,6 +3,7 @@
 // PodSet group by PodSet group in the chosen flavor, as the pinned module's
 // pkg/scheduler/flavorassigner and pkg/cache/scheduler/tas_flavor_snapshot.go take it.
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -65,14 +66,21 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     k.notes.push_back("ClusterQueue " + q->name + " is in cohort " + q->cohort +
                       ": its quota and the cohort's follow the ClusterQueues of the cohort; a "
                       "Cohort object's own quota and parent are not read");
-  for (const auto& policy :
-       {q->within_cluster_queue, q->reclaim_within_cohort, q->borrow_within_cohort})
-    if (!policy.empty() && policy != "Never") {
+  {
+    const auto set = [](const std::string& p) { return !p.empty() && p != "Never"; };
+    if (set(q->reclaim_within_cohort) || set(q->borrow_within_cohort) ||
+        (set(q->within_cluster_queue) && !q->cohort.empty()))
       k.notes.push_back("ClusterQueue " + q->name +
-                        " may preempt (spec.preemption): preemption is not modelled, the usage "
-                        "of preemptible Workloads counts as taken");
-      break;
-    }
+                        " may preempt (spec.preemption) within its cohort: preemption in a cohort "
+                        "is not modelled, the usage of preemptible Workloads counts as taken");
+    else if (q->within_cluster_queue == "LowerOrNewerEqualPriority")
+      k.notes.push_back("ClusterQueue " + q->name +
+                        " preempts LowerOrNewerEqualPriority: only lower priorities are taken as "
+                        "candidates here, not equal priorities queued after this Workload");
+    else if (set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority")
+      k.notes.push_back("ClusterQueue " + q->name + " preempts " + q->within_cluster_queue +
+                        ": only lower priorities are taken as candidates here");
+  }
   const bool covers_pods = group_covering(*q, "pods") != std::string::npos;
 
   // PodSet groups (podSetGroupName; else each PodSet alone), in the order they first appear.
@@ -120,6 +128,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   // What the Workloads holding a reservation use in this ClusterQueue and its cohort.
   const cohort_quota quota(c, *q, &w);
   const bool try_next_when_borrowing = q->when_can_borrow == "TryNextFlavor";
+  // Kueue's classical preemption within the ClusterQueue, modelled for a ClusterQueue outside
+  // any cohort; a flavor that fits only by preempting is kept while the search goes on for one
+  // that fits as is (whenCanPreempt: TryNextFlavor, the default).
+  const bool may_preempt =
+      !quota.in_cohort() && (q->within_cluster_queue == "LowerPriority" ||
+                             q->within_cluster_queue == "LowerOrNewerEqualPriority");
+  const bool stop_when_preempting =
+      q->when_can_preempt == "MayStopSearch" || q->when_can_preempt == "Preempt";
 
   // 1. Quota and flavor, group by group; `start[g]`: the position in its resource group's
   // flavors where the group's search begins (Kueue's LastTriedFlavorIdx: after a failed
@@ -128,6 +144,8 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   std::vector<std::size_t> chosen_pos(groups.size()), rg_size(groups.size());
   auto quota_pass = [&](const std::vector<std::size_t>& start, kueue_decision& kd) {
     std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
+    std::vector<const workload*> victims;  // of the groups that preempt
+    std::vector<std::string> preempt_reasons;
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const podset& first = w.podsets[groups[g].front()];
       resource_amounts total;
@@ -152,8 +170,9 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         for (const auto& f : q->flavors) rg_size[g] += f.group == rg;
         // A flavor that fits only by borrowing: the first such, kept while the search goes on
         // for one that fits without (flavorFungibility.whenCanBorrow: TryNextFlavor).
-        std::string borrowing_flavor;
-        std::size_t last_pos = 0;
+        std::string borrowing_flavor, preempting_flavor;
+        std::size_t last_pos = 0, preempting_pos = 0;
+        std::vector<const workload*> preempting_victims;
         for (const auto& f : q->flavors) {
           if (f.group != rg) continue;
           if (pos++ < start[g]) continue;
@@ -166,6 +185,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             continue;
           }
           bool fits = true, borrows = false;
+          std::map<flavor_resource, std::int64_t> short_of;  // what preemption must free
           for (const auto& r : q->group_resources[rg]) {
             auto t = total.find(r);
             if (t == total.end()) continue;
@@ -184,16 +204,31 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             }
             const std::int64_t available = quota.available(fr);
             if (val > available) {
-              // Kueue would look for Workloads to preempt; none is preemptible here
-              // (preemption is not modelled), so the next flavor is tried.
+              // Kueue looks for Workloads to preempt when the request is within nominalQuota;
+              // without any the next flavor is tried.
               reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name +
                                 ", " + quota_text(r, val - available) + " more needed");
+              if (may_preempt && val <= quota.nominal(fr)) {
+                short_of[fr] = val;
+                continue;
+              }
               fits = false;
               break;
             }
             borrows = borrows || (quota.in_cohort() && quota.borrows(fr, val));
           }
           if (!fits) continue;
+          if (!short_of.empty()) {
+            auto targets = preemption_targets(c, *q, w, quota, short_of);
+            if (targets.empty()) continue;  // no candidates: the next flavor
+            if (preempting_flavor.empty()) {
+              preempting_flavor = f.name;
+              preempting_pos = pos - 1;
+              preempting_victims = std::move(targets);
+            }
+            if (!stop_when_preempting) continue;
+            break;
+          }
           if (borrows && try_next_when_borrowing) {
             if (borrowing_flavor.empty()) borrowing_flavor = f.name;
             continue;
@@ -206,6 +241,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           // Kueue takes the best flavor it saw and starts the next cycle after the last tried.
           chosen[rg] = borrowing_flavor;
           chosen_pos[g] = last_pos;
+        } else if (!chosen.count(rg) && !preempting_flavor.empty()) {
+          // Fitting by borrowing is preferred to preempting (BorrowingOverPreemption).
+          chosen[rg] = preempting_flavor;
+          chosen_pos[g] = stop_when_preempting ? preempting_pos : last_pos;
+          for (const workload* v : preempting_victims)
+            if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
+          preempt_reasons.push_back("couldn't assign flavors to pod set " + first.name + ": " +
+                                    join(reasons, ", "));
         }
         if (!chosen.count(rg)) {
           fail = join(reasons, ", ");
@@ -234,6 +277,22 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       for (const auto& [rg, f] : chosen)
         if (group_flavor[g].empty()) group_flavor[g] = f;
       for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
+    }
+    if (!victims.empty()) {
+      // The scheduler issues the preemptions and the Workload waits for them (its message
+      // gains ". Pending the preemption of N workload(s)"); placement waits as well.
+      kd.step = "preemption";
+      kd.podset = w.podsets.front().name;
+      kd.message = join(preempt_reasons, "; ") + ". Pending the preemption of " +
+                   std::to_string(victims.size()) + " workload(s)";
+      for (const workload* v : victims) kd.preempts.push_back(v->namespace_ + "/" + v->name);
+      std::sort(kd.preempts.begin(), kd.preempts.end());
+      for (auto& p : kd.podsets) p.stage = "preemption";
+      kd.notes.push_back("Kueue preempts " + join(kd.preempts, ", ") +
+                         " (spec.preemption.withinClusterQueue " + q->within_cluster_queue +
+                         "); the Workload is admitted once they have released their quota "
+                         "(placement after the preemption is not checked here)");
+      return false;
     }
     return true;
   };
@@ -362,7 +421,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = w.podsets[i].count;
     const bool quota_ok = quota_pass(start, attempt);
     if (quota_ok) attempt.admissible = place_all(false, &attempt);
-    if (!attempt.admissible && !attempt.no_decision) {
+    if (!attempt.admissible && !attempt.no_decision && attempt.step != "preemption") {
       kueue_decision reduced;
       if (partial(start, reduced)) {
         k = std::move(reduced);
@@ -377,6 +436,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
                           "); Kueue admits " + join(what, ", "));
         break;
       }
+    }
+    if (!quota_ok && attempt.step == "preemption") {
+      k = attempt;
+      break;
     }
     if (!quota_ok) {
       bool from_first = true;

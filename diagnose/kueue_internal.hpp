@@ -102,6 +102,7 @@ class cohort_quota {
   [[nodiscard]] bool borrows(const flavor_resource& fr, std::int64_t val) const;
   [[nodiscard]] bool in_cohort() const noexcept { return !members_.empty(); }
   [[nodiscard]] std::int64_t usage(const flavor_resource& fr) const;
+  [[nodiscard]] std::int64_t nominal(const flavor_resource& fr) const;
 
  private:
   struct member {
@@ -113,5 +114,17 @@ class cohort_quota {
   std::vector<member> members_;  // every ClusterQueue of the cohort, this one included
   std::map<flavor_resource, std::int64_t> cohort_subtree_, cohort_usage_;
 };
+
+// What a Workload holding a reservation uses, per flavor and resource (its admission's counts).
+std::map<flavor_resource, std::int64_t> quota_usage(const workload& x);
+
+// Kueue's classical preemption within a ClusterQueue outside any cohort
+// (pkg/scheduler/preemption): the Workloads of `q` that spec.preemption.withinClusterQueue lets
+// `w` preempt (a lower priority) and that use a flavor and resource of `need`, taken in Kueue's
+// order (lowest priority, then the most recent reservation, then the uid) until `need` fits,
+// then those not needed given back (last first). Empty when even all of them do not make it fit.
+std::vector<const workload*> preemption_targets(
+    const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,
+    const std::map<flavor_resource, std::int64_t>& need);
 
 }  // namespace topogate::diagnose::detail

@@ -101,6 +101,81 @@ std::int64_t value_at(const std::map<flavor_resource, std::int64_t>& m, const fl
 
 }  // namespace
 
+std::map<flavor_resource, std::int64_t> quota_usage(const workload& x) {
+  std::map<flavor_resource, std::int64_t> out;
+  for (const auto& a : x.assignments) {
+    const podset* ps = nullptr;
+    for (const auto& s : x.podsets)
+      if (s.name == a.name) ps = &s;
+    if (!ps) continue;
+    const std::int64_t n = a.count > 0 ? a.count : ps->count;
+    for (const auto& [r, f] : a.flavors) {
+      auto it = ps->requests.find(r);
+      const std::int64_t per = r == "pods" ? 1 : (it == ps->requests.end() ? 0 : it->second);
+      auto& u = out[{f, r}];
+      u = sat_add(u, per * n);
+    }
+  }
+  return out;
+}
+
+std::vector<const workload*> preemption_targets(
+    const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,
+    const std::map<flavor_resource, std::int64_t>& need) {
+  struct candidate {
+    const workload* wl;
+    std::map<flavor_resource, std::int64_t> usage;
+  };
+  const std::int64_t mine = w.priority.value_or(0);
+  std::vector<candidate> cands;
+  for (const auto& x : c.workloads) {
+    if (&x == &w || !x.quota_reserved() || x.admitted_cluster_queue != q.name) continue;
+    if (x.priority.value_or(0) >= mine) continue;
+    auto u = quota_usage(x);
+    bool uses = false;
+    for (const auto& [fr, v] : need) uses = uses || value_at(u, fr) > 0;
+    if (uses) cands.push_back({&x, std::move(u)});
+  }
+  // Kueue's CandidatesOrdering: the lowest priority first, then the most recent reservation
+  // (RFC 3339 times order as strings), then the uid.
+  std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
+    const auto pa = a.wl->priority.value_or(0), pb = b.wl->priority.value_or(0);
+    if (pa != pb) return pa < pb;
+    if (a.wl->quota_reserved_at != b.wl->quota_reserved_at)
+      return a.wl->quota_reserved_at > b.wl->quota_reserved_at;
+    return a.wl->uid < b.wl->uid;
+  });
+  std::map<flavor_resource, std::int64_t> freed;
+  const auto fits = [&] {
+    for (const auto& [fr, v] : need)
+      if (v > quota.nominal(fr) - (quota.usage(fr) - value_at(freed, fr))) return false;
+    return true;
+  };
+  const auto add = [&](const candidate& k, std::int64_t sign) {
+    for (const auto& [fr, v] : k.usage) freed[fr] += sign * v;
+  };
+  std::vector<const candidate*> targets;
+  for (const auto& k : cands) {
+    add(k, 1);
+    targets.push_back(&k);
+    if (!fits()) continue;
+    // Kueue's fillBackWorkloads: from the one before the last, each given back if it still fits.
+    for (std::size_t i = targets.size() - 1; i-- > 0;) {
+      add(*targets[i], -1);
+      if (fits()) {
+        targets[i] = targets.back();
+        targets.pop_back();
+      } else {
+        add(*targets[i], 1);
+      }
+    }
+    std::vector<const workload*> out;
+    for (const auto* t : targets) out.push_back(t->wl);
+    return out;
+  }
+  return {};
+}
+
 std::int64_t cohort_quota::member::local(const flavor_resource& fr) const {
   auto ll = lending.find(fr);
   if (ll == lending.end()) return 0;
@@ -123,18 +198,9 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
     }
     for (const auto& x : c.workloads) {
       if (&x == except || !x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
-      for (const auto& a : x.assignments) {
-        const podset* ps = nullptr;
-        for (const auto& s : x.podsets)
-          if (s.name == a.name) ps = &s;
-        if (!ps) continue;
-        const std::int64_t n = a.count > 0 ? a.count : ps->count;
-        for (const auto& [r, f] : a.flavors) {
-          auto it = ps->requests.find(r);
-          const std::int64_t per = r == "pods" ? 1 : (it == ps->requests.end() ? 0 : it->second);
-          auto& u = m.usage[{f, r}];
-          u = sat_add(u, per * n);
-        }
+      for (const auto& [fr, v] : quota_usage(x)) {
+        auto& u = m.usage[fr];
+        u = sat_add(u, v);
       }
     }
     return m;
@@ -154,6 +220,10 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
 
 std::int64_t cohort_quota::usage(const flavor_resource& fr) const {
   return value_at(self_.usage, fr);
+}
+
+std::int64_t cohort_quota::nominal(const flavor_resource& fr) const {
+  return value_at(self_.nominal, fr);
 }
 
 std::int64_t cohort_quota::available(const flavor_resource& fr) const {

@@ -102,7 +102,8 @@ void add_flavor_f2(cluster_objects& c, const std::string& pool, const std::strin
 }
 
 // A Workload holding `cpu` of flavor f in ClusterQueue `cq` on Node b1.
-void hold(cluster_objects& c, const std::string& name, const std::string& cq, std::int64_t cpu) {
+workload& hold(cluster_objects& c, const std::string& name, const std::string& cq,
+               std::int64_t cpu) {
   auto& held = add_workload(c, name, {make_podset("main", 1, cpu)});
   held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
   held.admitted_cluster_queue = cq;
@@ -113,6 +114,7 @@ void hold(cluster_objects& c, const std::string& name, const std::string& cq, st
   a.topology_levels = {host};
   a.topology_domains = {{{"b1"}, 1}};
   held.assignments.push_back(a);
+  return held;
 }
 
 kueue_decision decide(const cluster_objects& c, const std::string& name) {
@@ -378,6 +380,92 @@ TEST(KueueCohort, WhenCanBorrowTryNextFlavor) {
   k = decide(c, "w");
   EXPECT_TRUE(k.admissible) << k.message;
   EXPECT_EQ(k.podsets[0].flavor, "f");
+}
+
+// ---------------------------------------------------------------- preemption
+
+// ClusterQueue q (cpu 6, withinClusterQueue LowerPriority) fully used by low (priority 0, 3
+// CPU, reserved first), low2 (priority 0, 2 CPU, reserved after) and high (priority 200, 1
+// CPU); w (priority 100) asks for `cpu` in one Pod.
+cluster_objects preemption_cluster(std::int64_t cpu) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  c.cluster_queues[0].within_cluster_queue = "LowerPriority";
+  hold(c, "low", "q", 3000).quota_reserved_at = "2026-12-01T10:00:00Z";
+  hold(c, "low2", "q", 2000).quota_reserved_at = "2026-12-01T11:00:00Z";
+  auto& high = hold(c, "high", "q", 1000);
+  high.priority = 200;
+  high.quota_reserved_at = "2026-12-01T12:00:00Z";
+  add_workload(c, "w", {make_podset("main", 1, cpu)}).priority = 100;
+  return c;
+}
+
+std::string preemption_message(int more, int n) {
+  return "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+         "f, " +
+         std::to_string(more) + " more needed. Pending the preemption of " + std::to_string(n) +
+         " workload(s)";
+}
+
+// Kueue takes the lower-priority Workloads, the most recently reserved first, until the
+// request fits, then gives back those not needed: 4 CPUs take low2 and low; 3 CPUs take low
+// alone (low2 given back); high (a higher priority) is never taken.
+TEST(KueuePreemption, LowerPriorityTakenInKueuesOrderFewestKept) {
+  auto c = preemption_cluster(4000);
+  auto r = diagnose_pending(c, "default", "w");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_EQ(r.kueue.step, "preemption");
+  EXPECT_EQ(r.kueue.message, preemption_message(4, 2));
+  EXPECT_EQ(r.kueue.preempts, (std::vector<std::string>{"default/low", "default/low2"}));
+  EXPECT_EQ(r.conclusion.rfind("Pending at quota and flavor choice: Kueue would preempt "
+                               "default/low, default/low2 to admit it",
+                               0),
+            0u)
+      << r.conclusion;
+  c = preemption_cluster(3000);
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.message, preemption_message(3, 1));
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/low"});
+  // 6 CPUs: low and low2 free only 5 (high stays): no preemption, the next flavor (none).
+  c = preemption_cluster(6000);
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(6));
+  EXPECT_TRUE(decide(c, "w").preempts.empty());
+}
+
+// No preemption: policy Never (the default), an equal priority, a request above nominalQuota
+// (Kueue does not preempt for it), or a ClusterQueue in a cohort (not modelled: a note).
+TEST(KueuePreemption, NotWhenThePolicyPriorityOrQuotaForbid) {
+  auto c = preemption_cluster(3000);
+  c.cluster_queues[0].within_cluster_queue = "Never";
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(3));
+  c = preemption_cluster(3000);
+  c.workloads.back().priority = 0;
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(3));
+  c = preemption_cluster(7000);
+  EXPECT_NE(decide(c, "w").message.find("> maximum capacity (6)"), std::string::npos);
+  c = preemption_cluster(3000);
+  c.cluster_queues[0].cohort = "pool";
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.message, cpu_more_needed(3));
+  EXPECT_NE(std::find_if(k.notes.begin(), k.notes.end(),
+                         [](const std::string& n) {
+                           return n.find("may preempt (spec.preemption)") != std::string::npos;
+                         }),
+            k.notes.end());
+}
+
+// flavorFungibility.whenCanPreempt: TryNextFlavor (the default) goes on to a flavor that fits
+// as is; MayStopSearch preempts in the first flavor where preempting makes it fit.
+TEST(KueuePreemption, WhenCanPreemptTryNextFlavor) {
+  auto c = preemption_cluster(3000);
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 4000}});
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "f2");
+  c.cluster_queues[0].when_can_preempt = "MayStopSearch";
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/low"});
 }
 
 // The first flavor whose quota fits is chosen, and TAS runs in that flavor only.
