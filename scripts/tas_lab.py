@@ -309,6 +309,12 @@ def load(path):
     for field in ("borrowingLimit", "lendingLimit"):
         if s.get(field) is not None and not isinstance(s[field], dict):
             errs.append(f"{field}: resource -> quantity")
+    if s.get("preemption") is not None and (not isinstance(s["preemption"], dict) or set(s["preemption"]) - {
+            "withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"}):
+        errs.append("preemption: {withinClusterQueue, reclaimWithinCohort, borrowWithinCohort}")
+    for i, w in enumerate(s.get("workloads") or []):
+        if w.get("priority") is not None and not isinstance(w["priority"], int):
+            errs.append(f"workloads[{i}].priority: an integer")
     if s.get("cohort") is not None and not (isinstance(s["cohort"], str) and
                                            re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", s["cohort"])):
         errs.append("cohort: a DNS label")
@@ -601,6 +607,8 @@ def cmd_chain(path, labels_path):
                "resourceGroups": [{"coveredResources": res, "flavors": flavors}]}
     if s.get("cohort"):
         cq_spec["cohortName"] = s["cohort"]
+    if s.get("preemption"):
+        cq_spec["preemption"] = s["preemption"]
     # Other ClusterQueues over the same flavors (e.g. lenders of the cohort).
     for other in s.get("clusterQueues") or []:
         spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": res, "flavors": queue_flavors(
@@ -714,8 +722,10 @@ def workload_obj(s, w):
         md = kjson("get", "modeldeployments.worker.gpustack.ai", "-n", NS, s["modelDeployment"]["name"])
         meta["ownerReferences"] = [{"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                                     "name": md["metadata"]["name"], "uid": md["metadata"]["uid"], "controller": True}]
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
-            "spec": {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}}
+    spec = {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}
+    if w.get("priority") is not None:
+        spec["priority"] = w["priority"]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta, "spec": spec}
 
 
 def decode_assignment(ta):
