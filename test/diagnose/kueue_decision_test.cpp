@@ -1386,5 +1386,25 @@ TEST(KueueRecorded, RequiredNodeAffinity) {
                                                "few-or-no-gpus", "gpus-not-b1"});
 }
 
+// The cohort and preemption fixtures hold Kueue v0.17.0's messages as its source words them
+// (make_fixtures.py, section 6); each Pending Workload, decided again offline, gets them word
+// for word, and each reserved one would be admitted on its own.
+TEST(KueueFixture, CohortAndPreemption) {
+  expect_recorded_decisions("kueue-cohort", {"lender-short", "beyond-limit"});
+  expect_recorded_decisions("kueue-preemption", {"lowest", "preempts"});
+  auto c = load("kueue-preemption");
+  const auto r = diagnose_pending(c, "default", "preempts");
+  EXPECT_EQ(r.kueue.preempts, std::vector<std::string>{"default/low-a"});
+  for (const char* dir : {"kueue-cohort", "kueue-preemption"}) {
+    c = load(dir);
+    const std::string first = c.workloads.front().name;
+    std::erase_if(c.workloads, [&](const workload& w) { return w.name != first; });
+    c.workloads[0].conditions.clear();
+    c.workloads[0].assignments.clear();
+    c.workloads[0].admitted_cluster_queue.clear();
+    EXPECT_TRUE(decide(c, first).admissible) << dir;
+  }
+}
+
 }  // namespace
 }  // namespace topogate::diagnose
