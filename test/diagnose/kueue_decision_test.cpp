@@ -1406,5 +1406,23 @@ TEST(KueueFixture, CohortAndPreemption) {
   }
 }
 
+// A Node named like the region: diagnose answers as the Topology says and names Kueue's bug;
+// renamed, the note is gone.
+TEST(KueueFixture, HostnameEqualToTheRegion) {
+  auto c = load("kueue-hostname");
+  const std::string bug = "Kueue v0.17.0 known bug: in flavor gpustack-";
+  auto r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_FALSE(r.kueue.admissible);
+  EXPECT_NE(r.conclusion.find(bug), std::string::npos) << r.conclusion;
+  EXPECT_NE(r.conclusion.find("Node(s) region-1 equals a topology.kubernetes.io/region value"),
+            std::string::npos);
+  for (auto& n : c.nodes)
+    if (n.name == "region-1")
+      for (auto& [k, v] : n.labels)
+        if (k == host) v = n.name = "worker-a1";
+  r = diagnose_pending(c, "default", "zone-trio");
+  EXPECT_EQ(r.conclusion.find(bug), std::string::npos) << r.conclusion;
+}
+
 }  // namespace
 }  // namespace topogate::diagnose
