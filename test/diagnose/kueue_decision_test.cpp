@@ -1386,24 +1386,34 @@ TEST(KueueRecorded, RequiredNodeAffinity) {
                                                "few-or-no-gpus", "gpus-not-b1"});
 }
 
-// The cohort and preemption fixtures hold Kueue v0.17.0's messages as its source words them
-// (make_fixtures.py, section 6); each Pending Workload, decided again offline, gets them word
-// for word, and each reserved one would be admitted on its own.
-TEST(KueueFixture, CohortAndPreemption) {
-  expect_recorded_decisions("kueue-cohort", {"lender-short", "beyond-limit"});
-  expect_recorded_decisions("kueue-preemption", {"lowest", "preempts"});
+// The TAS lab's cohort-borrowing: above gpustack's 6 + 3 borrowed, borrowing 2 of the 3 the
+// lender lends, the lender short of its own kept quota, gpustack's borrowing used up.
+TEST(KueueRecorded, CohortBorrowing) {
+  expect_recorded_decisions(
+      "kueue-cohort", {"w-beyond", "w-borrow", "w-lender-short", "w-lender", "w-borrow-used"});
+  // Outside the cohort, gpustack cannot borrow: w-borrow's 8 CPUs exceed its 6.
+  auto c = load("kueue-cohort");
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "w-borrow"; });
+  c.workloads[0].conditions.clear();
+  c.workloads[0].assignments.clear();
+  c.workloads[0].admitted_cluster_queue.clear();
+  for (auto& q : c.cluster_queues) q.cohort.clear();
+  EXPECT_NE(decide(c, "w-borrow").message.find("> maximum capacity (6)"), std::string::npos);
+}
+
+// The TAS lab's preemption-lower-priority: no candidate below priority 5; at priority 100,
+// low-a (the lowest priority) alone is preempted.
+TEST(KueueRecorded, PreemptionLowerPriority) {
+  expect_recorded_decisions("kueue-preemption",
+                            {"low-a", "low-b", "high", "w-lowest", "w-preempts"});
   auto c = load("kueue-preemption");
-  const auto r = diagnose_pending(c, "default", "preempts");
-  EXPECT_EQ(r.kueue.preempts, std::vector<std::string>{"default/low-a"});
-  for (const char* dir : {"kueue-cohort", "kueue-preemption"}) {
-    c = load(dir);
-    const std::string first = c.workloads.front().name;
-    std::erase_if(c.workloads, [&](const workload& w) { return w.name != first; });
-    c.workloads[0].conditions.clear();
-    c.workloads[0].assignments.clear();
-    c.workloads[0].admitted_cluster_queue.clear();
-    EXPECT_TRUE(decide(c, first).admissible) << dir;
-  }
+  EXPECT_EQ(diagnose_pending(c, "default", "w-preempts").kueue.preempts,
+            std::vector<std::string>{"default/low-a"});
+  // With the policy Never, Kueue would not preempt: the plain message.
+  c.cluster_queues[0].within_cluster_queue = "Never";
+  const auto k = diagnose_pending(c, "default", "w-preempts").kueue;
+  EXPECT_TRUE(k.preempts.empty());
+  EXPECT_EQ(k.message.find("Pending the preemption"), std::string::npos) << k.message;
 }
 
 // A Node named like the region: diagnose answers as the Topology says and names Kueue's bug;
