@@ -219,6 +219,11 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
   q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
   q.cohort = text_of(at(o, {"spec", "cohortName"}));
   if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
+  q.when_can_borrow = text_of(at(o, {"spec", "flavorFungibility", "whenCanBorrow"}));
+  q.when_can_preempt = text_of(at(o, {"spec", "flavorFungibility", "whenCanPreempt"}));
+  q.within_cluster_queue = text_of(at(o, {"spec", "preemption", "withinClusterQueue"}));
+  q.reclaim_within_cohort = text_of(at(o, {"spec", "preemption", "reclaimWithinCohort"}));
+  q.borrow_within_cohort = text_of(at(o, {"spec", "preemption", "borrowWithinCohort", "policy"}));
   if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
     label_selector ls;
     validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);
@@ -243,15 +248,21 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
               const doc_node& r = rs->items[ri];
               const std::string rn = text_of(r.find("name"));
               qf.resources.push_back(rn);
-              const doc_node* nq = r.find("nominalQuota");
-              if (!nq) continue;
-              const auto qty = nq->is_scalar() ? parse_quantity(nq->text) : std::nullopt;
-              if (!qty) {
-                errors.push_back(invalid("", child(path, "spec.resourceGroups.flavors.resources"),
-                                         nq->text, "nominalQuota: not a Kubernetes quantity"));
-                continue;
-              }
-              qf.nominal[rn] = amount_of(rn, *qty);
+              const auto read = [&](const char* field, resource_amounts& into) {
+                const doc_node* nq = r.find(field);
+                if (!nq || nq->is_null()) return;
+                const auto qty = nq->is_scalar() ? parse_quantity(nq->text) : std::nullopt;
+                if (!qty) {
+                  errors.push_back(invalid("", child(path, "spec.resourceGroups.flavors.resources"),
+                                           nq->text,
+                                           std::string(field) + ": not a Kubernetes quantity"));
+                  return;
+                }
+                into[rn] = amount_of(rn, *qty);
+              };
+              read("nominalQuota", qf.nominal);
+              read("borrowingLimit", qf.borrowing_limit);
+              read("lendingLimit", qf.lending_limit);
             }
           }
           q.flavors.push_back(std::move(qf));
@@ -335,6 +346,8 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   w.labels = labels_of(at(o, {"metadata", "labels"}));
   w.owners = owners_of(o);
   w.queue_name = text_of(at(o, {"spec", "queueName"}));
+  w.uid = text_of(at(o, {"metadata", "uid"}));
+  w.priority = int_of(at(o, {"spec", "priority"}));
   if (const doc_node* sets = at(o, {"spec", "podSets"}); sets && sets->is_sequence()) {
     for (std::size_t i = 0; i < sets->items.size(); ++i) {
       const doc_node& s = sets->items[i];
@@ -366,6 +379,10 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   }
   const doc_node* status = o.find("status");
   w.conditions = conditions_of(status);
+  if (const doc_node* cs = status ? status->find("conditions") : nullptr; cs && cs->is_sequence())
+    for (const doc_node& item : cs->items)
+      if (item.is_mapping() && text_of(item.find("type")) == "QuotaReserved")
+        w.quota_reserved_at = text_of(item.find("lastTransitionTime"));
   if (const doc_node* adm = status ? status->find("admission") : nullptr;
       adm && adm->is_mapping()) {
     w.admitted_cluster_queue = text_of(adm->find("clusterQueue"));

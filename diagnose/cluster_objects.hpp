@@ -126,6 +126,8 @@ struct queue_flavor {
   std::string name;
   std::vector<std::string> resources;
   resource_amounts nominal;  // resources[*].nominalQuota
+  // resources[*].borrowingLimit and lendingLimit: a resource is present when its limit is set.
+  resource_amounts borrowing_limit, lending_limit;
 };
 
 struct cluster_queue {
@@ -136,6 +138,15 @@ struct cluster_queue {
   std::optional<std::int64_t> reserving_workloads, admitted_workloads, pending_workloads;
   std::string stop_policy;
   std::string cohort;  // spec.cohortName (v1beta2) or spec.cohort (v1beta1)
+  // spec.flavorFungibility.whenCanBorrow: "" (Kueue's default, MayStopSearch; Borrow in
+  // v1beta1) or TryNextFlavor.
+  std::string when_can_borrow;
+  // spec.flavorFungibility.whenCanPreempt: "" (Kueue's default, TryNextFlavor) or
+  // MayStopSearch (v1beta1: Preempt).
+  std::string when_can_preempt;
+  // spec.preemption: withinClusterQueue, reclaimWithinCohort, borrowWithinCohort.policy ("" when
+  // unset: Never).
+  std::string within_cluster_queue, reclaim_within_cohort, borrow_within_cohort;
   // spec.namespaceSelector: nullopt (absent) selects no namespace, {} every namespace.
   std::optional<label_selector> namespace_selector;
   bool terminating = false;  // metadata.deletionTimestamp is set
@@ -206,6 +217,9 @@ struct workload {
   label_map labels;
   std::vector<owner_ref> owners;
   std::string queue_name;
+  std::string uid;                       // metadata.uid
+  std::optional<std::int64_t> priority;  // spec.priority (Kueue sets it from the priority class)
+  std::string quota_reserved_at;         // the QuotaReserved condition's lastTransitionTime
   std::vector<podset> podsets;
   std::vector<object_condition> conditions;
   std::string admitted_cluster_queue;  // status.admission.clusterQueue

@@ -127,11 +127,13 @@ struct kueue_decision {
   bool modelled = false;     // a ClusterQueue was found: the decision below is computed
   bool admissible = false;   // quota and placement admit every PodSet
   bool no_decision = false;  // a Kueue v0.17.0 bug leaves the Workload undecided (message)
-  std::string step;          // what stops it: "queue", "quota", "topology"; "" when admissible
-  std::string podset;        // the PodSet that stops it
-  std::string message;       // as Kueue words it ("couldn't assign flavors to pod set ...")
-  std::string reason;        // Kueue's QuotaReserved reason: "Inadmissible" or "Pending"
-  bool partial = false;      // admissible only at the smaller counts minCount allows
+  std::string
+      step;  // what stops it: "queue", "quota", "preemption", "topology"; "" when admissible
+  std::string podset;    // the PodSet that stops it
+  std::string message;   // as Kueue words it ("couldn't assign flavors to pod set ...")
+  std::string reason;    // Kueue's QuotaReserved reason: "Inadmissible" or "Pending"
+  bool partial = false;  // admissible only at the smaller counts minCount allows
+  std::vector<std::string> preempts;  // the Workloads Kueue preempts for it (step "preemption")
   std::vector<kueue_podset> podsets;
   std::vector<std::string> notes;  // Kueue's known bugs that matter here, inputs not modelled
 };

@@ -1,6 +1,6 @@
 #pragma once
-// What diagnose.cpp, kueue_decision.cpp and nfd_hop.cpp share: small helpers over the cluster's
-// objects.
+// What diagnose.cpp, diagnose_chain.cpp, the kueue_*.cpp files and nfd_hop.cpp share: small helpers
+// over the cluster's objects.
 
 #include <cstdint>
 #include <limits>
@@ -18,6 +18,16 @@ inline constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
 
 std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept;
 std::string join(const std::vector<std::string>& v, std::string_view sep);
+// "ns/name".
+std::string ns_name(std::string_view ns, std::string_view name);
+// type=status (reason: message), as the runbook prints a condition.
+std::string render_condition(const object_condition& c);
+// The role a Workload runs: GPUStack's role label, else its (first) PodSet's name.
+std::string role_of(const workload& w);
+// The Workload's ModelDeployment owner, nullptr when none.
+const owner_ref* deployment_owner(const workload& w);
+// The ClusterQueue's flavor names, each once, in order.
+std::vector<std::string> queue_flavor_names(const cluster_queue& q);
 // Every label of `want` present in `have` with its value.
 bool labels_match(const label_map& want, const label_map& have);
 // NoSchedule and NoExecute keep Pods off a Node; PreferNoSchedule does not.

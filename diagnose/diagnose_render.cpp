@@ -326,6 +326,7 @@ std::string render_pending_json(const pending_report& r) {
   json_str(out, "message", k.message);
   json_str(out, "reason", k.reason);
   json_bool(out, "partial", k.partial);
+  json_strings(out, "preempts", k.preempts);
   out += ",\"podSets\":[";
   for (std::size_t i = 0; i < k.podsets.size(); ++i) {
     const auto& p = k.podsets[i];

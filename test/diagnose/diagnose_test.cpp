@@ -355,12 +355,12 @@ TEST(Chain, EachCheckBothSides) {
     for (int i = 1; i < 64; ++i) {
       c.flavors.push_back(c.flavors[0]);
       c.flavors.back().name = "f" + std::to_string(i);
-      c.cluster_queues[0].flavors.push_back({0, "f" + std::to_string(i), {"cpu"}, {}});
+      c.cluster_queues[0].flavors.push_back({0, "f" + std::to_string(i), {"cpu"}, {}, {}, {}});
     }
     EXPECT_TRUE(check_chain(c).clean());
     c.flavors.push_back(c.flavors[0]);
     c.flavors.back().name = "f64";
-    c.cluster_queues[0].flavors.push_back({0, "f64", {"cpu"}, {}});
+    c.cluster_queues[0].flavors.push_back({0, "f64", {"cpu"}, {}, {}, {}});
     const auto r = check_chain(c);
     ASSERT_EQ(r.findings.size(), 1u);
     EXPECT_EQ(r.findings[0].check, "queue-flavor-limit");

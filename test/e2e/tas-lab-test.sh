@@ -8,7 +8,7 @@
 # Then the runbook's multi-role deployment (one group held for its set, the other short of a
 # domain) and the live hierarchy change from zone to zone > rack (topogate's impact names
 # exactly the Nodes relabelled; the queue migration's evictions and readmissions). Then every
-# scenario of tas/kueue-decision/ (Kueue's decision step by step: quota, queues, taints,
+# scenario of tas/kueue-decision/ (Kueue's decision step by step: quota, cohorts, preemption, queues, taints,
 # requests, affinity, slices, partial admission...), each Workload's verdict agreeing.
 #
 # Usage: tas-lab-test.sh   Env: TOPOGATE_BINARY, E2E_KEEP=1 (leave the lab up),

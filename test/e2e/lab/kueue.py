@@ -56,22 +56,45 @@ def make_flavors(api, s, labels):
                 rf_spec[key] = fl[key]
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                    "metadata": {"name": name, "labels": owned(s)}, "spec": rf_spec})
-        rq = [{"name": r, "nominalQuota": str(quotas[r]) if r in quotas else
-               quota(r, allocatable_sum(members[p], r))} for r in res]
+        rq = []
+        for r in res:
+            e = {"name": r, "nominalQuota": str(quotas[r]) if r in quotas else
+                 quota(r, allocatable_sum(members[p], r))}
+            for field in ("borrowingLimit", "lendingLimit"):  # the scenario's limits (cohort)
+                if r in (s.get(field) or {}):
+                    e[field] = str(s[field][r])
+            rq.append(e)
         flavors.append({"name": name, "resources": rq})
     return profiles, members, flavors
 
 
-def wait_queue_state(api, active, timeout=60):
+def queue_flavors(flavors, quota_, borrowing, lending):
+    """The flavor entries of another ClusterQueue over the same flavors: nominalQuota from
+    `quota_` (0 for a resource it leaves out), and the limits it sets."""
+    out = []
+    for f in flavors:
+        rq = []
+        for r in f["resources"]:
+            e = {"name": r["name"], "nominalQuota": str((quota_ or {}).get(r["name"], 0))}
+            if r["name"] in (borrowing or {}):
+                e["borrowingLimit"] = str(borrowing[r["name"]])
+            if r["name"] in (lending or {}):
+                e["lendingLimit"] = str(lending[r["name"]])
+            rq.append(e)
+        out.append({"name": f["name"], "resources": rq})
+    return out
+
+
+def wait_queue_state(api, active, timeout=60, name=QUEUE):
     """Until Kueue reports the ClusterQueue Active (or, active False, not Active)."""
     deadline = time.time() + timeout
     while True:
-        cq = api.get(CQ, QUEUE) or {}
+        cq = api.get(CQ, name) or {}
         conds = {c["type"]: c for c in (cq.get("status") or {}).get("conditions", [])}
         if "Active" in conds and (conds["Active"].get("status") == "True") == active:
             return cq
         if time.time() > deadline:
-            raise TimeoutError(f"ClusterQueue {QUEUE} Active is not {active} after {timeout} s: {conds.get('Active')}")
+            raise TimeoutError(f"ClusterQueue {name} Active is not {active} after {timeout} s: {conds.get('Active')}")
         time.sleep(0.3)
 
 
@@ -89,6 +112,18 @@ def apply_chain(api, s, labels):
     profiles, members, flavors = make_flavors(api, s, labels)
     cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}),
                "resourceGroups": [{"coveredResources": covered(s), "flavors": flavors}]}
+    if s.get("cohort"):
+        cq_spec["cohortName"] = s["cohort"]
+    if s.get("preemption"):
+        cq_spec["preemption"] = s["preemption"]
+    # Other ClusterQueues over the same flavors (e.g. lenders of the cohort).
+    for other in s.get("clusterQueues") or []:
+        spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": covered(s), "flavors": queue_flavors(
+            flavors, other.get("quota"), other.get("borrowingLimit"), other.get("lendingLimit"))}]}
+        if other.get("cohort"):
+            spec["cohortName"] = other["cohort"]
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": other["name"], "labels": owned(s)}, "spec": spec})
     if s.get("admissionCheck"):
         # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
         # (standing in for its controller) and never marks a Workload's check Ready, so a
@@ -124,6 +159,8 @@ def apply_chain(api, s, labels):
         api.apply({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                    "metadata": {"name": md["name"], "namespace": NS, "labels": owned(s)}, "spec": md["spec"]})
     cq = wait_queue_state(api, True)
+    for other in s.get("clusterQueues") or []:
+        wait_queue_state(api, True, name=other["name"])
     # GPUStack's condition on its managed queue (the lab stands in for the operator here).
     conds = cq["status"].get("conditions", [])
     if not any(c["type"] == "TopologyReady" for c in conds):
@@ -200,8 +237,10 @@ def workload(api, s, w):
         md = api.get("modeldeployments.worker.gpustack.ai", s["modelDeployment"]["name"], NS)
         meta["ownerReferences"] = [{"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                                     "name": md["metadata"]["name"], "uid": md["metadata"]["uid"], "controller": True}]
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
-            "spec": {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}}
+    spec = {"queueName": w.get("queueName", QUEUE), "podSets": pod_sets}
+    if w.get("priority") is not None:
+        spec["priority"] = w["priority"]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta, "spec": spec}
 
 
 def queue_state(api):

@@ -106,6 +106,22 @@ def check(s):
     for i, w in enumerate(s.get("workloads") or []):
         if w.get("namespace", NS) not in known_ns:
             errs.append(f"workloads[{i}].namespace: {NS} or one of namespaces")
+    for field in ("borrowingLimit", "lendingLimit"):
+        if s.get(field) is not None and not isinstance(s[field], dict):
+            errs.append(f"{field}: resource -> quantity")
+    if s.get("preemption") is not None and (not isinstance(s["preemption"], dict) or set(s["preemption"]) - {
+            "withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"}):
+        errs.append("preemption: {withinClusterQueue, reclaimWithinCohort, borrowWithinCohort}")
+    for i, w in enumerate(s.get("workloads") or []):
+        if w.get("priority") is not None and not isinstance(w["priority"], int):
+            errs.append(f"workloads[{i}].priority: an integer")
+    if s.get("cohort") is not None and not (isinstance(s["cohort"], str) and DNS_LABEL.match(s["cohort"])):
+        errs.append("cohort: a DNS label")
+    for i, cq in enumerate(s.get("clusterQueues") or []):
+        if not isinstance(cq, dict) or not isinstance(cq.get("name"), str) or cq.get("name") == QUEUE or \
+                not isinstance(cq.get("quota") or {}, dict) or set(cq) - {"name", "cohort", "quota", "borrowingLimit",
+                                                                       "lendingLimit"}:
+            errs.append(f"clusterQueues[{i}]: {{name (not {QUEUE}), cohort, quota, borrowingLimit, lendingLimit}}")
     q = s.get("queue")
     if q is not None and (not isinstance(q, dict) or set(q) - {"stopPolicy", "missingFlavor"}):
         errs.append("queue: {stopPolicy, missingFlavor}")

@@ -11,7 +11,8 @@ omit the finest level (a shorter profile, a second flavor), uneven CPU/memory ca
 and existing usage (bound Pods), and one to three Workloads: a size and per-Pod request,
 and a required level, a preferred level or none; then the traits of add_traits (quota
 below capacity, several PodSets and groups, a tainted GPU pool, Nodes without Ready),
-drawn from a stream of their own.
+drawn from a stream of their own; and, from others, a cohort (add_cohort) or preemption
+by priority (add_preemption).
 """
 import argparse
 import json
@@ -69,6 +70,8 @@ def case(seed, i):
          "topologySource": {"name": "generated", "levels": levels},
          "nodes": nodes, "workloads": workloads}
     add_traits(c, random.Random(f"{seed}/{i}/traits"))
+    add_cohort(c, random.Random(f"{seed}/{i}/cohort"))
+    add_preemption(c, random.Random(f"{seed}/{i}/preemption"))
     return c
 
 
@@ -129,6 +132,50 @@ def add_traits(c, rnd):
     for w in workloads:
         if len(workloads) > 1:
             w["traits"].append("one-after-another")
+
+
+def add_cohort(c, rnd):
+    """A cohort, from a stream of its own (the cases without it are unchanged): the
+    ClusterQueue gpustack and a second one, lender, in cohort pool, each with a CPU quota
+    below the Nodes' (a quarter to three quarters between them), sometimes a borrowingLimit
+    on gpustack or a lendingLimit on lender; some Workloads go to lender (a LocalQueue of
+    that name), so what one uses, the other can no longer borrow."""
+    if rnd.random() >= 0.15:
+        return
+    total = sum(milli(n["allocatable"]["cpu"]) for n in c["nodes"])
+    share = int(total * rnd.uniform(0.25, 0.75))
+    own = max(500, int(share * rnd.uniform(0.3, 0.7)) // 500 * 500)
+    lend = max(500, (share - own) // 500 * 500)
+    c["quota"] = {"cpu": f"{own}m", "memory": "4Ti"}
+    c["cohort"] = "pool"
+    lender = {"name": "lender", "cohort": "pool", "quota": {"cpu": f"{lend}m", "memory": "4Ti"}}
+    if rnd.random() < 0.4:
+        c["borrowingLimit"] = {"cpu": f"{rnd.randint(0, lend // 500) * 500}m"}
+    if rnd.random() < 0.4:
+        lender["lendingLimit"] = {"cpu": f"{lend // 2 // 500 * 500}m"}
+    c["clusterQueues"] = [lender]
+    c["localQueues"] = [{"name": "lender", "clusterQueue": "lender"}]
+    for w in c["workloads"]:
+        if rnd.random() < 0.4:
+            w["queueName"] = "lender"
+        w["traits"] = [t for t in w["traits"] if t != "quota"]
+        w["traits"].insert(0, "cohort")
+
+
+def add_preemption(c, rnd):
+    """Preemption within the ClusterQueue, from a stream of its own (cases outside a cohort
+    only): withinClusterQueue LowerPriority, a CPU quota below the Nodes' when none is set,
+    and a priority on each Workload, so a later one may preempt earlier ones."""
+    if c.get("cohort") or rnd.random() >= 0.12:
+        return
+    if not c.get("quota"):
+        total = sum(milli(n["allocatable"]["cpu"]) for n in c["nodes"])
+        c["quota"] = {"cpu": f"{max(1000, int(total * rnd.uniform(0.25, 0.75)) // 500 * 500)}m",
+                      "memory": "4Ti"}
+    c["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    for w in c["workloads"]:
+        w["priority"] = rnd.choice([0, 10, 100, 1000])
+        w["traits"].insert(0, "preemption")
 
 
 def main():

@@ -1,0 +1,130 @@
+#pragma once
+// What kueue_decision.cpp (the order of Kueue's steps), kueue_quota.cpp (the ClusterQueue's
+// quota and flavor choice) and kueue_placement.cpp (topology-aware placement in one flavor)
+// share.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnose/cluster_objects.hpp"
+
+namespace topogate::diagnose::detail {
+
+// One domain of a flavor's topology tree as Kueue's TAS snapshot holds it: a leaf is a
+// Node (Topology ending with the hostname level) or the Nodes sharing every level value.
+struct tas_domain {
+  std::vector<std::string> values;
+  std::vector<std::size_t> children;  // indices into the next level's domains
+  resource_amounts free;              // leaves only: allocatable less usage
+  const k8s_node* node = nullptr;     // leaves of a hostname Topology
+  std::int64_t state = 0, with_leader = 0, leader = 0;
+  std::int64_t slice_state = 0, slice_with_leader = 0;  // slices (place_group)
+};
+
+// Kueue's ExclusionStats: why leaves were left out in the last fill_counts, first cause only.
+struct exclusion_stats {
+  std::int64_t total = 0, node_selector = 0, affinity = 0;
+  std::map<std::string, std::int64_t> taints, resources;
+};
+
+struct tas_snapshot {
+  exclusion_stats stats;
+  const kueue_topology* topo = nullptr;
+  const resource_flavor* rf = nullptr;
+  bool per_node = false;
+  std::vector<std::vector<tas_domain>> levels;  // coarsest first; the last are the leaves
+};
+
+// Kueue's TAS snapshot of `rf`'s Nodes under `topo`, their free capacity less `used`.
+tas_snapshot build_snapshot(const cluster_objects& c, const resource_flavor& rf,
+                            const kueue_topology& topo,
+                            const std::map<std::string, resource_amounts>& used);
+
+struct tas_request {
+  const podset* ps = nullptr;
+  std::int64_t count = 0;
+};
+
+struct tas_result {
+  bool ok = false;
+  bool no_decision = false;  // Kueue's own assumptions fail: it never decides
+  std::string reason;
+  std::map<std::string, std::int64_t> workers, leaders;  // leaf id -> Pods
+};
+
+// Kueue's findTopologyAssignment for one group (workers, optional leader) in one flavor,
+// `assumed` (per leaf) taken by the groups placed before.
+tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_request* leader,
+                       const std::map<std::string, resource_amounts>& assumed, bool tas_only_queue);
+// Kueue v0.17.0 known bug: a Topology ending with the hostname keys its leaves by the hostname
+// alone and every other domain by its values joined with ","; both share one map, so a
+// hostname equal to a top-level value (one value, no ",") takes that domain's place, and the
+// tree Kueue builds depends on Go's map order. The Nodes of `rf`'s snapshot whose hostname
+// equals a value of the Topology's first level, sorted.
+std::vector<std::string> hostnames_equal_to_top_values(const cluster_objects& c,
+                                                       const resource_flavor& rf,
+                                                       const kueue_topology& topo);
+// Adds what `placed` takes (per leaf) to `assumed`; `with_pods` counts the Pods as well.
+void add_assumed(std::map<std::string, resource_amounts>& assumed,
+                 const std::map<std::string, std::int64_t>& placed, const resource_amounts& per_pod,
+                 bool with_pods);
+// "host-a=2, host-b=1".
+std::string placed_text(const std::map<std::string, std::int64_t>& placed);
+// The PodSet asks for topology-aware scheduling (a level, unconstrained, or slices).
+bool requests_tas(const podset& ps);
+
+// Quantities as Kueue prints them in its quota messages.
+std::string quota_text(std::string_view res, std::int64_t v);
+// The resource group of `q` covering `res`; npos when none does.
+std::size_t group_covering(const cluster_queue& q, std::string_view res);
+// Kueue's checkFlavorForPodSets for one PodSet: "" when the flavor may take it.
+std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, std::size_t rg,
+                            const podset& ps, const std::string& flavor, bool tas_only);
+
+// A flavor and a resource (Kueue's FlavorResource).
+using flavor_resource = std::pair<std::string, std::string>;
+
+// The quota Kueue's scheduler snapshot holds for one ClusterQueue and, when it names a cohort,
+// the cohort's (pkg/cache/scheduler/resource_node.go): each member lends its nominalQuota
+// less what its lendingLimit keeps back, and borrows up to its borrowingLimit.
+class cohort_quota {
+ public:
+  // Usage: what the Workloads holding a reservation use, `except` left out.
+  cohort_quota(const cluster_objects& c, const cluster_queue& q, const workload* except);
+  // Kueue's Available: unused quota of the ClusterQueue and what it may borrow now (>= 0).
+  [[nodiscard]] std::int64_t available(const flavor_resource& fr) const;
+  // Kueue's PotentialAvailable: the most the ClusterQueue could use with no usage anywhere.
+  [[nodiscard]] std::int64_t potential(const flavor_resource& fr) const;
+  // Using `val` more than now exceeds the ClusterQueue's nominalQuota (Kueue's BorrowingWith).
+  [[nodiscard]] bool borrows(const flavor_resource& fr, std::int64_t val) const;
+  [[nodiscard]] bool in_cohort() const noexcept { return !members_.empty(); }
+  [[nodiscard]] std::int64_t usage(const flavor_resource& fr) const;
+  [[nodiscard]] std::int64_t nominal(const flavor_resource& fr) const;
+
+ private:
+  struct member {
+    std::map<flavor_resource, std::int64_t> nominal, usage, lending, borrowing;
+    // localQuota: what a lendingLimit keeps from the cohort.
+    [[nodiscard]] std::int64_t local(const flavor_resource& fr) const;
+  };
+  member self_;
+  std::vector<member> members_;  // every ClusterQueue of the cohort, this one included
+  std::map<flavor_resource, std::int64_t> cohort_subtree_, cohort_usage_;
+};
+
+// What a Workload holding a reservation uses, per flavor and resource (its admission's counts).
+std::map<flavor_resource, std::int64_t> quota_usage(const workload& x);
+
+// Kueue's classical preemption within a ClusterQueue outside any cohort
+// (pkg/scheduler/preemption): the Workloads of `q` that spec.preemption.withinClusterQueue lets
+// `w` preempt (a lower priority) and that use a flavor and resource of `need`, taken in Kueue's
+// order (lowest priority, then the most recent reservation, then the uid) until `need` fits,
+// then those not needed given back (last first). Empty when even all of them do not make it fit.
+std::vector<const workload*> preemption_targets(
+    const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,
+    const std::map<flavor_resource, std::int64_t>& need);
+
+}  // namespace topogate::diagnose::detail
