@@ -10,13 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "cli/audit_kube.hpp"
 #include "cli/commands.hpp"
-#include "cli/kube_connect.hpp"
+#include "cli/kube_flags.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
 #include "core/syntax.hpp"
-#include "inventory/kube_client.hpp"
-#include "server/file_util.hpp"
+#include "kube/kubeconfig.hpp"
+#include "kube/limits.hpp"
+#include "util/file.hpp"
 
 namespace topogate::cli {
 
@@ -25,8 +27,6 @@ namespace {
 constexpr int exit_clean = 0;
 constexpr int exit_violations = 1;
 constexpr int exit_usage = 2;
-
-constexpr std::size_t max_file_bytes = 512u << 20;
 
 constexpr std::string_view usage_head =
     "\n"
@@ -163,10 +163,10 @@ core::result<void> read_offline(const options& o, diagnose::audit_report& report
   auto files = object_files(o.from_dir, o.files);
   if (!files) return std::move(files).error();
   for (const auto& f : *files) {
-    auto text = server::read_file(f == "-" ? "/dev/stdin" : f, max_file_bytes);
+    auto text = util::read_file(f == "-" ? "/dev/stdin" : f, kube::max_dump_bytes);
     if (!text) return std::move(text).error();
     // An undecodable file is an input error; a field error inside an object is a violation.
-    const auto d = core::decode_any(*text, "", list_limits());
+    const auto d = core::decode_any(*text, "", kube::list_limits(kube::max_dump_bytes));
     if (!d.ok()) {
       const auto& e = d.errors.front();
       return core::fail(core::errc::invalid_argument,
@@ -179,49 +179,22 @@ core::result<void> read_offline(const options& o, diagnose::audit_report& report
 }
 
 core::result<void> read_online(const options& o, diagnose::audit_report& report) {
-  kube_connection conn;
-  if (auto r = connect(o.kube, conn); !r) return r;
-  auto& client = *conn.client;
-  const std::string md_scope =
-      o.namespace_.empty() ? std::string() : "namespaces/" + o.namespace_ + "/";
-  struct resource {
-    std::vector<std::string>
-        paths;  // the preferred version first (the API converts every object to it)
-    const char* what;
-  };
-  const resource resources[] = {
-      {{"/apis/worker.gpustack.ai/v1/topologysources",
-        "/apis/worker.gpustack.ai/v1alpha1/topologysources"},
-       "topologysources"},
-      {{"/apis/worker.gpustack.ai/v1/" + md_scope + "modeldeployments",
-        "/apis/worker.gpustack.ai/v1alpha1/" + md_scope + "modeldeployments"},
-       "modeldeployments"},
-  };
-  for (const auto& res : resources) {
-    bool found = false;
-    for (const auto& p : res.paths) {
-      auto listed = list_resource(client, p, [&](const core::doc_node& page) {
-        diagnose::audit_objects(report, page, o.audit);
-      });
-      if (!listed) return std::move(listed).error();
-      found = *listed;
-      if (found) break;
-    }
-    if (!found) {
-      say("note: ",
-          std::string("the API serves no ") + res.what +
-              ".worker.gpustack.ai (its CustomResourceDefinition is not installed); none checked");
-    }
+  kube::connection conn;
+  if (auto r = kube::connect(connect_options(o.kube), conn); !r) return r;
+  auto listed = audit_from_api(*conn.api, o.audit, {});
+  if (!listed) return std::move(listed).error();
+  for (const auto& what : listed->not_served) {
+    say("note: ", "the API serves no " + what +
+                      ".worker.gpustack.ai (its CustomResourceDefinition is not installed); none "
+                      "checked");
   }
-  // The Nodes, for ownership conflicts between writing sources. Best effort: an identity that
-  // may not list Nodes still gets the audit of the rules.
-  auto nodes = list_resource(client, "/api/v1/nodes", [&](const core::doc_node& page) {
-    diagnose::audit_objects(report, page, o.audit);
-  });
-  if (!nodes) {
-    say("note: ", "Nodes not listed (" + nodes.error().message +
-                      "); ownership conflicts between TopologySources not checked");
+  // An identity that may not list Nodes still gets the audit of the rules.
+  if (listed->nodes_forbidden) {
+    say("note: ",
+        "Nodes not listed (the API refused: HTTP 403); ownership conflicts between "
+        "TopologySources not checked");
   }
+  report = std::move(listed->report);
   return {};
 }
 
@@ -232,10 +205,12 @@ int run_audit(args a) {
   if (const auto done = parse_args(a, o)) return *done;
   diagnose::audit_report report;
   const bool offline = !o.from_dir.empty() || !o.files.empty();
-  if (const auto read = offline ? read_offline(o, report) : read_online(o, report); !read) {
+  if (offline) {
+    if (const auto read = read_offline(o, report); !read) return io_error(read.error().message);
+    diagnose::finish(report);
+  } else if (const auto read = read_online(o, report); !read) {
     return io_error(read.error().message);
   }
-  diagnose::finish(report);
   if (report.ignored > 0) {
     say("note: ", std::to_string(report.ignored) + " object" + (report.ignored == 1 ? "" : "s") +
                       " of other kinds ignored");

@@ -15,14 +15,18 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/kube_connect.hpp"
+#include "cli/kube_flags.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
 #include "core/snapshot.hpp"
 #include "core/syntax.hpp"
 #include "diagnose/cluster_objects.hpp"
-#include "inventory/kube_client.hpp"
-#include "server/file_util.hpp"
+#include "kube/api_error.hpp"
+#include "kube/client.hpp"
+#include "kube/kubeconfig.hpp"
+#include "kube/limits.hpp"
+#include "kube/list.hpp"
+#include "util/file.hpp"
 
 namespace topogate::cli {
 
@@ -31,8 +35,6 @@ namespace {
 constexpr int exit_clean = 0;
 constexpr int exit_findings = 1;
 constexpr int exit_usage = 2;
-
-constexpr std::size_t max_file_bytes = 512u << 20;
 
 constexpr std::string_view usage_head =
     "\n"
@@ -67,10 +69,6 @@ std::string usage_text() {
          " diagnose pending WORKLOAD [-n NAMESPACE] [input] [--output text|json]\n" +
          std::string(usage_head) + std::string(kube_flags_usage) + std::string(usage_tail);
 }
-
-// `kubectl get pods -A -o json` on a large cluster runs to hundreds of MiB and deep
-// nesting (managed fields); the defaults are for single objects.
-core::decode_limits object_limits() { return list_limits(); }
 
 int usage_error(std::string_view message) {
   const std::string usage = usage_text();
@@ -220,10 +218,12 @@ core::result<void> read_offline(const options& o, diagnose::cluster_objects& obj
   auto files = object_files(o.from_dir, o.files);
   if (!files) return std::move(files).error();
   for (const auto& f : *files) {
-    auto text = server::read_file(f == "-" ? "/dev/stdin" : f, max_file_bytes);
+    // `kubectl get pods -A -o json` on a large cluster runs to hundreds of MiB and deep
+    // nesting (managed fields); the defaults are for single objects.
+    auto text = util::read_file(f == "-" ? "/dev/stdin" : f, kube::max_dump_bytes);
     if (!text) return std::move(text).error();
     // An undecodable file is an input error; a field error inside an object is a warning.
-    const auto d = core::decode_any(*text, "", object_limits());
+    const auto d = core::decode_any(*text, "", kube::list_limits(kube::max_dump_bytes));
     if (!d.ok())
       return core::fail(core::errc::invalid_argument, f + ": " + d.errors.front().to_string());
     auto errors = diagnose::add_object(objects, d.root, "");
@@ -244,21 +244,21 @@ core::result<std::string> fetch_snapshot(const options& o, const std::string& ur
   if (!u || u->scheme != "https" || u->host.empty() || u->has_user_info)
     return core::fail(core::errc::invalid_argument,
                       "--snapshot-url must be an https:// URL without user info: " + url);
-  inventory::detail::kube_endpoint ep;
+  kube::endpoint ep;
   ep.host = u->host;
   if (!u->port.empty()) ep.port = u->port;
   ep.token_file = o.snapshot_token_file;
   ep.ca_file = o.snapshot_ca_file;
-  inventory::detail::kube_client client(std::move(ep));
+  kube::client client(std::move(ep));
   std::string target = u->path.empty() ? "/" : u->path;
   if (!u->raw_query.empty()) target += "?" + u->raw_query;
   auto r = client.request("GET", target);
-  if (r.status != 200)
-    return core::fail(core::errc::io,
-                      url + ": " + (r.status ? "HTTP " + std::to_string(r.status) : r.error));
-  if (r.body.size() > core::max_snapshot_bytes)
+  if (!r) return core::fail(core::errc::io, url + ": " + r.error().message);
+  if (r->status != 200)
+    return core::fail(core::errc::io, url + ": HTTP " + std::to_string(r->status));
+  if (r->body.size() > core::max_snapshot_bytes)
     return core::fail(core::errc::io, url + ": the snapshot is larger than 1 MiB");
-  return std::move(r.body);
+  return std::move(r->body);
 }
 
 // What the NFD hop needs besides the objects: the worker namespace and the revisions given
@@ -266,7 +266,7 @@ core::result<std::string> fetch_snapshot(const options& o, const std::string& ur
 core::result<void> read_nfd_inputs(const options& o, diagnose::cluster_objects& objects) {
   if (!o.worker_namespace.empty()) objects.worker_namespace = o.worker_namespace;
   for (const auto& [source, file] : o.snapshots) {
-    auto text = server::read_file(file, core::max_snapshot_bytes);
+    auto text = util::read_file(file, core::max_snapshot_bytes);
     if (!text) return std::move(text).error();
     objects.revision_texts[source] = std::move(*text);
   }
@@ -279,11 +279,11 @@ core::result<void> read_nfd_inputs(const options& o, diagnose::cluster_objects& 
 }
 
 core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
-  kube_connection conn;
-  if (auto r = connect(o.kube, conn); !r) return r;
+  kube::connection conn;
+  if (auto r = kube::connect(connect_options(o.kube), conn); !r) return r;
   // kubectl's default namespace: the context's, unless -n (or NAMESPACE/NAME) says otherwise.
   if (!o.namespace_given && !conn.default_namespace.empty()) o.workload_ns = conn.default_namespace;
-  auto& client = *conn.client;
+  auto& api = *conn.api;
   struct resource {
     std::vector<std::string> paths;  // preferred version first
     const char* what;
@@ -296,7 +296,7 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
       {{"/api/v1/nodes"}, "nodes"},
       // Terminated Pods request nothing the diagnosis counts; the API leaves them out.
       {{"/api/v1/pods?fieldSelector=" +
-        inventory::detail::url_encode("status.phase!=Succeeded,status.phase!=Failed")},
+        kube::url_encode("status.phase!=Succeeded,status.phase!=Failed")},
        "pods"},
       {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"},
        "topologies"},
@@ -323,12 +323,15 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
       // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
       {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures", true},
   };
-  const auto list_into = [&](const std::string& p) {
-    return list_resource(client, p, [&](const core::doc_node& page) {
+  // A resource the API does not serve (404: its CRD is not installed) is `false`.
+  const auto list_into = [&](const std::string& p) -> core::result<bool> {
+    auto listed = kube::list_pages(api, p, {}, [&](const core::doc_node& page) {
       auto errors = diagnose::add_object(objects, page, "");
       for (auto& e : errors) e.path = e.path.empty() ? p : p + ": " + e.path;
       warn_errors(errors);
     });
+    if (!listed) return std::move(listed).error();
+    return *listed == kube::listed::ok;
   };
   // Only the chain reads the NFD hop, and only for writing sources (listed before).
   const auto nfd_hop = [&] {
@@ -370,9 +373,8 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
             maps.end())
       maps.emplace_back(s.config_map_namespace, s.config_map_name);
   for (const auto& [ns, name] : maps) {
-    const std::string p =
-        "/api/v1/namespaces/" + inventory::detail::url_encode(ns) +
-        "/configmaps?fieldSelector=" + inventory::detail::url_encode("metadata.name=" + name);
+    const std::string p = "/api/v1/namespaces/" + kube::url_encode(ns) +
+                          "/configmaps?fieldSelector=" + kube::url_encode("metadata.name=" + name);
     if (auto listed = list_into(p); !listed) {
       if (listed.error().code != core::errc::forbidden) return std::move(listed).error();
       const std::string_view prog = program_name();

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/kube_connect.hpp"
+#include "cli/kube_flags.hpp"
 
 namespace {
 

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/audit_kube.hpp"
 #include "cli/commands.hpp"
+#include "cli/metrics_auth_kube.hpp"
+#include "cli/ownership_kube.hpp"
 #include "inventory/kube.hpp"
 #include "server/audit_loop.hpp"
 #include "server/config.hpp"
@@ -59,20 +62,24 @@ int run_serve(args a) {
     std::fprintf(stderr, "topogate serve: %s\n", applied.error().message.c_str());
     return 2;
   }
+  // The composition root: the server's Kubernetes-backed parts, on kube/'s client, all on the
+  // API the store's settings name (store.apiServer, tokenFile, caFile; else in-cluster).
   server::serve_hooks hooks;
   hooks.dependencies = serve_dependencies;
   hooks.make_audit_source = [](const server::serve_config& c) {
-    return server::make_kube_audit_source(c.registry.store, c.audit, c.admission.validation);
+    return make_kube_audit_source(inventory::api_access(c.registry.store), c.audit,
+                                  c.admission.validation);
   };
   hooks.make_ownership_view =
       [](const server::serve_config& c) -> core::result<std::unique_ptr<server::ownership_watch>> {
-    auto lister = server::make_kube_ownership_lister(c.registry.store, c.ownership_check);
+    auto lister =
+        make_kube_ownership_lister(inventory::api_access(c.registry.store), c.ownership_check);
     if (!lister) return std::move(lister).error();
     return std::unique_ptr<server::ownership_watch>(
         std::make_unique<server::ownership_view_loop>(c.ownership_check, std::move(*lister)));
   };
   hooks.make_token_reviewer = [](const server::serve_config& c) {
-    return server::make_kube_token_reviewer(c.registry.store, c.metrics.audiences);
+    return make_kube_token_reviewer(inventory::api_access(c.registry.store), c.metrics.audiences);
   };
   return server::serve(std::move(*cfg), hooks);
 }

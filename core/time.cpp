@@ -87,4 +87,14 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
       std::chrono::system_clock::from_time_t(t - offset) + frac);
 }
 
+std::string seconds_text(std::chrono::milliseconds d) {
+  std::string out = std::to_string(d.count() / 1000);
+  if (const auto ms = d.count() % 1000; ms != 0) {
+    std::string frac = std::to_string(1000 + ms).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out + "s";
+}
+
 }  // namespace topogate::core

@@ -1,6 +1,7 @@
 #pragma once
 // RFC 3339 times: as Kubernetes writes them (metav1.Time: an ExecCredential's
-// expirationTimestamp) and as topogate writes its own (status, logs, the store's annotation).
+// expirationTimestamp) and as topogate writes its own (status, logs, the store's annotation);
+// and a duration as messages name it.
 
 #include <chrono>
 #include <optional>
@@ -15,5 +16,8 @@ namespace topogate::core {
 // ("+02:00"); nullopt for anything else, an impossible date included.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_rfc3339(
     std::string_view s);
+
+// A duration in seconds, as a message names a setting's value: "30s", "1.5s", "0.3s".
+[[nodiscard]] std::string seconds_text(std::chrono::milliseconds d);
 
 }  // namespace topogate::core

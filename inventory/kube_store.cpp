@@ -3,24 +3,25 @@
 // and watches the same ConfigMaps, and optimistic concurrency on metadata.resourceVersion
 // decides between concurrent writers. topogate builds no replication of its own.
 
-#include <openssl/evp.h>
 #include <simdjson.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
+#include <array>
 #include <map>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "core/field_error.hpp"
 #include "core/time.hpp"
 #include "inventory/kube.hpp"
-#include "inventory/kube_client.hpp"
 #include "inventory/node_view.hpp"
 #include "inventory/store.hpp"
+#include "kube/api_error.hpp"
+#include "kube/base64.hpp"
+#include "kube/client.hpp"
+#include "kube/list.hpp"
+#include "kube/watch.hpp"
 
 namespace topogate::inventory {
 namespace detail {
@@ -36,33 +37,6 @@ constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
 // A ConfigMap holds at most 1 MiB of data (keys included) and etcd refuses requests over
 // ~1.5 MiB: a snapshot close to S10's 1 MiB is stored gzip-compressed in binaryData.
 constexpr std::size_t max_plain_bytes = 900u << 10;
-// Watches end server-side after this; the idle timeout is a little longer.
-constexpr int watch_timeout_seconds = 290;
-constexpr auto watch_idle = std::chrono::seconds(330);
-
-std::string base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(std::max(n, 0)));
-  return out;
-}
-
-bool unbase64(std::string_view in, std::string& out) {
-  if (in.size() % 4 != 0) return false;
-  out.assign(3 * in.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return false;
-  std::size_t len = static_cast<std::size_t>(n);
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  if (!in.empty() && in.back() == '=') --len;
-  if (in.size() > 1 && in[in.size() - 2] == '=') --len;
-  out.resize(len);
-  return true;
-}
 
 bool gzip(std::string_view in, std::string& out) {
   z_stream zs{};
@@ -129,8 +103,8 @@ core::result<void> decode_configmap(simdjson::dom::element cm, stored_revision& 
     std::string_view b64;
     simdjson::dom::element bin;
     std::string compressed;
-    if (cm["binaryData"].get(bin) || bin[gzip_key].get(b64) || !unbase64(b64, compressed) ||
-        !gunzip(compressed, out.json, 2u << 20)) {
+    if (cm["binaryData"].get(bin) || bin[gzip_key].get(b64) ||
+        !kube::base64_decode(b64, compressed) || !gunzip(compressed, out.json, 2u << 20)) {
       return core::fail(core::errc::damaged, "ConfigMap " + name + " holds no readable snapshot");
     }
   }
@@ -175,7 +149,7 @@ std::string encode_configmap(const std::string& ns, const std::string& cm_name,
     out += R"(,"binaryData":{)";
     core::append_json_string(out, gzip_key);
     out.push_back(':');
-    core::append_json_string(out, base64(compressed));
+    core::append_json_string(out, kube::base64_encode(compressed));
     out += "}";
   } else {
     out += R"(,"data":{)";
@@ -188,78 +162,14 @@ std::string encode_configmap(const std::string& ns, const std::string& cm_name,
   return out;
 }
 
-std::string api_message(const kube_client::response& r) {
-  if (r.status == 0) return r.error;
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  std::string_view msg;
-  std::string out = "HTTP " + std::to_string(r.status);
-  if (!p.parse(r.body).get(doc) && !doc["message"].get(msg)) out += ": " + std::string(msg);
-  return out;
-}
-
 std::chrono::milliseconds remaining(store_deadline deadline) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                std::chrono::steady_clock::now());
 }
 
-// Interruptible back-off between retries.
-class stopper {
- public:
-  bool wait(std::chrono::milliseconds d) {
-    std::unique_lock lk(mu_);
-    return !cv_.wait_for(lk, d, [&] { return stop_; });
-  }
-  void stop() {
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-  }
-  [[nodiscard]] bool stopped() {
-    std::lock_guard lk(mu_);
-    return stop_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-};
-
-// The pause before a list or watch is tried again: 0.5 s doubling to 30 s, with up to a
-// quarter of jitter so replicas that failed together do not retry together; back to the
-// start after a watch that lasted or delivered something.
-class retry_pause {
- public:
-  std::chrono::milliseconds next() {
-    const auto d = current_;
-    current_ = std::min(current_ * 2, max_);
-    std::uniform_int_distribution<long long> jitter(0, d.count() / 4);
-    return d + std::chrono::milliseconds(jitter(rng_));
-  }
-  void reset() { current_ = min_; }
-  // After a watch ended: true when the next one should wait (it failed, or it ended within a
-  // second having delivered nothing: a proxy cutting streams, a server closing at once).
-  bool after_watch(bool failed, bool delivered, std::chrono::steady_clock::duration lasted) {
-    if (!failed && (delivered || lasted >= std::chrono::seconds(1))) {
-      reset();
-      return false;
-    }
-    return true;
-  }
-
- private:
-  static constexpr std::chrono::milliseconds min_{500};
-  static constexpr std::chrono::milliseconds max_{30'000};
-  std::chrono::milliseconds current_ = min_;
-  std::minstd_rand rng_{std::random_device{}()};
-};
-
 class kube_store final : public revision_store {
  public:
-  kube_store(kube_endpoint ep, std::string ns)
+  kube_store(kube::endpoint ep, std::string ns)
       : ns_(std::move(ns)), client_(ep), watch_client_(std::move(ep)) {}
   ~kube_store() override { stop(); }
 
@@ -276,16 +186,18 @@ class kube_store final : public revision_store {
       return core::fail(core::errc::unavailable, "no time left for the read");
     const auto name = cm_name(inventory);
     const auto r = client_.request(
-        "GET", collection_path() + "?fieldSelector=" + url_encode("metadata.name=" + name), {},
-        budget);
-    if (r.status != 200) {
-      return core::fail(core::errc::unavailable, "get ConfigMap " + name + ": " + api_message(r));
+        "GET", collection_path() + "?fieldSelector=" + kube::url_encode("metadata.name=" + name),
+        {}, budget);
+    if (!r || r->status != 200) {
+      auto e = kube::api_error("get ConfigMap " + name, r);
+      e.code = core::errc::unavailable;
+      return e;
     }
     simdjson::dom::parser p;
     simdjson::dom::element doc;
     simdjson::dom::array items;
     std::string_view rv;
-    if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv) ||
+    if (p.parse(r->body).get(doc) || doc["metadata"]["resourceVersion"].get(rv) ||
         doc["items"].get(items))
       return core::fail(core::errc::unavailable, "get ConfigMap: malformed response");
     out.as_of = std::string(rv);
@@ -319,14 +231,16 @@ class kube_store final : public revision_store {
     const auto r = expected_version.empty()
                        ? client_.request("POST", collection_path(), body, budget)
                        : client_.request("PUT", object_path(name), body, budget);
-    if (r.status == 409) return core::fail(core::errc::conflict, api_message(r));
-    if (r.status != 200 && r.status != 201) {
-      return core::fail(core::errc::unavailable, "write ConfigMap " + name + ": " + api_message(r));
+    if (!r || (r->status != 200 && r->status != 201)) {
+      // A store answers conflict or unavailable, nothing else.
+      auto e = kube::api_error("write ConfigMap " + name, r);
+      if (e.code != core::errc::conflict) e.code = core::errc::unavailable;
+      return e;
     }
     simdjson::dom::parser p;
     simdjson::dom::element doc;
     std::string_view rv;
-    if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
+    if (p.parse(r->body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
       // The write happened; only its version is unknown. The watch will tell.
       return std::string();
     }
@@ -351,10 +265,10 @@ class kube_store final : public revision_store {
  private:
   static std::string cm_name(const std::string& inventory) { return "topogate-" + inventory; }
   std::string collection_path() const {
-    return "/api/v1/namespaces/" + url_encode(ns_) + "/configmaps";
+    return "/api/v1/namespaces/" + kube::url_encode(ns_) + "/configmaps";
   }
   std::string object_path(const std::string& name) const {
-    return collection_path() + "/" + url_encode(name);
+    return collection_path() + "/" + kube::url_encode(name);
   }
 
   // One object of a list or a watch event, as the state of its inventory at `as_of` (the
@@ -383,98 +297,66 @@ class kube_store final : public revision_store {
     fn_(it->second, state);
   }
 
-  void run() {
-    const std::string selector = "labelSelector=" + url_encode(managed_by_selector);
-    retry_pause pause;
-    while (!stop_.stopped()) {
-      const auto list = watch_client_.request("GET", collection_path() + "?" + selector, {},
-                                              std::chrono::seconds(30));
-      simdjson::dom::parser p;
-      simdjson::dom::element doc;
-      std::string_view rv;
-      simdjson::dom::array items;
-      if (list.status != 200 || p.parse(list.body).get(doc) ||
-          doc["metadata"]["resourceVersion"].get(rv) || doc["items"].get(items)) {
-        if (stop_.stopped()) break;
-        if (log_)
-          log_("warn",
-               "kubernetes store: list ConfigMaps: " +
-                   (list.status == 200 ? std::string("malformed response") : api_message(list)));
-        if (!stop_.wait(pause.next())) break;
-        continue;
-      }
-      std::string version(rv);
-      // Every inventory's state as of the list: its object, or none (deleted while no watch
-      // was open, or never written).
-      std::map<std::string, bool> listed;
-      for (const auto& [cm, inv] : by_cm_) listed[cm] = false;
-      for (auto item : items) {
-        listed[std::string(str_or(item["metadata"], "name"))] = true;
-        deliver(item, false);
-      }
-      for (const auto& [cm, seen] : listed) {
-        const auto it = by_cm_.find(cm);
-        if (!seen && it != by_cm_.end()) fn_(it->second, store_state{std::nullopt, false, version});
-      }
-      // Watch from the list's version; resume from the last seen one after a clean end;
-      // relist on 410 Gone (the version was compacted away). A watch that fails, or ends
-      // at once having delivered nothing, is retried after a growing pause.
-      bool relist = false;
-      while (!relist && !stop_.stopped()) {
-        simdjson::dom::parser ep;
-        bool delivered = false;
-        const auto began = std::chrono::steady_clock::now();
-        const auto target = collection_path() + "?" + selector +
-                            "&watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                            std::to_string(watch_timeout_seconds) +
-                            "&resourceVersion=" + url_encode(version);
-        const auto r = watch_client_.stream_lines(
-            target,
-            [&](std::string_view line) {
-              simdjson::dom::element ev;
-              std::string_view type;
-              simdjson::dom::element obj;
-              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj))
-                return true;
-              if (type == "ERROR") {
-                int64_t code = 0;
-                if (!obj["code"].get(code) && code == 410) relist = true;
-                return false;
-              }
-              std::string_view orv;
-              if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
-              if (type == "ADDED" || type == "MODIFIED" || type == "DELETED") {
-                delivered = true;
-                deliver(obj, type == "DELETED");
-              }
-              return true;
-            },
-            watch_idle);
-        if (stop_.stopped()) break;
-        if (r.status == 410) relist = true;
-        const bool failed = r.status != 200 && r.status != 410;
-        if (failed && log_) log_("warn", "kubernetes store: watch: " + api_message(r));
-        if (failed) relist = true;
-        if (!pause.after_watch(failed, delivered, std::chrono::steady_clock::now() - began))
-          continue;
-        if (!stop_.wait(pause.next())) break;
-      }
+  // Every inventory's state as of the list: its object, or none (deleted while no watch was
+  // open, or never written). Returns the list's version.
+  core::result<std::string> list(const std::string& path) {
+    std::map<std::string, bool> listed;
+    for (const auto& [cm, inv] : by_cm_) listed[cm] = false;
+    std::string version;
+    kube::list_options o;
+    o.page_timeout = std::chrono::seconds(30);
+    simdjson::dom::parser p;
+    auto r = kube::list_raw_pages(
+        watch_client_, path, o, [&](const std::string& body) -> core::result<std::string> {
+          simdjson::dom::element doc;
+          std::string_view rv;
+          simdjson::dom::array items;
+          if (p.parse(body).get(doc) || doc["metadata"]["resourceVersion"].get(rv) ||
+              doc["items"].get(items))
+            return core::fail(core::errc::unavailable, "malformed response");
+          version = std::string(rv);
+          for (auto item : items) {
+            listed[std::string(str_or(item["metadata"], "name"))] = true;
+            deliver(item, false);
+          }
+          std::string_view next;
+          return doc["metadata"]["continue"].get(next) ? std::string() : std::string(next);
+        });
+    if (!r) return std::move(r).error();
+    for (const auto& [cm, seen] : listed) {
+      const auto it = by_cm_.find(cm);
+      if (!seen && it != by_cm_.end()) fn_(it->second, store_state{std::nullopt, false, version});
     }
+    return version;
+  }
+
+  void run() {
+    kube::reflector r;
+    r.path = collection_path() + "?labelSelector=" + kube::url_encode(managed_by_selector);
+    r.list = [&] { return list(r.path); };
+    r.on_event = [&](std::string_view type, simdjson::dom::element obj) {
+      if (type == "ADDED" || type == "MODIFIED" || type == "DELETED")
+        deliver(obj, type == "DELETED");
+    };
+    r.on_failure = [&](const core::error& e) {
+      if (log_) log_("warn", "kubernetes store: " + e.message);
+    };
+    kube::reflect(watch_client_, r, stop_);
   }
 
   std::string ns_;
-  kube_client client_;        // pushes and loads
-  kube_client watch_client_;  // the long-running watch (cancelled on stop)
+  kube::client client_;        // pushes and loads
+  kube::client watch_client_;  // the long-running list and watch (cancelled on stop)
   std::map<std::string, std::string> by_cm_;
   change_fn fn_;
   log_fn log_;
-  stopper stop_;
+  kube::stop_signal stop_;
   std::thread thread_;
 };
 
 class api_node_watch final : public node_watch {
  public:
-  api_node_watch(kube_endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
+  api_node_watch(kube::endpoint ep, log_fn log) : client_(std::move(ep)), log_(std::move(log)) {}
   ~api_node_watch() override { stop(); }
 
   void start(label_filter keep, std::function<void(list_source)> on_change) override {
@@ -505,106 +387,66 @@ class api_node_watch final : public node_watch {
     });
   }
 
-  bool list_all(std::string& version) {
-    std::string cont;
-    do {
-      std::string target = "/api/v1/nodes?limit=500";
-      if (!cont.empty()) target += "&continue=" + url_encode(cont);
-      const auto r = client_.request("GET", target, {}, std::chrono::seconds(30), metadata_list);
-      if (r.status != 200) {
-        if (!stop_.stopped() && log_) log_("warn", "Node list: " + api_message(r));
-        view_->nodes.discard_list();
-        return false;
-      }
-      simdjson::dom::parser p;
-      simdjson::dom::element doc;
-      std::string_view rv;
-      if (p.parse(r.body).get(doc) || doc["metadata"]["resourceVersion"].get(rv)) {
-        view_->nodes.discard_list();
-        return false;
-      }
-      version = std::string(rv);
-      std::string_view c;
-      cont = doc["metadata"]["continue"].get(c) ? std::string() : std::string(c);
-      simdjson::dom::array items;
-      if (!doc["items"].get(items)) {
-        // The list being built is the watch thread's alone: no lock until it becomes the view.
-        for (auto item : items) view_->nodes.add_listed(item);
-      }
-    } while (!cont.empty());
-    std::lock_guard lk(view_->mu);
-    view_->nodes.finish_list();
-    return true;
+  // Names and labels are all the watch reads: the API sends Nodes as PartialObjectMetadata
+  // (as client-go's metadata informers ask). Returns the list's version.
+  core::result<std::string> list_all() {
+    std::string version;
+    kube::list_options o;
+    o.accept = kube::metadata_list_accept;
+    o.page_timeout = std::chrono::seconds(30);
+    simdjson::dom::parser p;
+    auto r = kube::list_raw_pages(
+        client_, "/api/v1/nodes", o, [&](const std::string& body) -> core::result<std::string> {
+          simdjson::dom::element doc;
+          std::string_view rv;
+          if (p.parse(body).get(doc) || doc["metadata"]["resourceVersion"].get(rv))
+            return core::fail(core::errc::unavailable, "malformed response");
+          version = std::string(rv);
+          simdjson::dom::array items;
+          if (!doc["items"].get(items)) {
+            // The list being built is the watch thread's alone: no lock until it becomes the
+            // view.
+            for (auto item : items) view_->nodes.add_listed(item);
+          }
+          std::string_view next;
+          return doc["metadata"]["continue"].get(next) ? std::string() : std::string(next);
+        });
+    if (!r) {
+      view_->nodes.discard_list();
+      return std::move(r).error();
+    }
+    {
+      std::lock_guard lk(view_->mu);
+      view_->nodes.finish_list();
+    }
+    publish();
+    return version;
   }
 
   void run() {
-    retry_pause pause;
-    while (!stop_.stopped()) {
-      std::string version;
-      if (!list_all(version)) {
-        if (!stop_.wait(pause.next())) break;
-        continue;
+    kube::reflector r;
+    r.path = "/api/v1/nodes";
+    r.watch_accept = kube::metadata_watch_accept;
+    r.list = [&] { return list_all(); };
+    r.on_event = [&](std::string_view type, simdjson::dom::element obj) {
+      bool changed = false;
+      {
+        std::lock_guard lk(view_->mu);
+        changed = view_->nodes.apply(type, obj);
       }
-      publish();
-      bool relist = false;
-      while (!relist && !stop_.stopped()) {
-        simdjson::dom::parser ep;
-        bool delivered = false;
-        const auto began = std::chrono::steady_clock::now();
-        const auto target = "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                            std::to_string(watch_timeout_seconds) +
-                            "&resourceVersion=" + url_encode(version);
-        const auto r = client_.stream_lines(
-            target,
-            [&](std::string_view line) {
-              simdjson::dom::element ev;
-              std::string_view type;
-              simdjson::dom::element obj;
-              if (ep.parse(line).get(ev) || ev["type"].get(type) || ev["object"].get(obj))
-                return true;
-              if (type == "ERROR") {
-                int64_t code = 0;
-                if (!obj["code"].get(code) && code == 410) relist = true;
-                return false;
-              }
-              std::string_view orv;
-              if (!obj["metadata"]["resourceVersion"].get(orv)) version = std::string(orv);
-              if (type == "BOOKMARK") return true;
-              delivered = true;
-              bool changed = false;
-              {
-                std::lock_guard lk(view_->mu);
-                changed = view_->nodes.apply(type, obj);
-              }
-              if (changed) publish();
-              return true;
-            },
-            watch_idle, metadata_watch);
-        if (stop_.stopped()) break;
-        if (r.status == 410) relist = true;
-        const bool failed = r.status != 200 && r.status != 410;
-        if (failed && log_) log_("warn", "Node watch: " + api_message(r));
-        if (failed) relist = true;
-        if (!pause.after_watch(failed, delivered, std::chrono::steady_clock::now() - began))
-          continue;
-        if (!stop_.wait(pause.next())) break;
-      }
-    }
+      if (changed) publish();
+    };
+    r.on_failure = [&](const core::error& e) {
+      if (log_) log_("warn", e.message);
+    };
+    kube::reflect(client_, r, stop_);
   }
 
-  // Names and labels are all the watch reads: the API sends Nodes as PartialObjectMetadata
-  // (as client-go's metadata informers ask), without the status (conditions, images,
-  // addresses) that makes up most of a Node and changes with every heartbeat.
-  static constexpr std::string_view metadata_list =
-      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-  static constexpr std::string_view metadata_watch =
-      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-
-  kube_client client_;
+  kube::client client_;
   log_fn log_;
   std::function<void(list_source)> on_change_;
   std::shared_ptr<shared_view> view_;
-  stopper stop_;
+  kube::stop_signal stop_;
   std::thread thread_;
 };
 
@@ -612,8 +454,12 @@ class api_node_watch final : public node_watch {
 
 }  // namespace detail
 
+kube::api_access api_access(const store_config& cfg) {
+  return {cfg.kube_api_server, cfg.kube_token_file, cfg.kube_ca_file};
+}
+
 core::result<std::unique_ptr<revision_store>> make_kube_store(const store_config& cfg, log_fn log) {
-  auto ep = detail::resolve_endpoint(cfg);
+  auto ep = kube::resolve_endpoint(api_access(cfg));
   if (!ep) return std::move(ep).error();
   if (cfg.kube_namespace.empty()) {
     return core::fail(core::errc::invalid_argument,
@@ -625,7 +471,7 @@ core::result<std::unique_ptr<revision_store>> make_kube_store(const store_config
 }
 
 core::result<std::unique_ptr<node_watch>> make_node_watch(const store_config& cfg, log_fn log) {
-  auto ep = detail::resolve_endpoint(cfg);
+  auto ep = kube::resolve_endpoint(api_access(cfg));
   if (!ep) return std::move(ep).error();
   return std::unique_ptr<node_watch>(
       std::make_unique<detail::api_node_watch>(std::move(*ep), std::move(log)));

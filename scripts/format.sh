@@ -12,7 +12,7 @@ command -v clang-format >/dev/null || { echo "format.sh: clang-format is not ins
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 else
-  mapfile -t files < <(find admission bench cli core diagnose inventory server test -name '*.cpp' -o -name '*.hpp' | sort)
+  mapfile -t files < <(find admission bench cli core diagnose inventory kube server test util -name '*.cpp' -o -name '*.hpp' | sort)
 fi
 case ${1:-} in
   "") clang-format -i "${files[@]}" ;;

@@ -7,7 +7,7 @@
 # input is saved under build/fuzz/artifacts/<target>/ (replay: build/fuzz/<target> FILE).
 # Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build jobs and targets run
 # at once, default 2), FUZZ_SKIP_BUILD=1 (run the targets already built), FUZZ_CXX
-# (default clang++-16). No target compiles inventory/kube_client.cpp, whose Asio coroutines
+# (default clang++-16). No target compiles the Kubernetes client (kube/), whose Asio coroutines
 # clang 14 cannot instrument ("Cannot represent a difference across sections") and clang 16
 # takes about ten minutes on: fuzz_http links the request path without it (test/fuzz).
 set -uo pipefail

@@ -5,8 +5,9 @@
 #   dev         the dev preset: every CTest test (GoogleTest, and pytest against the real
 #               binary)
 #   asan-ubsan  the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
-#   tsan        ThreadSanitizer: the inventory, server and integration tests (the code
-#               with threads: the reconcile loops, the store, the Asio server)
+#   tsan        ThreadSanitizer: the kube-client, inventory, server and integration tests
+#               (the code with threads: the API client, the reconcile loops, the store,
+#               the Asio server)
 #   fuzz        every libFuzzer target for TOPOGATE_FUZZ_SECONDS with ASan+UBSan
 #               (scripts/fuzz.sh, two targets at a time)
 #   image       the container image (scripts/image.sh): a release build on a base of Debian
@@ -29,7 +30,8 @@
 # Environment (each switch that turns a stage off leaves its row, "skipped (...)";
 # .ci/run refuses them all):
 #   TOPOGATE_PRESETS        presets run over the whole CTest suite (default: dev asan-ubsan)
-#   TOPOGATE_TSAN_LABELS    CTest labels run under tsan (default: inventory|server|integration;
+#   TOPOGATE_TSAN_LABELS    CTest labels run under tsan (default:
+#                           kube-client|inventory|server|integration;
 #                           empty turns the stage off)
 #   TOPOGATE_FUZZ_SECONDS   seconds per fuzz target (default 60; 0 turns the stage off)
 #   TOPOGATE_FUZZ_TARGETS   the targets (default: all eight, as scripts/fuzz.sh lists them; fuzz_http, fuzz_tls and
@@ -75,7 +77,7 @@ fi
 
 default_presets="dev asan-ubsan"
 presets=${TOPOGATE_PRESETS:-$default_presets}
-tsan_labels=${TOPOGATE_TSAN_LABELS-inventory|server|integration}
+tsan_labels=${TOPOGATE_TSAN_LABELS-kube-client|inventory|server|integration}
 fuzz_seconds=${TOPOGATE_FUZZ_SECONDS:-60}
 # Empty: scripts/fuzz.sh runs every target it knows.
 read -r -a fuzz_targets <<<"${TOPOGATE_FUZZ_TARGETS:-}"
@@ -163,7 +165,7 @@ done
 # ThreadSanitizer is 5-15x slower than the plain build: only the tests that exercise
 # threads, and only the binaries they need.
 if [[ -n $tsan_labels ]]; then
-  ctest_stage tsan tsan -L "^($tsan_labels)\$" -- inventory_tests server_tests topogate
+  ctest_stage tsan tsan -L "^($tsan_labels)\$" -- kube_tests inventory_tests server_tests topogate
 else
   stage_off tsan "TOPOGATE_TSAN_LABELS empty"
 fi

@@ -38,7 +38,8 @@ struct audit_outcome {
   bool nodes_forbidden = false;
 };
 
-// Where a run's objects come from: the Kubernetes API (make_kube_audit_source) or a test's.
+// Where a run's objects come from: the Kubernetes API (cli/audit_kube.hpp, on kube/'s client,
+// handed to serve through serve_hooks) or a test's.
 class audit_source {
  public:
   virtual ~audit_source() = default;
@@ -48,13 +49,6 @@ class audit_source {
   // Aborts a run in progress (from another thread); every later run fails at once.
   virtual void cancel() = 0;
 };
-
-// The Kubernetes API as `api` locates it (store.apiServer, tokenFile, caFile; empty: the
-// in-cluster defaults), listing TopologySources and the ModelDeployments of `cfg.namespaces`.
-// errc::invalid_argument when no API server is known.
-core::result<std::unique_ptr<audit_source>> make_kube_audit_source(
-    const inventory::store_config& api, const audit_config& cfg,
-    const core::validation_options& validation);
 
 // Remembers the rules each object violated at the last successful run, so that an object is
 // logged once per change, not once per run.

@@ -16,31 +16,6 @@ core::error io_error(const std::string& what, const std::string& path) {
 }
 }  // namespace
 
-core::result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open", path);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto e = io_error("cannot read", path);
-      ::close(fd);
-      return e;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max_bytes) {
-      ::close(fd);
-      return core::fail(core::errc::too_large,
-                        path + " is larger than " + std::to_string(max_bytes) + " bytes");
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
 core::result<void> write_file_atomic(const std::string& path, std::string_view data,
                                      unsigned mode) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -103,14 +78,6 @@ file_signature signature_of(const std::string& path) {
   s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   s.exists = true;
   return s;
-}
-
-std::string resolve_path(std::string_view base_dir, std::string_view path) {
-  if (path.empty() || path.front() == '/' || base_dir.empty()) return std::string(path);
-  std::string out(base_dir);
-  if (out.back() != '/') out.push_back('/');
-  out += path;
-  return out;
 }
 
 }  // namespace topogate::server

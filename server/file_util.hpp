@@ -6,12 +6,15 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "util/file.hpp"
 
 namespace topogate::server {
 
-// The whole file. Fails with errc::io (the message names the path and errno) or, past
-// `max_bytes`, errc::too_large.
-core::result<std::string> read_file(const std::string& path, std::size_t max_bytes = 64u << 20);
+// The bounded read and path resolution are util/'s (the Kubernetes client reads kubeconfigs
+// and credentials with them too); named here for the server's own callers.
+using util::read_file;
+using util::resolve_path;
+
 // Write to a temporary file in the same directory, fsync, rename: readers never see a
 // partial file. `mode` applies to the new file (0600 for keys and tokens). Fails with errc::io.
 core::result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode);
@@ -25,8 +28,5 @@ struct file_signature {
   friend bool operator==(const file_signature&, const file_signature&) = default;
 };
 [[nodiscard]] file_signature signature_of(const std::string& path);
-
-// `path` resolved against `base_dir` unless absolute.
-[[nodiscard]] std::string resolve_path(std::string_view base_dir, std::string_view path);
 
 }  // namespace topogate::server

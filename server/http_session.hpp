@@ -33,13 +33,14 @@
 #include <string_view>
 #include <utility>
 
-#include "inventory/wipe.hpp"
+#include "core/field_error.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
 #include "server/router.hpp"
 #include "server/tls.hpp"
 #include "server/transport.hpp"
+#include "util/wipe.hpp"
 
 namespace topogate::server {
 
@@ -206,7 +207,7 @@ class http_session : public drainable {
   ~http_session() override {
     // A request counted in flight is uncounted on every path, an abandoned one included.
     finish_counting();
-    inventory::wipe_storage(buffer_);  // the last requests' bytes, bearer tokens among them
+    util::wipe_storage(buffer_);  // the last requests' bytes, bearer tokens among them
     if (peer_.leaf) X509_free(peer_.leaf);
     if (id_) srv_.remove_session(id_);
   }
@@ -549,7 +550,7 @@ class http_session : public drainable {
     const std::string_view authorization = req[http::field::authorization];
     std::span<char> authorization_bytes{const_cast<char*>(authorization.data()),
                                         authorization.size()};
-    const inventory::wiped_at_exit wipe_authorization{authorization_bytes};
+    const util::wiped_at_exit wipe_authorization{authorization_bytes};
     request_info info;
     deferred_response later;
     response res = handle(req, peer_, srv_.context(kind_), info, started_, &later);
@@ -706,7 +707,7 @@ class http_session : public drainable {
     // Between requests what was read is wiped (a bearer token was in it); a pipelined
     // request already read stays.
     if (buffer_.size() == 0) {
-      inventory::wipe_storage(buffer_);
+      util::wipe_storage(buffer_);
       if (buffer_.capacity() > 16384) buffer_.shrink_to_fit();
     }
     if (wire_.capacity() > wire_batch + tls_record_plaintext) std::string().swap(wire_);

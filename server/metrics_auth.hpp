@@ -63,7 +63,8 @@ struct scrape_decision {
 };
 
 // Checks one bearer token against an authority (the Kubernetes API). Two implementations: the
-// API's (make_kube_token_reviewer) and the tests'.
+// API's (cli/metrics_auth_kube.hpp, on kube/'s client, handed to serve through serve_hooks:
+// server/ links no Kubernetes client) and the tests'.
 class token_reviewer {
  public:
   virtual ~token_reviewer() = default;
@@ -74,16 +75,6 @@ class token_reviewer {
   // Aborts the reviews in progress and makes later ones fail at once (shutdown). Thread-safe.
   virtual void cancel() = 0;
 };
-
-// TokenReview (authentication.k8s.io/v1), then SubjectAccessReview (authorization.k8s.io/v1)
-// for `get` on the non-resource URL /metrics with the reviewed user, uid, groups and extra,
-// against the API `api` points at (store.apiServer/tokenFile/caFile, else in-cluster). With
-// `audiences` (metrics.audiences) a token must be issued for one of them.
-// errc::invalid_argument when it does not say where the API is. (metrics_auth_kube.cpp, on
-// topogate_kube's client: `serve` gets it from cli/ through serve_hooks, so a build without
-// the Kubernetes client, the fuzz build, links serve without it.)
-core::result<std::unique_ptr<token_reviewer>> make_kube_token_reviewer(
-    const inventory::store_config& api, std::vector<std::string> audiences = {});
 
 // What the /metrics route asks (router.hpp's router_context). An interface so the request
 // path, which the fuzz build links on its own, carries no threads and no logger: the one

@@ -26,7 +26,8 @@ class ownership_watch : public admission::ownership_view {
   virtual void stop() = 0;
 };
 
-// Where a snapshot comes from: the Kubernetes API (make_kube_ownership_lister) or a test's.
+// Where a snapshot comes from: the Kubernetes API (cli/ownership_kube.hpp, on kube/'s client,
+// handed to serve through serve_hooks) or a test's.
 class ownership_lister {
  public:
   virtual ~ownership_lister() = default;
@@ -59,10 +60,5 @@ class ownership_view_loop final : public ownership_watch {
   std::shared_ptr<const admission::ownership_snapshot> snap_;  // mu_
   periodic_thread worker_;  // last: its thread ends before the members it uses go
 };
-
-// The Kubernetes API as `api` locates it (store.apiServer, tokenFile, caFile; empty: the
-// in-cluster defaults). errc::invalid_argument when no API server is known.
-core::result<std::unique_ptr<ownership_lister>> make_kube_ownership_lister(
-    const inventory::store_config& api, const ownership_check_config& cfg);
 
 }  // namespace topogate::server

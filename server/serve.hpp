@@ -20,18 +20,21 @@ class token_reviewer;
 struct serve_hooks {
   // Called once the listeners accept connections, with the bound TLS port.
   std::function<void(unsigned short port)> on_listening;
-  // Builds the registry's stores and Node watch (the Kubernetes ones live in topogate_kube,
-  // which `topogate` links and the fuzz build does not). Unset: make_file_dependencies.
+  // The Kubernetes-backed parts are built by the composition root (cli/serve.cpp) on kube/'s
+  // client, which `topogate` links and server/ and the fuzz build do not.
+  // Builds the registry's stores and Node watch (inventory/kube.hpp's make_dependencies).
+  // Unset: make_file_dependencies.
   std::function<inventory::registry_deps(const serve_config&)> dependencies;
-  // Builds the periodic audit's source when audit.enabled (audit_loop.hpp's
-  // make_kube_audit_source, on topogate_kube's client). Unset: audit.enabled stops the start.
+  // Builds the periodic audit's source when audit.enabled (cli/audit_kube.hpp).
+  // Unset: audit.enabled stops the start.
   std::function<core::result<std::unique_ptr<audit_source>>(const serve_config&)> make_audit_source;
   // Builds the admission ownership view when admission.ownershipCheck.enabled
-  // (ownership_view.hpp, on topogate_kube's client). Unset: that setting stops the start.
+  // (ownership_view.hpp's loop on cli/ownership_kube.hpp's lister). Unset: that setting stops
+  // the start.
   std::function<core::result<std::unique_ptr<ownership_watch>>(const serve_config&)>
       make_ownership_view;
-  // Builds the token reviewer of metrics.auth: kubernetes (metrics_auth.hpp's
-  // make_kube_token_reviewer, on topogate_kube's client). Unset: that mode stops the start.
+  // Builds the token reviewer of metrics.auth: kubernetes (cli/metrics_auth_kube.hpp).
+  // Unset: that mode stops the start.
   std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)>
       make_token_reviewer;
 };

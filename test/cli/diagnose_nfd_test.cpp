@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli_test_util.hpp"
 #include "diagnose/diagnose.hpp"
+#include "test/fixtures/test_files.hpp"
 
 namespace topogate::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli_test_util.hpp"
+#include "test/fixtures/test_files.hpp"
 
 namespace topogate::cli {
 namespace {

@@ -49,5 +49,14 @@ TEST(Time, WritesUtcWithMillisecondsAndReadsItBack) {
   }
 }
 
+TEST(Time, SecondsTextAsSettingsAreWritten) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(seconds_text(30s), "30s");
+  EXPECT_EQ(seconds_text(1500ms), "1.5s");
+  EXPECT_EQ(seconds_text(300ms), "0.3s");
+  EXPECT_EQ(seconds_text(1001ms), "1.001s");
+  EXPECT_EQ(seconds_text(0ms), "0s");
+}
+
 }  // namespace
 }  // namespace topogate::core

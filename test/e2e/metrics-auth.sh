@@ -207,7 +207,7 @@ status_is() { # WANT TOKEN
 # ---------------------------------------------------------------- no-rbac
 section no-rbac
 code=$(scrape "$work/prometheus.token")
-if [[ $code == 503 ]] && grep -q "answered 403 to the TokenReview" "$work/body" &&
+if [[ $code == 503 ]] && grep -q "TokenReview: HTTP 403" "$work/body" &&
   grep -q "create on tokenreviews" "$work/body"; then
   pass "without RBAC for topogate: 503 naming tokenreviews"
 else

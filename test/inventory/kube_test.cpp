@@ -15,8 +15,8 @@
 #include <random>
 #include <thread>
 
-#include "inventory/kube_client.hpp"
 #include "inventory/registry.hpp"
+#include "kube/client.hpp"
 #include "test_util.hpp"
 
 namespace topogate::inventory {
@@ -48,9 +48,16 @@ store_config kube_store_config(const control_plane& c, const std::string& ns) {
   return s;
 }
 
-detail::kube_client admin(const control_plane& c) {
-  auto ep = detail::resolve_endpoint(kube_store_config(c, "default"));
-  return detail::kube_client(ep ? std::move(*ep) : detail::kube_endpoint{});
+kube::client admin(const control_plane& c) {
+  auto ep = kube::resolve_endpoint(api_access(kube_store_config(c, "default")));
+  return kube::client(ep ? std::move(*ep) : kube::endpoint{});
+}
+
+// The status of the API's answer; 0 when none came.
+int status_of(const core::result<kube::response>& r) { return r ? r->status : 0; }
+// What to print beside it.
+std::string text_of(const core::result<kube::response>& r) {
+  return r ? r->body : r.error().message;
 }
 
 bool verbose() { return std::getenv("TOPOGATE_TEST_VERBOSE") != nullptr; }
@@ -101,12 +108,12 @@ class KubeStore : public ::testing::Test {
     const auto r = client.request(
         "POST", "/api/v1/namespaces",
         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns_ + R"("}})");
-    ASSERT_EQ(r.status, 201) << r.error << r.body;
+    ASSERT_EQ(status_of(r), 201) << text_of(r);
   }
   void TearDown() override {
     if (!c_.ok()) return;
     auto client = admin(c_);
-    client.request("DELETE", "/api/v1/namespaces/" + ns_);
+    static_cast<void>(client.request("DELETE", "/api/v1/namespaces/" + ns_));
   }
   registry_config replica() const {
     registry_config cfg;
@@ -299,7 +306,7 @@ TEST_F(KubeStore, ADeletedConfigMapIsServedAsNothingAndThePushAfterItCreatesItAg
   auto client = admin(c_);
   const auto del =
       client.request("DELETE", "/api/v1/namespaces/" + ns_ + "/configmaps/topogate-pushed");
-  ASSERT_EQ(del.status, 200) << del.body;
+  ASSERT_EQ(status_of(del), 200) << text_of(del);
   EXPECT_TRUE(eventually([&] { return a.find("pushed")->current() == nullptr; }));
   EXPECT_TRUE(eventually([&] { return b.find("pushed")->current() == nullptr; }));
   const auto again = b.push("pushed", testing::snapshot_json("d-2"), std::nullopt, "w");
@@ -343,27 +350,25 @@ class KubeNodes : public ::testing::Test {
   int create_node(int i, const std::string& pool) {
     auto client = admin(c_);
     const auto name = "worker-" + std::to_string(i);
-    return client
-        .request("POST", "/api/v1/nodes",
-                 R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
-                     R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","inv-test/pool":")" +
-                     pool + R"("}}})")
-        .status;
+    return status_of(client.request("POST", "/api/v1/nodes",
+                                    R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" +
+                                        name + R"(","labels":{"kubernetes.io/hostname":")" + name +
+                                        R"(","inv-test/pool":")" + pool + R"("}}})"));
   }
   void delete_node(int i) {
     auto client = admin(c_);
-    client.request("DELETE", "/api/v1/nodes/worker-" + std::to_string(i));
+    static_cast<void>(client.request("DELETE", "/api/v1/nodes/worker-" + std::to_string(i)));
   }
   int label_node(int i, const std::string& pool) {
     auto client = admin(c_);
     const auto r = client.request("GET", "/api/v1/nodes/worker-" + std::to_string(i));
-    if (r.status != 200) return r.status;
-    auto body = r.body;
+    if (status_of(r) != 200) return status_of(r);
+    auto body = r->body;
     const auto pos = body.find("\"inv-test/pool\":\"");
     if (pos == std::string::npos) return 0;
     const auto start = pos + 17;
     body.replace(start, body.find('"', start) - start, pool);
-    return client.request("PUT", "/api/v1/nodes/worker-" + std::to_string(i), body).status;
+    return status_of(client.request("PUT", "/api/v1/nodes/worker-" + std::to_string(i), body));
   }
   registry_config with_nodes(const std::string& snapshot_path, unknown_nodes_policy policy) const {
     registry_config cfg;
@@ -406,15 +411,15 @@ TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
   };
   ASSERT_TRUE(wait_for(1));
   auto client = admin(c_);
-  // A full update (kube_client sends JSON, not a merge patch), as any controller may write.
+  // A full update (kube::client sends JSON, not a merge patch), as any controller may write.
   auto relabel = [&](const std::string& key, const std::string& value) {
     const auto r = client.request("GET", "/api/v1/nodes/worker-0");
-    if (r.status != 200) return r.status;
-    auto body = r.body;
+    if (status_of(r) != 200) return status_of(r);
+    auto body = r->body;
     const auto at = body.find("\"labels\":{");
     if (at == std::string::npos) return 0;
     body.insert(at + 10, "\"" + key + "\":\"" + value + "\",");
-    return client.request("PUT", "/api/v1/nodes/worker-0", body).status;
+    return status_of(client.request("PUT", "/api/v1/nodes/worker-0", body));
   };
   std::size_t before = 0;
   {

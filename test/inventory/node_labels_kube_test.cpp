@@ -9,8 +9,8 @@
 #include <string>
 
 #include "inventory/kube.hpp"
-#include "inventory/kube_client.hpp"
 #include "inventory/registry.hpp"
+#include "kube/client.hpp"
 #include "test_util.hpp"
 
 namespace topogate::inventory {
@@ -38,35 +38,37 @@ class KubeNodeLabels : public ::testing::Test {
     if (store_.kube_api_server.empty()) return;
     for (const char* n : {"nl-worker-a", "nl-worker-b"}) remove(n);
   }
-  detail::kube_client admin() const {
-    auto ep = detail::resolve_endpoint(store_);
-    return detail::kube_client(ep ? std::move(*ep) : detail::kube_endpoint{});
+  kube::client admin() const {
+    auto ep = kube::resolve_endpoint(api_access(store_));
+    return kube::client(ep ? std::move(*ep) : kube::endpoint{});
   }
+  // The status of the API's answer; 0 when none came.
+  static int status_of(const core::result<kube::response>& r) { return r ? r->status : 0; }
   int create(const std::string& name, const std::string& r, const std::string& z,
              const std::string& k) {
-    return admin()
-        .request("POST", "/api/v1/nodes",
-                 R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
-                     R"(","labels":{"kubernetes.io/hostname":")" + name +
-                     R"(","nl-test/pool":"gpu",)" + R"("topology.kubernetes.io/region":")" + r +
-                     R"(","topology.kubernetes.io/zone":")" + z +
-                     R"(","topology.gpustack.ai/rack":")" + k + R"("}}})")
-        .status;
+    return status_of(admin().request(
+        "POST", "/api/v1/nodes",
+        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
+            R"(","labels":{"kubernetes.io/hostname":")" + name + R"(","nl-test/pool":"gpu",)" +
+            R"("topology.kubernetes.io/region":")" + r + R"(","topology.kubernetes.io/zone":")" +
+            z + R"(","topology.gpustack.ai/rack":")" + k + R"("}}})"));
   }
   // One label changed with a read-modify-write of the Node (`kubectl label --overwrite`).
   int relabel(const std::string& name, const std::string& key, const std::string& value) {
     auto client = admin();
     const auto r = client.request("GET", "/api/v1/nodes/" + name);
-    if (r.status != 200) return r.status;
-    std::string body = r.body;
+    if (status_of(r) != 200) return status_of(r);
+    std::string body = r->body;
     const std::string needle = "\"" + key + "\":\"";
     const auto pos = body.find(needle);
     if (pos == std::string::npos) return 0;
     const auto start = pos + needle.size();
     body.replace(start, body.find('"', start) - start, value);
-    return client.request("PUT", "/api/v1/nodes/" + name, body).status;
+    return status_of(client.request("PUT", "/api/v1/nodes/" + name, body));
   }
-  void remove(const std::string& name) { admin().request("DELETE", "/api/v1/nodes/" + name); }
+  void remove(const std::string& name) {
+    static_cast<void>(admin().request("DELETE", "/api/v1/nodes/" + name));
+  }
 
   registry_config config() const {
     registry_config cfg;

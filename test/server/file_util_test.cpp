@@ -1,4 +1,4 @@
-// server/file_util: the bounded read and the atomic write (demo files, written once and read
+// server/file_util: the atomic write (demo files, written once and read
 // by people and scripts).
 
 #include "server/file_util.hpp"
@@ -75,19 +75,6 @@ TEST(FileUtil, AtomicWriteOfARelativePathSyncsTheWorkingDirectory) {
   const auto back = read_file(d.path + "/relative.txt", 16);
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, "here");
-}
-
-TEST(FileUtil, ReadFileHoldsItsLimitOnBothSides) {
-  temp_dir d;
-  const std::string path = d.path + "/f";
-  ASSERT_TRUE(write_file_atomic(path, std::string(100, 'a'), 0644));
-  const auto at = read_file(path, 100);
-  ASSERT_TRUE(at);
-  EXPECT_EQ(at->size(), 100u);
-  const auto over = read_file(path, 99);
-  ASSERT_FALSE(over);
-  EXPECT_EQ(over.error().code, core::errc::too_large);
-  EXPECT_FALSE(read_file(d.path + "/missing", 10));
 }
 
 }  // namespace

@@ -1,32 +1,17 @@
-#include "cli/kube_connect.hpp"
+#include "kube/kubeconfig.hpp"
 
-#include <dirent.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <utility>
 
-#include "server/file_util.hpp"
+#include "core/document.hpp"
+#include "kube/base64.hpp"
+#include "kube/limits.hpp"
+#include "util/file.hpp"
 
-namespace topogate::cli {
-
-const std::string_view kube_flags_usage =
-    "  --kubeconfig FILE     the current context's server, CA and credentials: a token, a client\n"
-    "                        certificate or an exec plugin (default $KUBECONFIG)\n"
-    "  --context NAME        another context of the kubeconfig\n"
-    "  --server URL --token-file FILE --ca-file FILE   explicit API access\n"
-    "  --in-cluster          the Pod's ServiceAccount (the default inside a cluster)\n";
+namespace topogate::kube {
 
 namespace {
-
-bool plugin_mode = false;
-
-constexpr std::string_view value_flags[] = {"--kubeconfig", "--context", "--server", "--token-file",
-                                            "--ca-file"};
 
 // A kubeconfig file as read: entries' relative paths are relative to its folder.
 struct kubeconfig_file {
@@ -72,25 +57,6 @@ bool file_exists(const std::string& path) {
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    auto colon = list.find(':', start);
-    if (colon == std::string::npos) colon = list.size();
-    if (colon > start) out.push_back(list.substr(start, colon - start));
-    start = colon + 1;
-  }
-  return out;
-}
-
-std::string home_kubeconfig() {
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) return {};
-  std::string p = std::string(home) + "/.kube/config";
-  return file_exists(p) ? p : std::string();
-}
-
 // A pair of kubeconfig fields that name one thing as a file or inline (base64): the file's
 // path (resolved) or the decoded data. Both at once is refused (kubectl lets the data win,
 // which hides a stale path).
@@ -103,7 +69,7 @@ core::result<void> file_or_data(const core::doc_node* n, const kubeconfig_file& 
     return core::fail(core::errc::invalid_argument, where + " has both " + std::string(file_key) +
                                                         " and " + std::string(data_key) +
                                                         " (keep one)");
-  if (!path.empty()) file = server::resolve_path(f.dir, path);
+  if (!path.empty()) file = util::resolve_path(f.dir, path);
   if (!b64.empty() && !base64_decode(b64, data))
     return core::fail(core::errc::invalid_argument,
                       where + ": " + std::string(data_key) + " is not base64");
@@ -121,16 +87,12 @@ const core::doc_node* exec_extension(const core::doc_node* cluster) {
 
 }  // namespace
 
-void set_kubectl_plugin(bool on) { plugin_mode = on; }
-bool kubectl_plugin() { return plugin_mode; }
-std::string_view program_name() { return plugin_mode ? "kubectl topogate" : "topogate"; }
-
 core::result<kubeconfig_target> load_kubeconfig(const std::vector<std::string>& paths,
                                                 const std::string& context, bool files_must_exist) {
   std::vector<kubeconfig_file> files;
   for (const auto& p : paths) {
     if (!files_must_exist && !file_exists(p)) continue;
-    auto text = server::read_file(p, 16u << 20);
+    auto text = util::read_file(p, max_kubeconfig_bytes);
     if (!text) return std::move(text).error();
     auto d = core::decode_yaml(*text);
     if (!d.ok()) {
@@ -227,7 +189,7 @@ core::result<kubeconfig_target> load_kubeconfig(const std::vector<std::string>& 
   }
   t.token = text_of(user.node, "token");
   if (const std::string tf = text_of(user.node, "tokenFile"); !tf.empty())
-    t.token_file = server::resolve_path(user.file->dir, tf);
+    t.token_file = util::resolve_path(user.file->dir, tf);
   const std::string where = user.file->path + ": " + uwhere;
   if (auto r = file_or_data(user.node, *user.file, "client-certificate", "client-certificate-data",
                             where, t.client_cert_file, t.client_cert_pem);
@@ -250,16 +212,16 @@ core::result<kubeconfig_target> load_kubeconfig(const std::vector<std::string>& 
     // re-reads files for every call.
     std::string cert = t.client_cert_pem, key = t.client_key_pem;
     if (!t.client_cert_file.empty()) {
-      auto c = server::read_file(t.client_cert_file, 1u << 20);
+      auto c = util::read_file(t.client_cert_file, max_credential_bytes);
       if (!c) return std::move(c).error();
       cert = std::move(*c);
     }
     if (!t.client_key_file.empty()) {
-      auto k = server::read_file(t.client_key_file, 1u << 20);
+      auto k = util::read_file(t.client_key_file, max_credential_bytes);
       if (!k) return std::move(k).error();
       key = std::move(*k);
     }
-    if (auto ok = inventory::detail::check_client_identity(cert, key); !ok)
+    if (auto ok = check_client_identity(cert, key); !ok)
       return invalid(user.file, uwhere + ": " + ok.error().message);
     // One of each kind may be a file and the other inline: keep the pair in one form.
     if (t.client_cert_file.empty() != t.client_key_file.empty()) {
@@ -277,7 +239,7 @@ core::result<kubeconfig_target> load_kubeconfig(const std::vector<std::string>& 
     if (cfg->provide_cluster_info) {
       std::string ca = t.ca_pem;
       if (ca.empty()) {
-        auto read = server::read_file(t.ca_file, 1u << 20);
+        auto read = util::read_file(t.ca_file, max_credential_bytes);
         if (!read) return std::move(read).error();
         ca = std::move(*read);
       }
@@ -289,107 +251,16 @@ core::result<kubeconfig_target> load_kubeconfig(const std::vector<std::string>& 
   return t;
 }
 
-bool is_kube_value_flag(std::string_view name) {
-  return std::find(std::begin(value_flags), std::end(value_flags), name) != std::end(value_flags);
-}
-
-void set_kube_flag(kube_flags& f, std::string_view name, const std::string& value) {
-  if (name == "--in-cluster") {
-    f.in_cluster = true;
-  } else if (name == "--kubeconfig") {
-    f.kubeconfig = value;
-    f.saw_kubeconfig = true;
-  } else if (name == "--context") {
-    f.context = value;
-  } else if (name == "--server") {
-    f.server = value;
-  } else if (name == "--token-file") {
-    f.token_file = value;
-  } else if (name == "--ca-file") {
-    f.ca_file = value;
-  }
-}
-
-std::optional<std::string> finish_kube_flags(kube_flags& f, bool offline) {
-  const bool explicit_api = !f.server.empty() || !f.token_file.empty() || !f.ca_file.empty();
-  if (explicit_api && (f.server.empty() || f.token_file.empty() || f.ca_file.empty()))
-    return "--server, --token-file and --ca-file go together";
-  const int online_ways =
-      (explicit_api ? 1 : 0) + (f.saw_kubeconfig ? 1 : 0) + (f.in_cluster ? 1 : 0);
-  if (online_ways > 1) return "choose one of --kubeconfig, --server or --in-cluster";
-  if (offline && online_ways) return "read files or the API, not both";
-  const char* env_kc = std::getenv("KUBECONFIG");
-  const bool has_env_kc = env_kc != nullptr && *env_kc != '\0';
-  if (offline) {
-    if (!f.context.empty() && !has_env_kc) return "--context needs a kubeconfig";
-    return std::nullopt;
-  }
-  if (!online_ways) {
-    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-    const bool in_pod = host != nullptr && *host != '\0';
-    if (plugin_mode) {
-      // kubectl's order: $KUBECONFIG, ~/.kube/config, then the Pod's ServiceAccount.
-      if (has_env_kc) {
-        f.kubeconfig = env_kc;
-      } else if (std::string home = home_kubeconfig(); !home.empty()) {
-        f.kubeconfig = std::move(home);
-      } else if (in_pod) {
-        f.in_cluster = true;
-      } else {
-        return "no input: give --from DIR, -f FILE, --kubeconfig FILE, set $KUBECONFIG or create "
-               "~/.kube/config";
-      }
-    } else if (in_pod) {
-      f.in_cluster = true;
-    } else if (has_env_kc) {
-      f.kubeconfig = env_kc;  // the whole list; connect() merges it
-    } else {
-      return "no input: give --from DIR, -f FILE, --kubeconfig FILE or run in a cluster";
-    }
-  }
-  if (!f.context.empty() && f.kubeconfig.empty()) return "--context needs a kubeconfig";
-  return std::nullopt;
-}
-
-bool base64_decode(std::string_view in, std::string& out) {
-  std::string clean;
-  for (char c : in)
-    if (c != '\n' && c != '\r' && c != ' ') clean.push_back(c);
-  if (clean.size() % 4 != 0) return false;
-  out.assign(clean.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(clean.data()),
-                                static_cast<int>(clean.size()));
-  if (n < 0) return false;
-  std::size_t len = static_cast<std::size_t>(n);
-  if (!clean.empty() && clean.back() == '=') --len;
-  if (clean.size() > 1 && clean[clean.size() - 2] == '=') --len;
-  out.resize(len);
-  return true;
-}
-
-core::result<void> connect(const kube_flags& f, kube_connection& out) {
-  return connect(f, out, default_exec_run_options());
-}
-
-core::result<void> connect(const kube_flags& f, kube_connection& out,
-                           const exec_run_options& exec) {
-  inventory::store_config cfg;
+core::result<void> connect(const connect_options& o, connection& out) {
+  api_access access = o.access;
   std::optional<kubeconfig_target> target;
-  if (!f.kubeconfig.empty()) {
-    // --kubeconfig is one file; $KUBECONFIG is a list whose missing files are skipped.
-    const auto files =
-        f.saw_kubeconfig ? std::vector<std::string>{f.kubeconfig} : split_list(f.kubeconfig);
-    auto t = load_kubeconfig(files, f.context, f.saw_kubeconfig);
+  if (!o.kubeconfigs.empty()) {
+    auto t = load_kubeconfig(o.kubeconfigs, o.context, o.kubeconfigs_must_exist);
     if (!t) return std::move(t).error();
     target = std::move(*t);
-    cfg.kube_api_server = target->server;
-  } else if (!f.server.empty()) {
-    cfg.kube_api_server = f.server;
-    cfg.kube_token_file = f.token_file;
-    cfg.kube_ca_file = f.ca_file;
+    access = {target->server, {}, {}};
   }
-  auto ep = inventory::detail::resolve_endpoint(cfg);
+  auto ep = resolve_endpoint(access);
   if (!ep) return std::move(ep).error();
   if (target) {
     // Only what the kubeconfig says: never the ServiceAccount defaults.
@@ -403,72 +274,14 @@ core::result<void> connect(const kube_flags& f, kube_connection& out,
     ep->client_cert_pem = target->client_cert_pem;
     ep->client_key_pem = target->client_key_pem;
     if (target->exec) {
-      out.exec = std::make_shared<exec_credential_source>(std::move(*target->exec), exec);
+      out.exec = std::make_shared<exec_credential_source>(std::move(*target->exec), o.exec);
       ep->credentials = [source = out.exec](bool refresh) { return source->get(refresh); };
     }
     out.context = target->context;
     out.default_namespace = target->namespace_name;
   }
-  out.client.emplace(std::move(*ep));
+  out.api.emplace(std::move(*ep));
   return {};
 }
 
-core::result<std::vector<std::string>> object_files(const std::string& dir,
-                                                    const std::vector<std::string>& files) {
-  std::vector<std::string> out;
-  if (!dir.empty()) {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return core::fail(core::errc::io, "cannot open directory " + dir);
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d)) {
-      const std::string n = e->d_name;
-      if (!n.starts_with(".") &&
-          (n.ends_with(".json") || n.ends_with(".yaml") || n.ends_with(".yml")))
-        names.push_back(n);
-    }
-    ::closedir(d);
-    std::sort(names.begin(), names.end());
-    for (const auto& n : names) out.push_back(dir + "/" + n);
-    if (out.empty()) return core::fail(core::errc::not_found, "no .json or .yaml files in " + dir);
-  }
-  out.insert(out.end(), files.begin(), files.end());
-  return out;
-}
-
-core::decode_limits list_limits() {
-  core::decode_limits limits;
-  limits.max_bytes = 512u << 20;
-  limits.max_depth = 128;
-  limits.max_expanded_nodes = std::size_t{1} << 26;
-  return limits;
-}
-
-core::result<bool> list_resource(inventory::detail::kube_client& client, const std::string& path,
-                                 const std::function<void(const core::doc_node&)>& on_page) {
-  std::string cont;
-  do {
-    std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=500";
-    if (!cont.empty()) target += "&continue=" + inventory::detail::url_encode(cont);
-    const auto r = client.request("GET", target, {}, std::chrono::seconds(60));
-    if (r.status == 404) return false;
-    if (r.status != 200) {
-      return core::fail(
-          r.status == 403 ? core::errc::forbidden : core::errc::unavailable,
-          "GET " + path + ": " +
-              (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 300)
-                        : r.error));
-    }
-    const auto d = core::decode_json(r.body, "", list_limits());
-    if (!d.ok()) {
-      return core::fail(core::errc::invalid_argument,
-                        "GET " + path + ": " + d.errors.front().to_string());
-    }
-    on_page(d.root);
-    const core::doc_node* meta = d.root.find("metadata");
-    const core::doc_node* c = meta ? meta->find("continue") : nullptr;
-    cont = c ? c->text : "";
-  } while (!cont.empty());
-  return true;
-}
-
-}  // namespace topogate::cli
+}  // namespace topogate::kube

@@ -1,5 +1,5 @@
 // resolve_within: the Kubernetes client's name lookups end by their deadline, whatever the
-// name server does (kube_client.hpp). The lookups here are the tests': one answers, one fails,
+// name server does (kube/client.hpp). The lookups here are the tests': one answers, one fails,
 // one blocks until the test lets it go, so "in time" never depends on the machine's speed.
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <mutex>
 #include <thread>
 
-#include "inventory/kube_client.hpp"
+#include "kube/client.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -48,7 +48,7 @@ struct blocking_lookup : std::enable_shared_from_this<blocking_lookup> {
   }
 };
 
-TEST(KubeResolve, AddressesNeedNoLookup) {
+TEST(ResolveWithin, AddressesNeedNoLookup) {
   std::atomic<bool> cancelled{false};
   const lookup_fn never = [](const std::string& h) -> core::result<std::vector<std::string>> {
     ADD_FAILURE() << "looked up " << h;
@@ -62,7 +62,7 @@ TEST(KubeResolve, AddressesNeedNoLookup) {
   EXPECT_EQ(*v6, std::vector<std::string>{"fd00::1"});
 }
 
-TEST(KubeResolve, AnswersAndFailuresOfTheLookup) {
+TEST(ResolveWithin, AnswersAndFailuresOfTheLookup) {
   std::atomic<bool> cancelled{false};
   auto ok = resolve_within("api.example", clock_type::now() + 10s, cancelled,
                            [](const std::string& h) -> core::result<std::vector<std::string>> {
@@ -81,7 +81,7 @@ TEST(KubeResolve, AnswersAndFailuresOfTheLookup) {
   EXPECT_EQ(bad.error().message, "resolve api.example: Name or service not known");
 }
 
-TEST(KubeResolve, TheSystemResolverFindsLocalhost) {
+TEST(ResolveWithin, TheSystemResolverFindsLocalhost) {
   std::atomic<bool> cancelled{false};
   auto r = resolve_within("localhost", clock_type::now() + 10s, cancelled);
   ASSERT_TRUE(r) << r.error().message;
@@ -95,7 +95,7 @@ TEST(KubeResolve, TheSystemResolverFindsLocalhost) {
       << missing.error().message;
 }
 
-TEST(KubeResolve, ANameServerThatNeverAnswersFailsAtTheDeadline) {
+TEST(ResolveWithin, ANameServerThatNeverAnswersFailsAtTheDeadline) {
   auto dns_ptr = std::make_shared<blocking_lookup>();
   auto& dns = *dns_ptr;
   std::atomic<bool> cancelled{false};
@@ -115,7 +115,7 @@ TEST(KubeResolve, ANameServerThatNeverAnswersFailsAtTheDeadline) {
   dns.wait_left(1);
 }
 
-TEST(KubeResolve, CancelEndsTheWait) {
+TEST(ResolveWithin, CancelEndsTheWait) {
   auto dns_ptr = std::make_shared<blocking_lookup>();
   auto& dns = *dns_ptr;
   std::atomic<bool> cancelled{false};
@@ -132,7 +132,7 @@ TEST(KubeResolve, CancelEndsTheWait) {
   dns.wait_left(1);
 }
 
-TEST(KubeResolve, AbandonedLookupsAreBounded) {
+TEST(ResolveWithin, AbandonedLookupsAreBounded) {
   auto dns_ptr = std::make_shared<blocking_lookup>();
   auto& dns = *dns_ptr;
   std::atomic<bool> cancelled{false};
@@ -170,4 +170,4 @@ TEST(KubeResolve, AbandonedLookupsAreBounded) {
 }
 
 }  // namespace
-}  // namespace topogate::inventory::detail
+}  // namespace topogate::kube

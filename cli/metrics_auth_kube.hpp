@@ -1,16 +1,28 @@
-// The two reviews of metrics.auth: kubernetes as data: the request bodies topogate sends and
-// what it reads from the API's answers (metrics_auth_kube.cpp sends them through
-// topogate_kube's client). Pure functions, so the answers the API may give are unit-tested
-// without one.
 #pragma once
+// metrics.auth: kubernetes, on kube/'s client: the token reviewer serve.cpp hands to the
+// server (server/metrics_auth.hpp's token_reviewer), and its two reviews as data, the request
+// bodies topogate sends and what it reads from the API's answers. Those are pure functions,
+// so the answers the API may give are unit-tested without one.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
+#include "kube/endpoint.hpp"
 #include "server/metrics_auth.hpp"
 
-namespace topogate::server::detail {
+namespace topogate::cli {
+
+// TokenReview (authentication.k8s.io/v1), then SubjectAccessReview (authorization.k8s.io/v1)
+// for `get` on the non-resource URL /metrics with the reviewed user, uid, groups and extra,
+// against the API `access` names. With `audiences` (metrics.audiences) a token must be issued
+// for one of them. errc::invalid_argument when no API server is known.
+core::result<std::unique_ptr<server::token_reviewer>> make_kube_token_reviewer(
+    const kube::api_access& access, std::vector<std::string> audiences = {});
+
+namespace detail {
 
 // The user a TokenReview authenticated, as the SubjectAccessReview's spec wants it.
 struct reviewed_user {
@@ -22,7 +34,7 @@ struct reviewed_user {
 // What a TokenReview answer says. `allowed` here means authenticated (for one of the
 // audiences asked, when any): the SubjectAccessReview decides next.
 struct token_review_answer {
-  scrape_verdict verdict = scrape_verdict::unavailable;
+  server::scrape_verdict verdict = server::scrape_verdict::unavailable;
   reviewed_user user;
   std::string reason;  // never the token
 };
@@ -43,7 +55,9 @@ struct token_review_answer {
 
 // Reads a SubjectAccessReview answer: allowed or forbidden (with what to bind), or
 // unavailable when the answer is unusable.
-[[nodiscard]] scrape_decision read_subject_access_review(const std::string& body,
-                                                         const reviewed_user& user);
+[[nodiscard]] server::scrape_decision read_subject_access_review(const std::string& body,
+                                                                 const reviewed_user& user);
 
-}  // namespace topogate::server::detail
+}  // namespace detail
+
+}  // namespace topogate::cli

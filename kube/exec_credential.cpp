@@ -1,7 +1,6 @@
-#include "cli/exec_credential.hpp"
+#include "kube/exec_credential.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -17,27 +16,18 @@
 
 #include "core/field_error.hpp"
 #include "core/time.hpp"
-#include "inventory/kube.hpp"
-#include "server/file_util.hpp"
+#include "kube/base64.hpp"
+#include "util/file.hpp"
 
 extern char** environ;
 
-namespace topogate::cli {
+namespace topogate::kube {
 
 namespace {
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string plugin_name(const exec_config& cfg) { return "exec plugin " + quoted(cfg.command); }
-
-std::string base64_encode(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return out;
-}
 
 bool is_integer(std::string_view s) {
   if (!s.empty() && s.front() == '-') s.remove_prefix(1);
@@ -97,7 +87,7 @@ bool executable_file(const std::string& path) {
 // folder); a bare name is looked up on PATH.
 std::optional<std::string> find_command(const exec_config& cfg) {
   if (cfg.command.find('/') != std::string::npos) {
-    std::string path = server::resolve_path(cfg.base_dir, cfg.command);
+    std::string path = util::resolve_path(cfg.base_dir, cfg.command);
     return executable_file(path) ? std::optional(path) : std::nullopt;
   }
   const char* env_path = std::getenv("PATH");
@@ -140,11 +130,6 @@ void kill_and_reap(pid_t pid, bool own_group) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-}
-
-std::string seconds_text(std::chrono::milliseconds d) {
-  const auto ms = d.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
 }
 
 }  // namespace
@@ -297,9 +282,7 @@ core::result<exec_credential> parse_exec_credential(std::string_view output,
         "printed an ExecCredential with neither a token nor clientCertificateData and "
         "clientKeyData");
   if (!cred.client_cert_pem.empty()) {
-    if (auto ok =
-            inventory::detail::check_client_identity(cred.client_cert_pem, cred.client_key_pem);
-        !ok)
+    if (auto ok = check_client_identity(cred.client_cert_pem, cred.client_key_pem); !ok)
       return invalid("printed an unusable client certificate: " + ok.error().message);
   }
   auto expiry = field("expirationTimestamp");
@@ -342,7 +325,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
   if (!path) {
     std::string msg =
         cfg.command.find('/') != std::string::npos
-            ? "not found: no executable file " + server::resolve_path(cfg.base_dir, cfg.command)
+            ? "not found: no executable file " + util::resolve_path(cfg.base_dir, cfg.command)
             : "not found: no executable " + quoted(cfg.command) + " on PATH";
     if (!cfg.install_hint.empty()) msg += "\n" + cfg.install_hint;
     return failed(core::errc::not_found, msg);
@@ -418,7 +401,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
   const auto timed_out = [&] {
     kill_and_reap(pid, own_group);
     return failed(core::errc::unavailable,
-                  "did not finish within " + seconds_text(opt.timeout) + " (killed)");
+                  "did not finish within " + core::seconds_text(opt.timeout) + " (killed)");
   };
   std::string out;
   char buf[16384];
@@ -466,7 +449,7 @@ core::result<std::string> run_exec_plugin(const exec_config& cfg, const exec_run
 exec_credential_source::exec_credential_source(exec_config cfg, exec_run_options opt, clock_fn now)
     : cfg_(std::move(cfg)), opt_(opt), now_(std::move(now)) {}
 
-core::result<inventory::detail::kube_credential> exec_credential_source::get(bool refresh) {
+core::result<credential> exec_credential_source::get(bool refresh) {
   std::lock_guard lk(mu_);
   const bool fresh = cached_ && (!cached_->expires || now_() < *cached_->expires);
   if (refresh || !fresh) {
@@ -478,8 +461,7 @@ core::result<inventory::detail::kube_credential> exec_credential_source::get(boo
     if (!cred) return std::move(cred).error();
     cached_ = std::move(*cred);
   }
-  return inventory::detail::kube_credential{cached_->token, cached_->client_cert_pem,
-                                            cached_->client_key_pem};
+  return credential{cached_->token, cached_->client_cert_pem, cached_->client_key_pem};
 }
 
 int exec_credential_source::runs() const {
@@ -487,4 +469,4 @@ int exec_credential_source::runs() const {
   return runs_;
 }
 
-}  // namespace topogate::cli
+}  // namespace topogate::kube

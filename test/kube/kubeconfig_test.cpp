@@ -1,17 +1,17 @@
-// Kubeconfigs as clusters issue them (cli/kube_connect.hpp): every field topogate reads,
-// both sides of each check, $KUBECONFIG merging, kubectl's defaults as its plugin, and no
-// credential in any message. Certificates are real (certs/ scripts, openssl).
+// Kubeconfigs as clusters issue them (kube/kubeconfig.hpp): every field topogate reads,
+// both sides of each check, $KUBECONFIG merging, and no credential in any message.
+// Certificates are real (certs/ scripts, openssl).
+
+#include "kube/kubeconfig.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "cli/kube_connect.hpp"
-#include "cli_test_util.hpp"
-#include "inventory/kube.hpp"
+#include "test/fixtures/test_files.hpp"
 
-namespace topogate::cli {
+namespace topogate::kube {
 namespace {
 
 using testing::base64;
@@ -418,12 +418,12 @@ TEST_F(KubeconfigTest, ConnectUsesOnlyWhatTheKubeconfigSays) {
                          "    client-certificate: " + pki("alice.crt") +
                              "\n    client-key: " + pki("alice.key") + "\n",
                          "    namespace: team-b\n");
-  kube_flags f;
-  set_kube_flag(f, "--kubeconfig", cert_only);
-  kube_connection conn;
+  connect_options f;
+  f.kubeconfigs = {cert_only};
+  connection conn;
   ASSERT_TRUE(connect(f, conn));
-  ASSERT_TRUE(conn.client);
-  const auto& ep = conn.client->endpoint();
+  ASSERT_TRUE(conn.api);
+  const auto& ep = conn.api->where();
   EXPECT_EQ(ep.host, "127.0.0.1");
   EXPECT_EQ(ep.port, "6443");
   EXPECT_EQ(ep.token_file, "");  // never the ServiceAccount token
@@ -439,72 +439,14 @@ TEST_F(KubeconfigTest, ConnectUsesOnlyWhatTheKubeconfigSays) {
             "    exec:\n      command: p\n      apiVersion: client.authentication.k8s.io/v1\n"
             "      interactiveMode: Never\n",
             "", "exec-config");
-  kube_flags g;
-  set_kube_flag(g, "--kubeconfig", with_exec);
-  kube_connection conn2;
+  connect_options g;
+  g.kubeconfigs = {with_exec};
+  connection conn2;
   ASSERT_TRUE(connect(g, conn2));
-  EXPECT_TRUE(conn2.client->endpoint().credentials);
+  EXPECT_TRUE(conn2.api->where().credentials);
   ASSERT_TRUE(conn2.exec);
   EXPECT_EQ(conn2.exec->runs(), 0);  // the plugin runs at the first request, not before
 }
 
-TEST(KubeFlagsTest, DefaultsAsTopogateAndAsKubectlPlugin) {
-  temp_dir home;
-  ASSERT_EQ(::mkdir((home / ".kube").c_str(), 0700), 0);
-  write_text(home / ".kube/config", "current-context: x\n");
-  scoped_env h("HOME", home.path());
-  scoped_env k("KUBECONFIG", std::nullopt);
-  scoped_env s("KUBERNETES_SERVICE_HOST", std::nullopt);
-
-  // topogate: $KUBECONFIG or the Pod; ~/.kube/config is not read implicitly.
-  set_kubectl_plugin(false);
-  kube_flags a;
-  EXPECT_TRUE(finish_kube_flags(a, false).has_value());
-  {
-    scoped_env kc("KUBECONFIG", "/a:/b");
-    kube_flags b;
-    EXPECT_FALSE(finish_kube_flags(b, false).has_value());
-    EXPECT_EQ(b.kubeconfig, "/a:/b");
-    EXPECT_FALSE(b.saw_kubeconfig);
-    scoped_env pod("KUBERNETES_SERVICE_HOST", "10.0.0.1");
-    kube_flags c;
-    EXPECT_FALSE(finish_kube_flags(c, false).has_value());
-    EXPECT_TRUE(c.in_cluster);  // the Pod first
-  }
-
-  // kubectl's order: $KUBECONFIG, ~/.kube/config, the Pod.
-  set_kubectl_plugin(true);
-  EXPECT_EQ(program_name(), "kubectl topogate");
-  {
-    scoped_env pod("KUBERNETES_SERVICE_HOST", "10.0.0.1");
-    kube_flags d;
-    EXPECT_FALSE(finish_kube_flags(d, false).has_value());
-    EXPECT_EQ(d.kubeconfig, home / ".kube/config");
-    EXPECT_FALSE(d.in_cluster);
-    scoped_env kc("KUBECONFIG", "/a");
-    kube_flags e;
-    EXPECT_FALSE(finish_kube_flags(e, false).has_value());
-    EXPECT_EQ(e.kubeconfig, "/a");
-  }
-  ASSERT_EQ(::unlink((home / ".kube/config").c_str()), 0);
-  {
-    kube_flags none;
-    const auto err = finish_kube_flags(none, false);
-    ASSERT_TRUE(err.has_value());
-    EXPECT_NE(err->find("~/.kube/config"), std::string::npos);
-    scoped_env pod("KUBERNETES_SERVICE_HOST", "10.0.0.1");
-    kube_flags pod_only;
-    EXPECT_FALSE(finish_kube_flags(pod_only, false).has_value());
-    EXPECT_TRUE(pod_only.in_cluster);
-    kube_flags ctx;
-    set_kube_flag(ctx, "--context", "x");
-    const auto ctx_err = finish_kube_flags(ctx, false);
-    ASSERT_TRUE(ctx_err.has_value());
-    EXPECT_EQ(*ctx_err, "--context needs a kubeconfig");
-  }
-  set_kubectl_plugin(false);
-  EXPECT_EQ(program_name(), "topogate");
-}
-
 }  // namespace
-}  // namespace topogate::cli
+}  // namespace topogate::kube

@@ -1,10 +1,10 @@
-// Exec credential plugins (cli/exec_credential.hpp): the ExecCredential a plugin prints, and
+// Exec credential plugins (kube/exec_credential.hpp): the ExecCredential a plugin prints, and
 // the runner against real plugins (small shell scripts written here): success, args and env,
 // KUBERNETES_EXEC_INFO, interactiveMode with and without a terminal (a real pseudo-terminal),
 // non-zero exit, garbage, timeout, huge output, a missing command; the credential cache.
 // No message may carry what the plugin printed.
 
-#include "cli/exec_credential.hpp"
+#include "kube/exec_credential.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "cli_test_util.hpp"
 #include "core/document.hpp"
 #include "core/field_error.hpp"
+#include "test/fixtures/test_files.hpp"
 #include "test/timing.hpp"
 
-namespace topogate::cli {
+namespace topogate::kube {
 namespace {
 
 using testing::scoped_env;
@@ -289,7 +289,7 @@ TEST_F(ExecTest, TimeoutKillsThePluginAndWhatItStarted) {
       config_for(script("slow", "sleep 30 &\necho $! > " + pidfile + "\nwait\n")), o);
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("did not finish within 300 ms (killed)"), std::string::npos)
+  EXPECT_NE(r.error().message.find("did not finish within 0.3s (killed)"), std::string::npos)
       << r.error().message;
   // At the 300 ms timeout, with the margin of test/timing.hpp; not when the plugin ends.
   EXPECT_LT(took, 300ms + test_timing::scheduling_margin);
@@ -450,4 +450,4 @@ TEST_F(ExecTest, CredentialCacheExpiryAndRefresh) {
 }
 
 }  // namespace
-}  // namespace topogate::cli
+}  // namespace topogate::kube

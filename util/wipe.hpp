@@ -1,14 +1,14 @@
 #pragma once
 // Wiping what held a secret before its memory is reused or freed (OPENSSL_cleanse: a write
-// the compiler may not drop). Used by the Kubernetes client (a TokenReview carries the
-// scraper's token, and the API's answer echoes it), the metrics gate, and the server's
-// sessions (a request's Authorization header).
+// the compiler may not drop). Used by the Kubernetes client (kube/: a TokenReview carries the
+// scraper's token, and the API's answer echoes it), the metrics token reviewer, and the
+// server's sessions (a request's Authorization header).
 
 #include <openssl/crypto.h>
 
 #include <boost/beast/core/flat_buffer.hpp>
 
-namespace topogate::inventory {
+namespace topogate::util {
 
 // Wipes a read buffer's whole storage: what it holds, and what it held before being consumed
 // or moved to the front. The buffer is left empty, its storage kept.
@@ -42,4 +42,4 @@ class wiped_at_exit {
   Bytes& bytes_;
 };
 
-}  // namespace topogate::inventory
+}  // namespace topogate::util

@@ -3,24 +3,23 @@
 // apiserver itself decides for its own /metrics; the ClusterRole an operator binds to
 // Prometheus is then the same kind as for any component's metrics.
 
-#include "server/metrics_auth_kube.hpp"
+#include "cli/metrics_auth_kube.hpp"
 
 #include <simdjson.h>
 
-#include <mutex>
-#include <set>
-
 #include "core/field_error.hpp"
-#include "inventory/kube.hpp"
-#include "inventory/kube_client.hpp"
-#include "inventory/wipe.hpp"
-#include "server/metrics_auth.hpp"
+#include "kube/api_error.hpp"
+#include "kube/client.hpp"
+#include "util/wipe.hpp"
 
-namespace topogate::server {
+namespace topogate::cli {
 
 namespace detail {
 
 namespace {
+
+using server::scrape_decision;
+using server::scrape_verdict;
 
 // A string the API returned, or "" when absent or not a string.
 std::string text(simdjson::dom::element e, std::string_view key) {
@@ -74,7 +73,7 @@ token_review_answer read_token_review(const std::string& body,
                                       const std::vector<std::string>& audiences) {
   namespace od = simdjson::ondemand;
   simdjson::padded_string json(body);
-  const inventory::wiped_at_exit wipe_copy{json};
+  const util::wiped_at_exit wipe_copy{json};
   od::parser parser;
   od::document doc;
   od::object root;
@@ -201,51 +200,28 @@ scrape_decision read_subject_access_review(const std::string& body, const review
 
 namespace {
 
-namespace kube = inventory::detail;
 using clock = std::chrono::steady_clock;
+using server::scrape_decision;
+using server::scrape_verdict;
 
 constexpr std::string_view tokenreviews = "/apis/authentication.k8s.io/v1/tokenreviews";
 constexpr std::string_view subjectaccessreviews =
     "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 
-// The API's answer to a call that did not succeed, for the scrape's 503 and the log: the
-// status and what to fix, never the body (a TokenReview echoes the token in its spec).
-std::string api_failure(std::string_view what, const kube::kube_client::response& r,
-                        std::string_view resource) {
-  if (r.status == 0)
-    return "cannot reach the Kubernetes API for the " + std::string(what) + ": " + r.error;
-  std::string out =
-      "the Kubernetes API answered " + std::to_string(r.status) + " to the " + std::string(what);
-  if (r.status == 401) out += " (topogate's own API credentials were refused)";
-  if (r.status == 403)
-    out += " (topogate's ServiceAccount needs create on " + std::string(resource) + ")";
-  return out;
-}
-
-class kube_token_reviewer final : public token_reviewer {
+class kube_token_reviewer final : public server::token_reviewer {
  public:
-  kube_token_reviewer(kube::kube_endpoint ep, std::vector<std::string> audiences)
-      : ep_(std::move(ep)), audiences_(std::move(audiences)) {}
+  kube_token_reviewer(kube::endpoint ep, std::vector<std::string> audiences)
+      : calls_(std::move(ep)), audiences_(std::move(audiences)) {}
 
   scrape_decision review(std::string_view token, clock::time_point deadline) override {
-    // One client per review, so cancel() can stop exactly the calls in progress.
-    kube::kube_client client(ep_);
-    {
-      std::lock_guard lock(mu_);
-      if (cancelled_) return {scrape_verdict::unavailable, {}, "the server is shutting down"};
-      active_.insert(&client);
-    }
-    scrape_decision d = run(client, token, deadline);
-    std::lock_guard lock(mu_);
-    active_.erase(&client);
-    return d;
+    // One client per review, so cancel() stops exactly the calls in progress.
+    auto d =
+        calls_.run<scrape_decision>([&](kube::client& api) { return run(api, token, deadline); });
+    if (!d) return unavailable(std::move(d).error().message);
+    return std::move(*d);
   }
 
-  void cancel() override {
-    std::lock_guard lock(mu_);
-    cancelled_ = true;
-    for (auto* c : active_) c->cancel();
-  }
+  void cancel() override { calls_.cancel(); }
 
  private:
   static std::chrono::milliseconds left(clock::time_point deadline) {
@@ -256,50 +232,56 @@ class kube_token_reviewer final : public token_reviewer {
     return {scrape_verdict::unavailable, {}, std::move(reason)};
   }
 
-  scrape_decision run(kube::kube_client& client, std::string_view token,
-                      clock::time_point deadline) {
+  // The API's answer to a review that did not succeed, for the scrape's 503 and the log: the
+  // status and what to fix, never the body (a TokenReview echoes the token in its spec).
+  static scrape_decision refused(std::string_view review, const core::result<kube::response>& r,
+                                 std::string_view resource) {
+    const std::string hint = "topogate's ServiceAccount needs create on " + std::string(resource);
+    return unavailable(kube::api_error(review, r, {hint, false}).message);
+  }
+
+  scrape_decision run(kube::client& api, std::string_view token, clock::time_point deadline) {
     auto budget = left(deadline);
     if (budget.count() <= 0) return unavailable("no time left for the token review");
     std::string body = detail::token_review_body(token, audiences_);
-    auto r = client.request("POST", std::string(tokenreviews), body, budget);
-    inventory::wipe(body);
+    auto r = api.request("POST", std::string(tokenreviews), body, budget);
+    util::wipe(body);
     // The answer echoes the token (spec.token): it is read here and wiped, never kept or logged.
-    const inventory::wiped_at_exit wipe_answer{r.body};
-    if (r.status != 200 && r.status != 201)
-      return unavailable(api_failure("TokenReview", r, "tokenreviews"));
-    auto answer = detail::read_token_review(r.body, audiences_);
-    if (answer.verdict != scrape_verdict::allowed)
-      return {answer.verdict, {}, std::move(answer.reason)};
-    return authorize(client, answer.user, deadline);
+    if (r) {
+      const util::wiped_at_exit wipe_answer{r->body};
+      if (r->status == 200 || r->status == 201) {
+        auto answer = detail::read_token_review(r->body, audiences_);
+        if (answer.verdict != scrape_verdict::allowed)
+          return {answer.verdict, {}, std::move(answer.reason)};
+        return authorize(api, answer.user, deadline);
+      }
+    }
+    return refused("TokenReview", r, "tokenreviews");
   }
 
-  static scrape_decision authorize(kube::kube_client& client, const detail::reviewed_user& user,
+  static scrape_decision authorize(kube::client& api, const detail::reviewed_user& user,
                                    clock::time_point deadline) {
     const auto budget = left(deadline);
     if (budget.count() <= 0) return unavailable("no time left for the SubjectAccessReview");
-    const auto r = client.request("POST", std::string(subjectaccessreviews),
-                                  detail::subject_access_review_body(user), budget);
-    if (r.status != 200 && r.status != 201) {
-      return unavailable(api_failure("SubjectAccessReview", r, "subjectaccessreviews"));
-    }
-    return detail::read_subject_access_review(r.body, user);
+    const auto r = api.request("POST", std::string(subjectaccessreviews),
+                               detail::subject_access_review_body(user), budget);
+    if (!r || (r->status != 200 && r->status != 201))
+      return refused("SubjectAccessReview", r, "subjectaccessreviews");
+    return detail::read_subject_access_review(r->body, user);
   }
 
-  kube::kube_endpoint ep_;
+  kube::cancellable_calls calls_;
   const std::vector<std::string> audiences_;
-  std::mutex mu_;
-  bool cancelled_ = false;               // mu_
-  std::set<kube::kube_client*> active_;  // mu_
 };
 
 }  // namespace
 
-core::result<std::unique_ptr<token_reviewer>> make_kube_token_reviewer(
-    const inventory::store_config& api, std::vector<std::string> audiences) {
-  auto ep = kube::resolve_endpoint(api);
+core::result<std::unique_ptr<server::token_reviewer>> make_kube_token_reviewer(
+    const kube::api_access& access, std::vector<std::string> audiences) {
+  auto ep = kube::resolve_endpoint(access);
   if (!ep) return std::move(ep).error();
-  return std::unique_ptr<token_reviewer>(
+  return std::unique_ptr<server::token_reviewer>(
       std::make_unique<kube_token_reviewer>(std::move(*ep), std::move(audiences)));
 }
 
-}  // namespace topogate::server
+}  // namespace topogate::cli

@@ -19,9 +19,9 @@
 
 #include "core/document.hpp"
 #include "core/result.hpp"
-#include "inventory/kube.hpp"
+#include "kube/endpoint.hpp"
 
-namespace topogate::cli {
+namespace topogate::kube {
 
 inline constexpr std::string_view exec_api_v1 = "client.authentication.k8s.io/v1";
 inline constexpr std::string_view exec_api_v1beta1 = "client.authentication.k8s.io/v1beta1";
@@ -93,7 +93,7 @@ class exec_credential_source {
       exec_config cfg, exec_run_options opt,
       clock_fn now = [] { return std::chrono::system_clock::now(); });
 
-  core::result<inventory::detail::kube_credential> get(bool refresh);
+  core::result<credential> get(bool refresh);
   [[nodiscard]] int runs() const;  // how often the plugin ran
 
  private:
@@ -105,4 +105,4 @@ class exec_credential_source {
   int runs_ = 0;
 };
 
-}  // namespace topogate::cli
+}  // namespace topogate::kube

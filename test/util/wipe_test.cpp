@@ -1,7 +1,7 @@
 // wipe_storage: a read buffer's whole storage is wiped, whatever part of it was read, consumed
-// or still held (inventory/wipe.hpp). Each case fills the storage with a secret byte, leaves the
+// or still held (util/wipe.hpp). Each case fills the storage with a secret byte, leaves the
 // buffer in one state, wipes it, then looks at every byte of the storage.
-#include "inventory/wipe.hpp"
+#include "util/wipe.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace topogate::inventory {
+namespace topogate::util {
 namespace {
 
 constexpr std::size_t capacity = 4096;
@@ -85,4 +85,4 @@ TEST(WipeStorage, AnEmptyBufferIsFine) {
 }
 
 }  // namespace
-}  // namespace topogate::inventory
+}  // namespace topogate::util

@@ -1,11 +1,8 @@
-// kube_client::stream_lines, the watch's reader (kube_client.hpp), against a TLS peer of the
+// client::stream_lines, the watch's reader (kube/client.hpp), against a TLS peer of the
 // test's own: a kube-apiserver cannot be told to split a line across chunks, fall silent or
 // cut a body short on cue, so this peer writes exactly what each test scripts. What a real
 // apiserver sends is covered by the KubeNodes and KubeStore tests (kube_test.cpp).
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509v3.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -21,9 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "inventory/kube_client.hpp"
+#include "kube/client.hpp"
+#include "tls_peer.hpp"
 
-namespace topogate::inventory::detail {
+namespace topogate::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -31,49 +29,8 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-struct identity {
-  std::string cert_pem, key_pem;
-};
-
-std::string pem_of(const std::function<int(BIO*)>& write) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), &BIO_free);
-  if (write(bio.get()) != 1) return {};
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<std::size_t>(n));
-}
-
-// A P-256 key and a self-signed certificate for 127.0.0.1 (the client's CA and the peer's
-// identity at once).
-identity self_signed() {
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_EC_gen("P-256"), &EVP_PKEY_free);
-  std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), &X509_free);
-  X509_set_version(cert.get(), 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600);
-  X509_set_pubkey(cert.get(), key.get());
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("stream-peer"), -1, -1, 0);
-  X509_set_issuer_name(cert.get(), name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-  for (const char* ext : {"subjectAltName=IP:127.0.0.1", "basicConstraints=critical,CA:TRUE"}) {
-    const std::string spec(ext);
-    const auto eq = spec.find('=');
-    X509_EXTENSION* e =
-        X509V3_EXT_conf(nullptr, &ctx, spec.substr(0, eq).c_str(), spec.substr(eq + 1).c_str());
-    X509_add_ext(cert.get(), e, -1);
-    X509_EXTENSION_free(e);
-  }
-  X509_sign(cert.get(), key.get(), EVP_sha256());
-  return {pem_of([&](BIO* b) { return PEM_write_bio_X509(b, cert.get()); }), pem_of([&](BIO* b) {
-            return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-          })};
-}
+using testing::identity;
+using testing::self_signed;
 
 // One step of the peer's script: wait `before`, then write `bytes` (one TLS record), or, with
 // `until`, wait until it holds (at most 10 s) before writing.
@@ -108,8 +65,8 @@ class stream_peer {
     acceptor_.close(ec);
     thread_.join();
   }
-  kube_endpoint endpoint() const {
-    kube_endpoint ep;
+  [[nodiscard]] kube::endpoint api() const {
+    kube::endpoint ep;
     ep.host = "127.0.0.1";
     ep.port = std::to_string(port_);
     ep.ca_pem = id_.cert_pem;
@@ -170,16 +127,17 @@ std::string chunk(const std::string& data) {
 
 struct collected {
   std::vector<std::string> lines;
-  kube_client::response out;
+  stream_response out;
+  std::string no_answer;  // why no answer began (the call failed)
   clock_type::duration took{};
 };
 
-collected stream(const kube_endpoint& ep, std::chrono::seconds idle,
+collected stream(const endpoint& ep, std::chrono::seconds idle,
                  const std::function<bool(std::string_view)>& also = {}) {
   collected c;
-  kube_client client(ep);
+  client api(ep);
   const auto t0 = clock_type::now();
-  c.out = client.stream_lines(
+  auto r = api.stream_lines(
       "/api/v1/nodes?watch=true",
       [&](std::string_view line) {
         c.lines.emplace_back(line);
@@ -187,10 +145,15 @@ collected stream(const kube_endpoint& ep, std::chrono::seconds idle,
       },
       idle, "application/json");
   c.took = clock_type::now() - t0;
+  if (r) {
+    c.out = std::move(*r);
+  } else {
+    c.no_answer = r.error().message;
+  }
   return c;
 }
 
-TEST(KubeStream, EachLineIsHandedOnWholeAsSoonAsItsLastByteArrives) {
+TEST(StreamLines, EachLineIsHandedOnWholeAsSoonAsItsLastByteArrives) {
   std::atomic<int> seen{0};
   // A line split across two chunks and two records, then two lines in one chunk; the peer
   // sends the third record only once the client has handed on the first line, and the last
@@ -200,12 +163,13 @@ TEST(KubeStream, EachLineIsHandedOnWholeAsSoonAsItsLastByteArrives) {
                     {chunk(":3}\n{\"n\":4}"), 0ms, [&] { return seen.load() >= 2; }},
                     {"0\r\n\r\n"}},
                    stream_peer::ending::close);
-  const auto c = stream(peer.endpoint(), 10s, [&](std::string_view) {
+  const auto c = stream(peer.api(), 10s, [&](std::string_view) {
     ++seen;
     return true;
   });
+  EXPECT_EQ(c.no_answer, "");
   EXPECT_EQ(c.out.status, 200);
-  EXPECT_EQ(c.out.error, "");
+  EXPECT_EQ(c.out.broken, "");
   EXPECT_EQ(c.lines, (std::vector<std::string>{"{\"type\":\"ADDED\",\"n\":1}", "{\"n\":2}",
                                                "{\"n\":3}", "{\"n\":4}"}));
   EXPECT_LT(c.took, 10s) << "the peer waited for a line the client never handed on";
@@ -213,10 +177,10 @@ TEST(KubeStream, EachLineIsHandedOnWholeAsSoonAsItsLastByteArrives) {
   EXPECT_NE(peer.request_head().find("Bearer stream-test-token"), std::string::npos);
 }
 
-TEST(KubeStream, ASilentStreamEndsAtTheIdleLimit) {
+TEST(StreamLines, ASilentStreamEndsAtTheIdleLimit) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
-  const auto c = stream(peer.endpoint(), 1s);
-  EXPECT_EQ(c.out.error, "watch idle timeout");
+  const auto c = stream(peer.api(), 1s);
+  EXPECT_EQ(c.out.broken, "watch idle timeout");
   EXPECT_EQ(c.lines, std::vector<std::string>{"{\"n\":1}"});
   // The limit is checked every max(idle/8, 100 ms): cut between 1 s and 1.125 s after the last
   // byte, with room for a slow machine above.
@@ -224,46 +188,45 @@ TEST(KubeStream, ASilentStreamEndsAtTheIdleLimit) {
   EXPECT_LT(c.took, 4s);
 }
 
-TEST(KubeStream, AStreamThatKeepsTalkingIsNotCutAtTheIdleLimit) {
+TEST(StreamLines, AStreamThatKeepsTalkingIsNotCutAtTheIdleLimit) {
   // 8 lines 300 ms apart: 2.4 s in all, longer than the 1 s limit, never 1 s silent.
   std::vector<step> script{{chunked_head}};
   for (int i = 0; i < 8; ++i)
     script.push_back({chunk("{\"n\":" + std::to_string(i) + "}\n"), 300ms});
   script.push_back({"0\r\n\r\n"});
   stream_peer peer(script, stream_peer::ending::close);
-  const auto c = stream(peer.endpoint(), 1s);
-  EXPECT_EQ(c.out.error, "");
+  const auto c = stream(peer.api(), 1s);
+  EXPECT_EQ(c.out.broken, "");
   EXPECT_EQ(c.lines.size(), 8u);
   EXPECT_GE(c.took, 2400ms);
 }
 
-TEST(KubeStream, ABodyCutShortIsAnErrorAndItsPartialLineIsNotHandedOn) {
+TEST(StreamLines, ABodyCutShortIsAnErrorAndItsPartialLineIsNotHandedOn) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n{\"n\":")}}, stream_peer::ending::cut);
-  const auto c = stream(peer.endpoint(), 10s);
-  EXPECT_EQ(c.out.error.rfind("read: ", 0), 0u) << c.out.error;
+  const auto c = stream(peer.api(), 10s);
+  EXPECT_EQ(c.out.broken.rfind("read: ", 0), 0u) << c.out.broken;
   EXPECT_EQ(c.lines, std::vector<std::string>{"{\"n\":1}"});
 }
 
-TEST(KubeStream, TheReaderStopsTheStreamWhenItReturnsFalse) {
+TEST(StreamLines, TheReaderStopsTheStreamWhenItReturnsFalse) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")}},
                    stream_peer::ending::hold);
-  const auto c =
-      stream(peer.endpoint(), 10s, [](std::string_view line) { return line != "{\"n\":2}"; });
-  EXPECT_EQ(c.out.error, "");
+  const auto c = stream(peer.api(), 10s, [](std::string_view line) { return line != "{\"n\":2}"; });
+  EXPECT_EQ(c.out.broken, "");
   EXPECT_EQ(c.lines, (std::vector<std::string>{"{\"n\":1}", "{\"n\":2}"}));
   EXPECT_LT(c.took, 5s);
 }
 
-TEST(KubeStream, AnAnswerOtherThan200IsKeptAsItsBodyNotAsLines) {
+TEST(StreamLines, AnAnswerOtherThan200IsKeptAsItsBodyNotAsLines) {
   const std::string body = R"({"kind":"Status","code":410,"reason":"Expired"})";
   stream_peer peer({{"HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\n\r\n" + body}},
                    stream_peer::ending::close);
-  const auto c = stream(peer.endpoint(), 10s);
+  const auto c = stream(peer.api(), 10s);
   EXPECT_EQ(c.out.status, 410);
   EXPECT_EQ(c.out.body, body);
   EXPECT_TRUE(c.lines.empty());
 }
 
 }  // namespace
-}  // namespace topogate::inventory::detail
+}  // namespace topogate::kube

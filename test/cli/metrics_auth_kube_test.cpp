@@ -1,7 +1,7 @@
 // The TokenReview and SubjectAccessReview of metrics.auth: kubernetes as data: what topogate
 // asks and how it reads each answer the API can give (test/e2e/metrics-auth.sh asks a real
 // kube-apiserver).
-#include "server/metrics_auth_kube.hpp"
+#include "cli/metrics_auth_kube.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
-namespace topogate::server::detail {
+namespace topogate::cli::detail {
 namespace {
+
+using server::scrape_verdict;
 
 using audiences = std::vector<std::string>;
 
@@ -133,4 +135,4 @@ TEST(SubjectAccessReview, Answers) {
 }
 
 }  // namespace
-}  // namespace topogate::server::detail
+}  // namespace topogate::cli::detail

@@ -1,0 +1,604 @@
+#include "kube/client.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "kube/limits.hpp"
+#include "util/file.hpp"
+#include "util/wipe.hpp"
+
+// GCC 12 at -O3 reports -Wnull-dereference inside Asio's scheduler after inlining (no
+// dereference of null is possible there); keep the warning on for our own code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <thread>
+
+namespace topogate::kube {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// getaddrinfo for TCP, as numeric addresses in the resolver's order.
+core::result<std::vector<std::string>> system_lookup(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;  // no AI_ADDRCONFIG, as Asio's resolver: "localhost" in a
+                                    // namespace with only a loopback interface still resolves
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0)
+    return core::fail(core::errc::unavailable, "resolve " + host + ": " + ::gai_strerror(rc));
+  std::vector<std::string> out;
+  for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    std::array<char, NI_MAXHOST> buf{};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf.data(), buf.size(), nullptr, 0,
+                      NI_NUMERICHOST) == 0 &&
+        std::find(out.begin(), out.end(), buf.data()) == out.end()) {
+      out.emplace_back(buf.data());
+    }
+  }
+  ::freeaddrinfo(res);
+  if (out.empty()) return core::fail(core::errc::unavailable, "resolve " + host + ": no address");
+  return out;
+}
+
+// Lookups abandoned at their deadline keep a thread until the resolver gives up: a bound on
+// them keeps a dead name server from piling threads up, one per retry.
+constexpr int max_pending_lookups = 8;
+std::atomic<int> pending_lookups{0};
+
+}  // namespace
+
+core::result<std::vector<std::string>> resolve_within(
+    const std::string& host, std::chrono::steady_clock::time_point deadline,
+    const std::atomic<bool>& cancelled, const lookup_fn& lookup) {
+  boost::system::error_code ec;
+  const auto ip = asio::ip::make_address(host, ec);
+  if (!ec) return std::vector<std::string>{ip.to_string()};
+  struct shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    core::result<std::vector<std::string>> answer = core::fail(core::errc::unavailable, "");
+  };
+  if (pending_lookups.fetch_add(1) >= max_pending_lookups) {
+    pending_lookups.fetch_sub(1);
+    return core::fail(core::errc::unavailable,
+                      "resolve " + host + ": " + std::to_string(max_pending_lookups) +
+                          " lookups are still waiting for the name server");
+  }
+  auto state = std::make_shared<shared>();
+  try {
+    std::thread([state, host, lookup] {
+      auto answer = lookup ? lookup(host) : system_lookup(host);
+      {
+        std::lock_guard lk(state->mu);
+        state->answer = std::move(answer);
+        state->done = true;
+      }
+      state->cv.notify_all();
+      pending_lookups.fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error& e) {
+    pending_lookups.fetch_sub(1);
+    return core::fail(core::errc::unavailable, "resolve " + host + ": " + e.what());
+  }
+  std::unique_lock lk(state->mu);
+  // In slices, so that cancel() (which cannot reach this wait) is seen within 50 ms.
+  while (!state->done && !cancelled.load()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    state->cv.wait_until(lk, std::min(deadline, now + std::chrono::milliseconds(50)));
+  }
+  if (state->done) return std::move(state->answer);
+  if (cancelled.load()) return core::fail(core::errc::unavailable, "cancelled");
+  return core::fail(core::errc::unavailable,
+                    "resolve " + host + ": no answer from the name server in time");
+}
+
+std::string url_encode(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 15]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// What one call authenticates with, gathered just before it.
+struct call_credentials {
+  std::string token;
+  std::string cert_pem, key_pem;  // empty: no client certificate
+};
+
+core::result<call_credentials> gather_credentials(const endpoint& ep, bool refresh) {
+  call_credentials c;
+  if (!ep.token_file.empty()) {
+    auto read = util::read_file(ep.token_file, max_credential_bytes);
+    if (!read) return std::move(read).error();
+    c.token = trim(std::move(*read));
+  } else {
+    c.token = ep.token;
+  }
+  if (!ep.client_cert_file.empty() || !ep.client_key_file.empty()) {
+    auto cert = util::read_file(ep.client_cert_file, max_credential_bytes);
+    if (!cert) return std::move(cert).error();
+    auto key = util::read_file(ep.client_key_file, max_credential_bytes);
+    if (!key) return std::move(key).error();
+    c.cert_pem = std::move(*cert);
+    c.key_pem = std::move(*key);
+  } else {
+    c.cert_pem = ep.client_cert_pem;
+    c.key_pem = ep.client_key_pem;
+  }
+  if (ep.credentials) {
+    auto got = ep.credentials(refresh);
+    if (!got) return std::move(got).error();
+    if (!got->token.empty()) c.token = std::move(got->token);
+    if (!got->client_cert_pem.empty()) {
+      c.cert_pem = std::move(got->client_cert_pem);
+      c.key_pem = std::move(got->client_key_pem);
+    }
+  }
+  return c;
+}
+
+struct bio_free_fn {
+  void operator()(BIO* b) const noexcept { BIO_free(b); }
+};
+struct x509_free_fn {
+  void operator()(X509* x) const noexcept { X509_free(x); }
+};
+struct pkey_free_fn {
+  void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
+};
+using bio_ptr = std::unique_ptr<BIO, bio_free_fn>;
+
+bio_ptr memory_bio(std::string_view pem) {
+  return bio_ptr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// An encrypted key has no passphrase to give here: fail instead of OpenSSL's default of
+// prompting on the terminal.
+int no_passphrase(char*, int, int, void*) { return 0; }
+
+// The certificate (then its chain) and the key, from memory; the messages name what is
+// wrong, never the bytes.
+core::result<void> load_identity(SSL_CTX* ctx, std::string_view cert_pem,
+                                 std::string_view key_pem) {
+  const auto bad = [](const std::string& what) {
+    ERR_clear_error();
+    return core::fail(core::errc::invalid_argument, what);
+  };
+  if (cert_pem.empty() != key_pem.empty())
+    return bad(cert_pem.empty() ? "a client key without its certificate"
+                                : "a client certificate without its key");
+  if (cert_pem.size() > max_credential_bytes || key_pem.size() > max_credential_bytes)
+    return bad("the client certificate or key is larger than 1 MiB");
+  bio_ptr cbio = memory_bio(cert_pem);
+  if (!cbio) return bad("cannot read the client certificate");
+  std::unique_ptr<X509, x509_free_fn> leaf(
+      PEM_read_bio_X509_AUX(cbio.get(), nullptr, no_passphrase, nullptr));
+  if (!leaf) return bad("the client certificate is not a PEM certificate");
+  if (SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
+    return bad("the client certificate cannot be used");
+  SSL_CTX_clear_chain_certs(ctx);
+  while (X509* extra = PEM_read_bio_X509(cbio.get(), nullptr, no_passphrase, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
+      X509_free(extra);
+      return bad("the client certificate's chain cannot be used");
+    }
+  }
+  ERR_clear_error();  // the end of the chain reads as "no start line"
+  bio_ptr kbio = memory_bio(key_pem);
+  if (!kbio) return bad("cannot read the client key");
+  std::unique_ptr<EVP_PKEY, pkey_free_fn> key(
+      PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_passphrase, nullptr));
+  if (!key) return bad("the client key is not an unencrypted PEM private key");
+  if (SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+    return bad("the client key does not match the client certificate");
+  return {};
+}
+
+// Builds a verifying client context for one call (the CA file and the client certificate may
+// rotate).
+core::result<void> make_context(const endpoint& ep, const call_credentials& creds,
+                                ssl::context& ctx) {
+  boost::system::error_code ec;
+  ctx.set_verify_mode(ssl::verify_peer, ec);
+  if (!ep.ca_pem.empty()) {
+    ctx.add_certificate_authority(asio::buffer(ep.ca_pem), ec);
+    if (ec) return core::fail(core::errc::invalid_argument, "load the inline CA: " + ec.message());
+  } else {
+    ctx.load_verify_file(ep.ca_file, ec);
+    if (ec) return core::fail(core::errc::io, "load CA " + ep.ca_file + ": " + ec.message());
+  }
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  // OpenSSL's copy of each record it decrypts is wiped once read (answers may echo a secret).
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_CLEANSE_PLAINTEXT);
+  if (!creds.cert_pem.empty() || !creds.key_pem.empty()) {
+    if (auto r = load_identity(ctx.native_handle(), creds.cert_pem, creds.key_pem); !r) return r;
+  }
+  return {};
+}
+
+core::result<void> prepare_stream(const endpoint& ep, ssl::stream<beast::tcp_stream>& stream) {
+  SSL* ssl_handle = stream.native_handle();
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
+  // tls-server-name: the API is reached by one name (an IP, a tunnel) and its certificate
+  // carries another; that name is verified and sent as SNI.
+  const std::string& name = ep.tls_server_name.empty() ? ep.host : ep.tls_server_name;
+  boost::system::error_code ec;
+  static_cast<void>(asio::ip::make_address(name, ec));
+  if (!ec) {
+    // In-cluster the API is reached by IP (KUBERNETES_SERVICE_HOST): check the IP SAN.
+    if (X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) != 1) {
+      return core::fail(core::errc::internal, "cannot verify " + name);
+    }
+  } else {
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0) != 1 ||
+        SSL_ctrl(ssl_handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 const_cast<char*>(name.c_str())) != 1) {
+      return core::fail(core::errc::internal, "cannot verify " + name);
+    }
+  }
+  return {};
+}
+
+// `addresses`: resolve_within's answer for ep.host.
+asio::awaitable<core::result<void>> connect(const endpoint& ep,
+                                            const std::vector<std::string>& addresses,
+                                            ssl::stream<beast::tcp_stream>& stream,
+                                            std::chrono::steady_clock::time_point deadline) {
+  std::vector<tcp::endpoint> endpoints;
+  boost::system::error_code pec;
+  unsigned long port = 0;
+  if (!ep.port.empty() && ep.port.size() <= 5 &&
+      std::all_of(ep.port.begin(), ep.port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    port = std::stoul(ep.port);
+  }
+  if (port == 0 || port > 65535)
+    co_return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
+  for (const auto& a : addresses) {
+    const auto ip = asio::ip::make_address(a, pec);
+    if (!pec) endpoints.emplace_back(ip, static_cast<unsigned short>(port));
+  }
+  if (endpoints.empty())
+    co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": no address");
+  beast::get_lowest_layer(stream).expires_at(deadline);
+  auto [cec, endpoint] =
+      co_await beast::get_lowest_layer(stream).async_connect(endpoints, as_tuple);
+  if (cec)
+    co_return core::fail(core::errc::unavailable,
+                         "connect " + ep.host + ":" + ep.port + ": " + cec.message());
+  auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, as_tuple);
+  if (hec)
+    co_return core::fail(core::errc::unavailable,
+                         "TLS handshake with " + ep.host + ": " + hec.message());
+  co_return core::result<void>{};
+}
+
+void set_common(http::request<http::string_body>& req, const endpoint& ep, const std::string& token,
+                std::string_view accept) {
+  req.set(http::field::host, ep.host);
+  req.set(http::field::user_agent, "topogate");
+  req.set(http::field::accept, accept);
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+}
+
+}  // namespace
+
+core::result<void> check_client_identity(std::string_view cert_pem, std::string_view key_pem) {
+  ssl::context ctx(ssl::context::tls_client);
+  return load_identity(ctx.native_handle(), cert_pem, key_pem);
+}
+
+namespace {
+
+// Reads a stream's body once its head is in: for a 200, every complete line to `on_line`;
+// for another status, the body (up to 1 MiB) into `out.body`. `out.broken` says why it ended
+// early.
+asio::awaitable<void> read_lines(ssl::stream<beast::tcp_stream>& stream, beast::flat_buffer& buf,
+                                 http::response_parser<http::buffer_body>& parser,
+                                 std::chrono::seconds idle,
+                                 const std::function<bool(std::string_view)>& on_line,
+                                 stream_response& out) {
+  // The idle limit on the body: a watchdog looks at the time of the last read a few times per
+  // limit, instead of a timer armed and cancelled around every read (a system call and a
+  // handler per event). A stream silent for `idle` is cut within idle + idle/8. Its state is
+  // shared: the watchdog's last wake-up may come after this coroutine has ended.
+  struct watch_state {
+    explicit watch_state(asio::any_io_executor ex) : timer(std::move(ex)) {}
+    asio::steady_timer timer;
+    std::chrono::steady_clock::time_point last_read = std::chrono::steady_clock::now();
+    bool idle_expired = false;
+    bool body_done = false;
+  };
+  auto w = std::make_shared<watch_state>(stream.get_executor());
+  const auto watch_period =
+      std::max<std::chrono::steady_clock::duration>(idle / 8, std::chrono::milliseconds(100));
+  asio::co_spawn(
+      stream.get_executor(),
+      [w, watch_period, idle, &stream]() -> asio::awaitable<void> {
+        while (!w->body_done) {
+          w->timer.expires_after(watch_period);
+          auto [tec] = co_await w->timer.async_wait(as_tuple);
+          if (tec || w->body_done) co_return;
+          if (std::chrono::steady_clock::now() - w->last_read >= idle) {
+            w->idle_expired = true;
+            boost::system::error_code ignored;
+            beast::get_lowest_layer(stream).socket().cancel(ignored);
+            co_return;
+          }
+        }
+      },
+      asio::detached);
+  const auto finish = [&](std::string broken) {
+    w->body_done = true;
+    w->timer.cancel();
+    out.broken = std::move(broken);
+  };
+  std::string pending;
+  std::array<char, 65536> chunk{};
+  // The body is parsed here rather than by http::async_read_some, which posts its
+  // completion whenever the buffer already holds bytes: a handler and a poll of the
+  // reactor more per watch event. Each read hands on what one record carried.
+  bool need_read = buf.size() == 0;
+  while (!parser.is_done()) {
+    boost::system::error_code ec;
+    if (need_read) {
+      auto [rec, n] = co_await stream.async_read_some(buf.prepare(65536), as_tuple);
+      buf.commit(n);
+      w->last_read = std::chrono::steady_clock::now();
+      if (rec == asio::error::eof && parser.got_some()) {
+        parser.put_eof(ec);  // a body cut short is partial_message
+        if (!ec) break;
+      } else {
+        ec = rec;
+      }
+      if (ec) {
+        finish(w->idle_expired ? "watch idle timeout" : "read: " + ec.message());
+        co_return;
+      }
+    }
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    buf.consume(parser.put(buf.data(), ec));
+    need_read = ec == http::error::need_more || buf.size() == 0;
+    if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
+    const auto got = chunk.size() - parser.get().body().size;
+    if (out.status != 200) {
+      if (out.body.size() < (1u << 20)) out.body.append(chunk.data(), got);
+    } else {
+      pending.append(chunk.data(), got);
+      std::size_t start = 0;
+      for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+        const std::string_view line(pending.data() + start, nl - start);
+        start = nl + 1;
+        if (!line.empty() && !on_line(line)) {
+          finish({});
+          co_return;
+        }
+      }
+      pending.erase(0, start);
+      if (pending.size() > max_answer_bytes) {
+        finish("watch event too large");
+        co_return;
+      }
+    }
+    if (ec) {
+      finish("read: " + ec.message());
+      co_return;
+    }
+  }
+  finish({});
+  if (!pending.empty() && out.status == 200) on_line(pending);
+}
+
+core::error cancelled_error() { return core::fail(core::errc::unavailable, "cancelled"); }
+
+// What kept a call from being made or answered: always unavailable (a credential file that
+// cannot be read, an exec plugin that fails, a CA that does not load included), with its text.
+core::error no_answer(core::error e) {
+  e.code = core::errc::unavailable;
+  return e;
+}
+
+}  // namespace
+
+// Every call's setup, once: the credentials gathered (the exec plugin asked again when
+// `refresh`), a verifying TLS context and stream, the call registered for cancel(), the API's
+// addresses looked up and connected to by `connect_deadline`; then `exchange` (a coroutine
+// on the connected stream and the call's bearer token) makes the request and reads the
+// answer into wherever its caller wants it.
+template <class Exchange>
+core::result<void> client::call(bool refresh,
+                                std::chrono::steady_clock::time_point connect_deadline,
+                                bool long_lived, Exchange&& exchange) {
+  if (cancelled_.load()) return cancelled_error();
+  auto creds = gather_credentials(ep_, refresh);
+  if (!creds) return no_answer(std::move(creds).error());
+  ssl::context ctx(ssl::context::tls_client);
+  if (auto r = make_context(ep_, *creds, ctx); !r) return no_answer(std::move(r).error());
+
+  asio::io_context ioc(1);
+  ssl::stream<beast::tcp_stream> stream(ioc, ctx);
+  if (auto r = prepare_stream(ep_, stream); !r) return no_answer(std::move(r).error());
+  // A watch carries a small record per event for hours: OpenSSL keeps its read buffer
+  // rather than freeing and reallocating it for each record (each record's plaintext is
+  // still wiped once read, SSL_OP_CLEANSE_PLAINTEXT).
+  if (long_lived) SSL_clear_mode(stream.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+  {
+    std::lock_guard lk(mu_);
+    if (cancelled_.load()) return cancelled_error();
+    active_ = &ioc;
+  }
+  std::optional<core::result<void>> out;
+  auto addresses = resolve_within(ep_.host, connect_deadline, cancelled_);
+  asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        if (!addresses) {
+          out = addresses.error();
+          co_return;
+        }
+        if (auto c = co_await connect(ep_, *addresses, stream, connect_deadline); !c) {
+          out = no_answer(std::move(c).error());
+          co_return;
+        }
+        out = co_await exchange(stream, creds->token);
+      },
+      asio::detached);
+  ioc.run();
+  {
+    std::lock_guard lk(mu_);
+    active_ = nullptr;
+  }
+  // Stopped by cancel() before the exchange ended.
+  if (!out) return cancelled_error();
+  return std::move(*out);
+}
+
+core::result<response> client::request(std::string_view method, const std::string& target,
+                                       const std::string& body, std::chrono::milliseconds timeout,
+                                       std::string_view accept) {
+  const http::verb verb = http::string_to_verb(method);
+  response answer;
+  const auto once = [&](bool refresh) {
+    answer = {};
+    // One deadline for the whole call (connect, handshake, request, response): a caller with
+    // a budget (store.timeout) gets its answer, or a timeout, within it.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    return call(refresh, deadline, false,
+                [&](ssl::stream<beast::tcp_stream>& stream,
+                    const std::string& token) -> asio::awaitable<core::result<void>> {
+                  http::request<http::string_body> req{verb, target, 11};
+                  beast::flat_buffer buf;
+                  http::response_parser<http::string_body> parser;
+                  // A call may carry someone else's secret (a TokenReview's token, and the API's
+                  // echo of it): the request body, the read buffer and an answer not handed out are
+                  // wiped however the call ends. The answer's room is reserved so that a small
+                  // answer is never reallocated (which would free a copy unwiped).
+                  const util::wiped_at_exit wipe_request{req.body()};
+                  const util::wiped_at_exit wipe_buffer{buf};
+                  const util::wiped_at_exit wipe_answer{parser.get().body()};
+                  set_common(req, ep_, token, accept);
+                  if (!body.empty()) {
+                    req.set(http::field::content_type, "application/json");
+                    req.body() = body;
+                  }
+                  req.prepare_payload();
+                  beast::get_lowest_layer(stream).expires_at(deadline);
+                  auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
+                  if (wec) co_return core::fail(core::errc::unavailable, "write: " + wec.message());
+                  parser.body_limit(max_answer_bytes);
+                  parser.get().body().reserve(std::min<std::size_t>(max_answer_bytes, 16384));
+                  auto [rec, rn] = co_await http::async_read(stream, buf, parser, as_tuple);
+                  if (rec) co_return core::fail(core::errc::unavailable, "read: " + rec.message());
+                  answer.status = static_cast<int>(parser.get().result_int());
+                  answer.body = std::move(parser.get().body());
+                  // The answer is in: the close_notify exchange gets what is left of the budget, at
+                  // most 1 s.
+                  beast::get_lowest_layer(stream).expires_at(std::min(
+                      deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+                  co_await stream.async_shutdown(as_tuple);
+                  co_return core::result<void>{};
+                });
+  };
+  auto r = once(false);
+  if (answer.status == 401 && ep_.credentials && !cancelled_.load()) r = once(true);
+  // An answer that is in stands, also when cancel() cut the close_notify exchange after it.
+  if (answer.status != 0) return answer;
+  return std::move(r).error();
+}
+
+core::result<stream_response> client::stream_lines(
+    const std::string& target, const std::function<bool(std::string_view)>& on_line,
+    std::chrono::seconds idle, std::string_view accept) {
+  stream_response out;
+  const auto once = [&](bool refresh) {
+    out = {};
+    const auto connect_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    return call(refresh, connect_deadline, true,
+                [&](ssl::stream<beast::tcp_stream>& stream,
+                    const std::string& token) -> asio::awaitable<core::result<void>> {
+                  http::request<http::string_body> req{http::verb::get, target, 11};
+                  set_common(req, ep_, token, accept);
+                  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+                  auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
+                  if (wec) co_return core::fail(core::errc::unavailable, "write: " + wec.message());
+                  beast::flat_buffer buf;
+                  http::response_parser<http::buffer_body> parser;
+                  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+                  beast::get_lowest_layer(stream).expires_after(idle);
+                  auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, as_tuple);
+                  if (hec) co_return core::fail(core::errc::unavailable, "read: " + hec.message());
+                  out.status = static_cast<int>(parser.get().result_int());
+                  beast::get_lowest_layer(stream).expires_never();
+                  co_await read_lines(stream, buf, parser, idle, on_line, out);
+                  co_return core::result<void>{};
+                });
+  };
+  // A 401 is answered before any line: nothing has been handed on when the call is repeated.
+  auto r = once(false);
+  if (out.status == 401 && ep_.credentials && !cancelled_.load()) r = once(true);
+  if (out.status == 0) return std::move(r).error();
+  // cancel() cut the stream once its answer had begun.
+  if (!r && out.broken.empty()) out.broken = "cancelled";
+  return out;
+}
+
+void client::cancel() {
+  cancelled_ = true;
+  std::lock_guard lk(mu_);
+  if (active_ != nullptr) static_cast<asio::io_context*>(active_)->stop();
+}
+
+}  // namespace topogate::kube
