@@ -721,7 +721,9 @@ response handle(const request& req, const peer_certificate& peer, const router_c
   const route_lookup found = find_route(req.method(), path);
   response res;
   if (auto refused = unrouted(found, ctx.listener)) {
-    if (found.pattern != nullptr) info.route = std::string(found.pattern->pattern);
+    // A 405 names its pattern; a 404 stays unmatched.
+    if (found.pattern != nullptr && refused->result() == http::status::method_not_allowed)
+      info.route = std::string(found.pattern->pattern);
     res = std::move(*refused);
   } else {
     info.route = std::string(found.pattern->pattern);
