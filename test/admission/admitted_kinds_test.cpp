@@ -9,7 +9,6 @@
 
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -44,12 +43,29 @@ struct chart_webhook {
 // The webhooks the template ranges over: (dict "on" $v.<key>.enabled "name" "<resource>"
 // "scope" "<Cluster|Namespaced>").
 std::map<std::string, chart_webhook> chart_webhooks(const std::string& tpl) {
+  // A plain scan rather than std::regex, whose GCC 12 instantiation trips
+  // -Wmaybe-uninitialized at -O1 (the sanitizer presets build with warnings as errors).
   std::map<std::string, chart_webhook> out;
-  static const std::regex entry(
-      R"re(dict "on" \$v\.(\w+)\.enabled "name" "([a-z0-9.-]+)" "scope" "(\w+)")re");
-  for (auto it = std::sregex_iterator(tpl.begin(), tpl.end(), entry); it != std::sregex_iterator();
-       ++it)
-    out[(*it)[2]] = {(*it)[1], (*it)[3]};
+  const auto word_after = [&](std::size_t& at, std::string_view before,
+                              std::string_view after) -> std::string {
+    const auto b = tpl.find(before, at);
+    if (b == std::string::npos) return {};
+    const auto start = b + before.size();
+    const auto e = tpl.find(after, start);
+    if (e == std::string::npos) return {};
+    at = e + after.size();
+    return tpl.substr(start, e - start);
+  };
+  constexpr std::string_view head = R"(dict "on" $v.)";
+  for (std::size_t at = tpl.find(head); at != std::string::npos; at = tpl.find(head, at)) {
+    std::size_t cur = at;
+    const std::string key = word_after(cur, head, R"(.enabled "name" ")");
+    const std::string name = word_after(cur, "", R"(" "scope" ")");
+    const std::string scope = word_after(cur, "", R"(")");
+    if (key.empty() || name.empty() || scope.empty()) break;
+    out[name] = {key, scope};
+    at = cur;
+  }
   return out;
 }
 
