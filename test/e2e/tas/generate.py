@@ -11,8 +11,7 @@ omit the finest level (a shorter profile, a second flavor), uneven CPU/memory ca
 and existing usage (bound Pods), and one to three Workloads: a size and per-Pod request,
 and a required level, a preferred level or none; then the traits of add_traits (quota
 below capacity, several PodSets and groups, a tainted GPU pool, Nodes without Ready),
-drawn from a stream of their own; and, from others, a cohort (add_cohort) or preemption
-by priority (add_preemption).
+drawn from a stream of their own; and, from another, a cohort (add_cohort).
 """
 import argparse
 import json
@@ -71,7 +70,6 @@ def case(seed, i):
          "nodes": nodes, "workloads": workloads}
     add_traits(c, random.Random(f"{seed}/{i}/traits"))
     add_cohort(c, random.Random(f"{seed}/{i}/cohort"))
-    add_preemption(c, random.Random(f"{seed}/{i}/preemption"))
     return c
 
 
@@ -160,22 +158,6 @@ def add_cohort(c, rnd):
             w["queueName"] = "lender"
         w["traits"] = [t for t in w["traits"] if t != "quota"]
         w["traits"].insert(0, "cohort")
-
-
-def add_preemption(c, rnd):
-    """Preemption within the ClusterQueue, from a stream of its own (cases outside a cohort
-    only): withinClusterQueue LowerPriority, a CPU quota below the Nodes' when none is set,
-    and a priority on each Workload, so a later one may preempt earlier ones."""
-    if c.get("cohort") or rnd.random() >= 0.12:
-        return
-    if not c.get("quota"):
-        total = sum(milli(n["allocatable"]["cpu"]) for n in c["nodes"])
-        c["quota"] = {"cpu": f"{max(1000, int(total * rnd.uniform(0.25, 0.75)) // 500 * 500)}m",
-                      "memory": "4Ti"}
-    c["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    for w in c["workloads"]:
-        w["priority"] = rnd.choice([0, 10, 100, 1000])
-        w["traits"].insert(0, "preemption")
 
 
 def main():
