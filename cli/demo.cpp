@@ -16,9 +16,9 @@
 
 #include "cli/commands.hpp"
 #include "server/config.hpp"
-#include "server/file_util.hpp"
 #include "server/pki.hpp"
 #include "server/serve.hpp"
+#include "util/file.hpp"
 
 namespace topogate::cli {
 
@@ -80,11 +80,11 @@ constexpr std::string_view review_denied =
     R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"7a1e9b52-demo-denied","kind":{"group":"worker.gpustack.ai","version":"v1","kind":"TopologySource"},"resource":{"group":"worker.gpustack.ai","version":"v1","resource":"topologysources"},"name":"inventory-service","operation":"CREATE","object":{"apiVersion":"worker.gpustack.ai/v1","kind":"TopologySource","metadata":{"name":"inventory-service"},"spec":{"levels":["topology.gpustack.ai/rack","topology.gpustack.ai/rack","kubernetes.io/hostname"],"additionalWritePrefix":"kubernetes.io/","webhook":{"url":"http://inventory.example.com/snapshot","pollInterval":"1m","timeout":"5m","maxStaleness":"5m","bearerTokenSecretRef":{"namespace":"default","name":"token"}}}}}}
 )";
 
-bool file_exists(const std::string& path) { return server::signature_of(path).exists; }
+bool file_exists(const std::string& path) { return util::signature_of(path).exists; }
 
 core::result<void> write_if_missing(const std::string& path, std::string_view data, unsigned mode) {
   if (file_exists(path)) return {};
-  return server::write_file_atomic(path, data, mode);
+  return util::write_file_atomic(path, data, util::atomic_write_options(mode));
 }
 
 std::string random_token() {
@@ -103,17 +103,19 @@ core::result<void> make_pki(const std::string& dir) {
   const std::string ca_crt = dir + "/ca.crt", ca_key = dir + "/ca.key";
   server::issued ca;
   if (file_exists(ca_crt) && file_exists(ca_key)) {
-    auto cert = server::read_file(ca_crt);
+    auto cert = util::read_file(ca_crt);
     if (!cert) return std::move(cert).error();
-    auto key = server::read_file(ca_key);
+    auto key = util::read_file(ca_key);
     if (!key) return std::move(key).error();
     ca = {std::move(*cert), std::move(*key)};
   } else {
     auto made = server::make_ca("topogate demo CA", 3650);
     if (!made) return std::move(made).error();
     ca = std::move(*made);
-    if (auto w = server::write_file_atomic(ca_key, ca.key_pem, 0600); !w) return w;
-    if (auto w = server::write_file_atomic(ca_crt, ca.cert_pem, 0644); !w) return w;
+    if (auto w = util::write_file_atomic(ca_key, ca.key_pem, util::atomic_write_options(0600)); !w)
+      return w;
+    if (auto w = util::write_file_atomic(ca_crt, ca.cert_pem, util::atomic_write_options(0644)); !w)
+      return w;
   }
   struct leaf {
     const char* name;
@@ -129,8 +131,10 @@ core::result<void> make_pki(const std::string& dir) {
     if (file_exists(crt) && file_exists(key)) continue;
     const auto out = server::issue(ca, l.req);
     if (!out) return out.error();
-    if (auto w = server::write_file_atomic(key, out->key_pem, 0600); !w) return w;
-    if (auto w = server::write_file_atomic(crt, out->cert_pem, 0644); !w) return w;
+    if (auto w = util::write_file_atomic(key, out->key_pem, util::atomic_write_options(0600)); !w)
+      return w;
+    if (auto w = util::write_file_atomic(crt, out->cert_pem, util::atomic_write_options(0644)); !w)
+      return w;
   }
   return write_if_missing(dir + "/token", random_token() + "\n", 0600);
 }
@@ -203,7 +207,9 @@ int run_demo(args a) {
     env += "TOPOGATE_TOKEN_FILE=" + dir + "/token\n";
     env += "TOPOGATE_CLIENT_CERT=" + dir + "/client.crt\n";
     env += "TOPOGATE_CLIENT_KEY=" + dir + "/client.key\n";
-    if (const auto w = server::write_file_atomic(dir + "/demo.env", env, 0644); !w) {
+    if (const auto w =
+            util::write_file_atomic(dir + "/demo.env", env, util::atomic_write_options(0644));
+        !w) {
       std::fprintf(stderr, "topogate demo: %s\n", w.error().message.c_str());
     }
     std::printf(

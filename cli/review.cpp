@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "server/file_util.hpp"
 #include "server/router.hpp"
+#include "util/file.hpp"
 
 namespace topogate::cli {
 
@@ -18,7 +18,7 @@ int run_review(args a) {
     return 2;
   }
   const std::string path = a[0] == "-" ? "/dev/stdin" : std::string(a[0]);
-  const auto read = server::read_file(path, 64u << 20);
+  const auto read = util::read_file(path, 64u << 20);
   if (!read) {
     std::fprintf(stderr, "topogate review: %s\n", read.error().message.c_str());
     return 2;

@@ -18,7 +18,7 @@
 #include "core/snapshot.hpp"
 #include "core/snapshot_size.hpp"
 #include "core/topology_source.hpp"
-#include "server/file_util.hpp"
+#include "util/file.hpp"
 
 namespace topogate::cli {
 
@@ -153,7 +153,7 @@ std::optional<int> parse_args(args a, options& o) {
 
 bool read_input(const std::string& path, std::string& out) {
   const std::string real = path == "-" ? "/dev/stdin" : path;
-  auto read = server::read_file(real, max_input_bytes);
+  auto read = util::read_file(real, max_input_bytes);
   if (!read) {
     std::fprintf(stderr, "topogate validate: %s\n", read.error().message.c_str());
     return false;

@@ -14,6 +14,7 @@
 
 #include "inventory/file_watch.hpp"
 #include "inventory/store.hpp"
+#include "util/file.hpp"
 
 namespace topogate::inventory {
 namespace detail {
@@ -94,18 +95,6 @@ std::string unescape_actor(std::string_view a) {
   return out;
 }
 
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const auto n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 // Format: one header line, then the canonical JSON.
 //   topogate-store 1 <acceptedAt unix ns> <sha256 of the JSON> <actor, %-escaped or ->
 // The digest catches a file damaged outside topogate; rename makes torn writes impossible.
@@ -183,37 +172,15 @@ class file_store final : public revision_store {
     data += '\n';
     data += rev.json;
 
-    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return fail("create " + tmp_path, errno, {});
-    if (!write_all(fd, data)) {
-      const int e = errno;
-      ::close(fd);
-      return fail("write " + tmp_path, e, tmp_path);
-    }
-    // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
-    if (::fsync(fd) != 0) {
-      const int e = errno;
-      ::close(fd);
-      return fail("fsync " + tmp_path, e, tmp_path);
-    }
-    if (::close(fd) != 0) return fail("close " + tmp_path, errno, tmp_path);
     // The rename is the commit point: a write that took past its deadline (a disk that
     // stalled in fsync) is abandoned before it, so a push answered 503 is not stored.
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::unlink(tmp_path.c_str());
-      return core::fail(
-          core::errc::unavailable,
-          "the write to " + dir_ + " did not complete in time (abandoned before the rename)");
+    util::atomic_write_options options;
+    options.mode = 0600;
+    options.temp_path = tmp_path;
+    options.deadline = deadline;
+    if (auto w = util::write_file_atomic(final_path, data, options); !w) {
+      return core::fail(core::errc::unavailable, std::move(w.error().message));
     }
-    if (::rename(tmp_path.c_str(), final_path.c_str()) != 0)
-      return fail("rename " + tmp_path, errno, tmp_path);
-    // The rename itself is durable only once the directory entry is.
-    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return fail("open " + dir_, errno, {});
-    const int rc = ::fsync(dfd);
-    const int e = errno;
-    ::close(dfd);
-    if (rc != 0) return fail("fsync " + dir_, e, {});
     return digest;
   }
 
@@ -231,11 +198,6 @@ class file_store final : public revision_store {
   }
 
  private:
-  static core::error fail(const std::string& what, int e, const std::string& unlink_path) {
-    if (!unlink_path.empty()) ::unlink(unlink_path.c_str());
-    return core::fail(core::errc::unavailable, what + ": " + core::errno_text(e));
-  }
-
   std::string dir_;
   std::atomic<std::uint64_t> counter_{0};
 };

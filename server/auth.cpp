@@ -9,8 +9,8 @@
 #include <cctype>
 #include <ctime>
 
-#include "server/file_util.hpp"
 #include "server/openssl_text.hpp"
+#include "util/file.hpp"
 
 namespace topogate::server {
 
@@ -131,7 +131,7 @@ core::result<credential_set> load_credentials(const credential_files& files) {
   set.allowed_sans = files.allowed_sans;
   for (const auto& path : files.bearer_token_files) {
     set.bearer = true;
-    auto text = read_file(path, 1u << 20);
+    auto text = util::read_file(path, 1u << 20);
     if (!text) return std::move(text).error();
     auto tokens = parse_token_file(*text);
     if (tokens.empty())
@@ -142,7 +142,7 @@ core::result<credential_set> load_credentials(const credential_files& files) {
   }
   if (!files.client_ca_file.empty()) {
     set.mtls = true;
-    const auto pem = read_file(files.client_ca_file, 16u << 20);
+    const auto pem = util::read_file(files.client_ca_file, 16u << 20);
     if (!pem) return pem.error();
     std::shared_ptr<X509_STORE> store(X509_STORE_new(), X509_STORE_free);
     BIO* bio = BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size()));

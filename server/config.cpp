@@ -6,7 +6,7 @@
 
 #include "core/syntax.hpp"
 #include "core/topology_source.hpp"
-#include "server/file_util.hpp"
+#include "util/file.hpp"
 
 namespace topogate::server {
 
@@ -81,13 +81,13 @@ credential_files credentials(const YAML::Node& n, const std::string& where,
   credential_files c;
   if (n["bearerTokenFiles"]) {
     for (auto& f : strings(n["bearerTokenFiles"], where + ".bearerTokenFiles")) {
-      c.bearer_token_files.push_back(resolve_path(base, f));
+      c.bearer_token_files.push_back(util::resolve_path(base, f));
     }
     if (c.bearer_token_files.empty())
       fail(where + ".bearerTokenFiles", "must list at least one file");
   }
   if (n["clientCAFile"])
-    c.client_ca_file = resolve_path(base, str(n["clientCAFile"], where + ".clientCAFile"));
+    c.client_ca_file = util::resolve_path(base, str(n["clientCAFile"], where + ".clientCAFile"));
   if (n["allowedSubjects"])
     c.allowed_subjects = strings(n["allowedSubjects"], where + ".allowedSubjects");
   if (n["allowedSANs"]) c.allowed_sans = strings(n["allowedSANs"], where + ".allowedSANs");
@@ -122,7 +122,7 @@ metrics_config metrics_settings(const YAML::Node& n, const std::string& base) {
   if (n["tokenFile"]) {
     if (m.auth != metrics_auth_mode::tokenfile)
       fail("metrics.tokenFile", "is only used with metrics.auth tokenfile");
-    m.token_file = resolve_path(base, str(n["tokenFile"], "metrics.tokenFile"));
+    m.token_file = util::resolve_path(base, str(n["tokenFile"], "metrics.tokenFile"));
   }
   if (m.auth == metrics_auth_mode::tokenfile && m.token_file.empty()) {
     fail("metrics.tokenFile", "is required with metrics.auth tokenfile");
@@ -261,8 +261,8 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
   check_keys(t, "tls",
              {"certFile", "keyFile", "minVersion", "extraCertificates", "sessionTickets"});
   if (!t["certFile"] || !t["keyFile"]) fail("tls", "certFile and keyFile are required");
-  cfg.certificates.push_back({resolve_path(base, str(t["certFile"], "tls.certFile")),
-                              resolve_path(base, str(t["keyFile"], "tls.keyFile"))});
+  cfg.certificates.push_back({util::resolve_path(base, str(t["certFile"], "tls.certFile")),
+                              util::resolve_path(base, str(t["keyFile"], "tls.keyFile"))});
   if (auto extra = t["extraCertificates"]) {
     if (!extra.IsSequence()) fail("tls.extraCertificates", "must be a list of {certFile, keyFile}");
     for (std::size_t i = 0; i < extra.size(); ++i) {
@@ -271,8 +271,8 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
       if (!extra[i]["certFile"] || !extra[i]["keyFile"])
         fail(where, "certFile and keyFile are required");
       cfg.certificates.push_back(
-          {resolve_path(base, str(extra[i]["certFile"], where + ".certFile")),
-           resolve_path(base, str(extra[i]["keyFile"], where + ".keyFile"))});
+          {util::resolve_path(base, str(extra[i]["certFile"], where + ".certFile")),
+           util::resolve_path(base, str(extra[i]["keyFile"], where + ".keyFile"))});
     }
   }
   if (t["minVersion"]) {
@@ -379,12 +379,13 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     else
       fail("store.type", "must be none, file or kubernetes, got \"" + type + "\"");
     if (s["directory"])
-      store.directory = resolve_path(base, str(s["directory"], "store.directory"));
+      store.directory = util::resolve_path(base, str(s["directory"], "store.directory"));
     if (s["namespace"]) store.kube_namespace = str(s["namespace"], "store.namespace");
     if (s["apiServer"]) store.kube_api_server = str(s["apiServer"], "store.apiServer");
     if (s["tokenFile"])
-      store.kube_token_file = resolve_path(base, str(s["tokenFile"], "store.tokenFile"));
-    if (s["caFile"]) store.kube_ca_file = resolve_path(base, str(s["caFile"], "store.caFile"));
+      store.kube_token_file = util::resolve_path(base, str(s["tokenFile"], "store.tokenFile"));
+    if (s["caFile"])
+      store.kube_ca_file = util::resolve_path(base, str(s["caFile"], "store.caFile"));
     if (s["timeout"]) {
       store.timeout = duration(s["timeout"], "store.timeout");
       // A push waits at most this long: past a webhook client's own patience it helps nobody.
@@ -431,8 +432,8 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     spec.config.options = vopts;
     if (!n["source"])
       fail(where, "source (the TopologySource file this inventory feeds) is required");
-    const std::string source_path = resolve_path(base, str(n["source"], where + ".source"));
-    const auto text = read_file(source_path);
+    const std::string source_path = util::resolve_path(base, str(n["source"], where + ".source"));
+    const auto text = util::read_file(source_path);
     if (!text) fail(where + ".source", text.error().message);
     auto res = core::validate_topology_source_text(*text, vopts);
     if (!res.ok())
@@ -441,8 +442,8 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     spec.config.source = std::move(res.source);
 
     if (n["snapshot"])
-      spec.snapshot_path = resolve_path(base, str(n["snapshot"], where + ".snapshot"));
-    if (n["nodes"]) spec.nodes_path = resolve_path(base, str(n["nodes"], where + ".nodes"));
+      spec.snapshot_path = util::resolve_path(base, str(n["snapshot"], where + ".snapshot"));
+    if (n["nodes"]) spec.nodes_path = util::resolve_path(base, str(n["nodes"], where + ".nodes"));
     if (n["nodesFromAPI"])
       spec.nodes_from_api = boolean(n["nodesFromAPI"], where + ".nodesFromAPI");
     if (!spec.nodes_path.empty() && spec.nodes_from_api)
@@ -530,7 +531,7 @@ core::result<serve_config> parse_serve_config(std::string_view yaml, const std::
 }
 
 core::result<serve_config> load_serve_config(const std::string& path) {
-  auto text = read_file(path, 4u << 20);
+  auto text = util::read_file(path, 4u << 20);
   if (!text) return std::move(text).error();
   std::string base = ".";
   if (const auto slash = path.rfind('/'); slash != std::string::npos) base = path.substr(0, slash);

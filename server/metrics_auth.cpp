@@ -66,7 +66,7 @@ core::result<void> metrics_gate::start() {
   if (cfg_.auth == metrics_auth_mode::tokenfile) {
     {
       std::lock_guard poll_lock(poll_mu_);
-      token_seen_ = signature_of(cfg_.token_file);
+      token_seen_ = util::signature_of(cfg_.token_file);
     }
     auto set = load_credentials(credential_files{{cfg_.token_file}, {}, {}, {}});
     if (!set) return core::fail(set.error().code, "metrics.tokenFile: " + set.error().message);
@@ -116,7 +116,7 @@ void metrics_gate::shutdown() {
 bool metrics_gate::poll_token_file(bool force) {
   if (cfg_.auth != metrics_auth_mode::tokenfile) return false;
   std::lock_guard poll_lock(poll_mu_);
-  const file_signature now_seen = signature_of(cfg_.token_file);
+  const util::file_signature now_seen = util::signature_of(cfg_.token_file);
   if (!force && now_seen == token_seen_) return false;
   token_seen_ = now_seen;
   auto set = load_credentials(credential_files{{cfg_.token_file}, {}, {}, {}});

@@ -28,7 +28,7 @@
 #include "core/result.hpp"
 #include "server/auth.hpp"
 #include "server/config.hpp"
-#include "server/file_util.hpp"
+#include "util/file.hpp"
 
 namespace prometheus {
 template <typename T>
@@ -160,7 +160,7 @@ class metrics_gate final : public metrics_authorizer {
   std::mutex tokens_mu_;
   std::shared_ptr<const credential_set> tokens_;
   std::mutex poll_mu_;
-  file_signature token_seen_;  // poll_mu_
+  util::file_signature token_seen_;  // poll_mu_
 
   std::mutex mu_;
   std::condition_variable work_cv_;

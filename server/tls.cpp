@@ -300,10 +300,10 @@ std::vector<std::string> credential_watcher::client_ca_files() const {
 }
 
 namespace {
-std::vector<file_signature> signatures(const std::vector<std::string>& files) {
-  std::vector<file_signature> out;
+std::vector<util::file_signature> signatures(const std::vector<std::string>& files) {
+  std::vector<util::file_signature> out;
   out.reserve(files.size());
-  for (const auto& f : files) out.push_back(signature_of(f));
+  for (const auto& f : files) out.push_back(util::signature_of(f));
   return out;
 }
 std::vector<std::string> files_of(const credential_files& c) {

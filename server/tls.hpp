@@ -21,7 +21,7 @@
 #include "core/result.hpp"
 #include "server/auth.hpp"
 #include "server/config.hpp"
-#include "server/file_util.hpp"
+#include "util/file.hpp"
 
 namespace topogate::server {
 
@@ -126,7 +126,7 @@ class credential_watcher {
     std::string inventory;
     bool writers = false;
     credential_files files;
-    std::vector<file_signature> seen;
+    std::vector<util::file_signature> seen;
   };
   core::result<void> reload_tls();
   std::vector<std::string> tls_files() const;
@@ -137,7 +137,7 @@ class credential_watcher {
   bool session_tickets_ = true;
   metrics* metrics_;
   std::vector<watched_set> sets_;
-  std::vector<file_signature> tls_seen_;
+  std::vector<util::file_signature> tls_seen_;
 
   mutable std::mutex mu_;
   std::shared_ptr<boost::asio::ssl::context> tls_;

@@ -17,7 +17,6 @@
 
 #include "inventory/registry.hpp"
 #include "server/auth.hpp"
-#include "server/file_util.hpp"
 #include "server/inventory_http.hpp"
 #include "server/metrics.hpp"
 #include "server/pki.hpp"
