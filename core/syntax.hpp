@@ -49,6 +49,13 @@ namespace detail {
 // U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
 [[nodiscard]] std::string_view trim_space(std::string_view s) noexcept;
 [[nodiscard]] inline bool is_blank(std::string_view s) noexcept { return trim_space(s).empty(); }
+// HTTP's optional whitespace (RFC 9110 OWS: spaces and horizontal tabs) around a header value
+// or a list element.
+[[nodiscard]] constexpr std::string_view trim_ows(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 // Go time.ParseDuration; on failure errc::invalid_argument with Go's message
 // ("time: invalid duration \"1d\"").

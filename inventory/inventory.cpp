@@ -67,12 +67,6 @@ std::shared_ptr<const core::profile_impact> impact_between(
   return std::make_shared<const core::profile_impact>(std::move(im));
 }
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // True when the canonical rendering lists Nodes and labels in the snapshot's own order
 // (names, then each Node's keys, strictly increasing): decoding json_body then gives back
 // this very snapshot, order included, and no packed copy is needed.
@@ -246,12 +240,12 @@ std::string inventory::etag_of(std::string_view json_body) {
 }
 
 bool inventory::if_match_matches(std::string_view header, const std::string* current_etag) {
-  header = trim_ows(header);
+  header = core::trim_ows(header);
   if (header == "*") return current_etag != nullptr;
   if (current_etag == nullptr) return false;
   while (!header.empty()) {
     const auto comma = header.find(',');
-    const auto tag = trim_ows(header.substr(0, comma));
+    const auto tag = core::trim_ows(header.substr(0, comma));
     // Strong comparison (RFC 9110 §8.8.3.2): a weak validator never matches If-Match.
     if (!tag.starts_with("W/") && tag == *current_etag) return true;
     if (comma == std::string_view::npos) break;

@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "core/syntax.hpp"
 #include "kube/limits.hpp"
 #include "util/file.hpp"
 #include "util/wipe.hpp"
@@ -48,11 +49,6 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // getaddrinfo for TCP, as numeric addresses in the resolver's order.
 core::result<std::vector<std::string>> system_lookup(const std::string& host) {
@@ -162,7 +158,9 @@ core::result<call_credentials> gather_credentials(const endpoint& ep, bool refre
   if (!ep.token_file.empty()) {
     auto read = util::read_file(ep.token_file, max_credential_bytes);
     if (!read) return std::move(read).error();
-    c.token = trim(std::move(*read));
+    // strings.TrimSpace, as client-go reads a token file; the file's copy is wiped.
+    c.token.assign(core::trim_space(*read));
+    util::wipe(*read);
   } else {
     c.token = ep.token;
   }

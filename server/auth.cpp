@@ -9,18 +9,13 @@
 #include <cctype>
 #include <ctime>
 
+#include "core/syntax.hpp"
 #include "server/openssl_text.hpp"
 #include "util/file.hpp"
 
 namespace topogate::server {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 double asn1_time_unix(const ASN1_TIME* t) {
   std::tm tm{};
@@ -117,7 +112,7 @@ std::vector<std::string> parse_token_file(std::string_view text) {
   std::vector<std::string> out;
   while (!text.empty()) {
     const auto nl = text.find('\n');
-    const std::string_view line = trim(text.substr(0, nl));
+    const std::string_view line = core::trim_space(text.substr(0, nl));
     if (!line.empty()) out.emplace_back(line);
     if (nl == std::string_view::npos) break;
     text.remove_prefix(nl + 1);
@@ -174,7 +169,7 @@ std::string_view bearer_token(std::string_view authorization) noexcept {
     if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return {};
   }
   if (authorization[scheme.size()] != ' ') return {};
-  return trim(authorization.substr(scheme.size() + 1));
+  return core::trim_ows(authorization.substr(scheme.size() + 1));
 }
 
 bool presents_credentials(std::string_view authorization, const peer_certificate& peer) noexcept {

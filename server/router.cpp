@@ -141,12 +141,6 @@ std::string_view header(const request& req, std::string_view name) {
                          : std::string_view(it->value().data(), it->value().size());
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -621,7 +615,7 @@ response admission_failure(const admission::outcome& out) {
 
 bool etag_matches(std::string_view if_none_match, std::string_view etag) noexcept {
   auto opaque = [](std::string_view t) {
-    t = trim(t);
+    t = core::trim_ows(t);
     if (t.size() >= 2 && t[0] == 'W' && t[1] == '/') t.remove_prefix(2);
     return t;
   };
@@ -643,13 +637,13 @@ bool prefers_yaml(std::string_view accept) noexcept {
     const auto comma = accept.find(',');
     std::string_view range = accept.substr(0, comma);
     const auto semi = range.find(';');
-    const std::string_view media = trim(range.substr(0, semi));
+    const std::string_view media = core::trim_ows(range.substr(0, semi));
     double q = 1.0;
     if (semi != std::string_view::npos) {
       std::string_view params = range.substr(semi + 1);
       const auto qpos = params.find("q=");
       if (qpos != std::string_view::npos) {
-        std::string qs(trim(params.substr(qpos + 2, params.find(';', qpos) - qpos - 2)));
+        std::string qs(core::trim_ows(params.substr(qpos + 2, params.find(';', qpos) - qpos - 2)));
         q = std::strtod(qs.c_str(), nullptr);
       }
     }

@@ -145,6 +145,19 @@ TEST(Dns1123Label, Boundaries) {
   EXPECT_FALSE(check_dns1123_label("A").empty());
 }
 
+// HTTP's OWS is spaces and tabs only: a CR, LF or other white space is part of the value.
+TEST(TrimOws, SpacesAndTabsOnly) {
+  EXPECT_EQ(trim_ows(" \t\"abc\", W/\"d\" \t"), "\"abc\", W/\"d\"");
+  EXPECT_EQ(trim_ows("token"), "token");
+  EXPECT_EQ(trim_ows(" \t "), "");
+  EXPECT_EQ(trim_ows(""), "");
+  EXPECT_EQ(trim_ows("\rtoken\n"), "\rtoken\n");
+  EXPECT_EQ(trim_ows("\vx\f"), "\vx\f");
+  EXPECT_EQ(trim_ows("\xc2\xa0x"), "\xc2\xa0x");
+  EXPECT_EQ(trim_ows("a b"), "a b");
+  static_assert(trim_ows("  x ") == "x");
+}
+
 TEST(TrimSpace, GoWhiteSpace) {
   EXPECT_EQ(trim_space("  x  "), "x");
   EXPECT_EQ(trim_space("\t\n\v\f\rx\r\n"), "x");
