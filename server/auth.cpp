@@ -17,12 +17,6 @@ namespace topogate::server {
 
 namespace {
 
-double asn1_time_unix(const ASN1_TIME* t) {
-  std::tm tm{};
-  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
-  return static_cast<double>(timegm(&tm));
-}
-
 std::string common_name(const X509_NAME* name) {
   const int idx = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
   if (idx < 0) return {};
@@ -145,7 +139,7 @@ core::result<credential_set> load_credentials(const credential_files& files) {
     double earliest = 0;
     while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
       X509_STORE_add_cert(store.get(), cert);
-      const double na = asn1_time_unix(X509_get0_notAfter(cert));
+      const double na = unix_seconds(X509_get0_notAfter(cert));
       if (count == 0 || na < earliest) earliest = na;
       X509_free(cert);
       ++count;

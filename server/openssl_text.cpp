@@ -3,6 +3,7 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 
+#include <ctime>
 #include <memory>
 
 namespace topogate::server {
@@ -25,6 +26,12 @@ std::string rfc2253(const X509_NAME* name) {
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<std::size_t>(len > 0 ? len : 0));
+}
+
+double unix_seconds(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
+  return static_cast<double>(timegm(&tm));
 }
 
 }  // namespace topogate::server

@@ -1,6 +1,6 @@
 #pragma once
-// OpenSSL's words, for error messages and identities: the thread's queued errors and a
-// certificate name as RFC 2253 prints it.
+// OpenSSL's words, for error messages, identities and metrics: the thread's queued errors, a
+// certificate name as RFC 2253 prints it, a certificate time as Unix seconds.
 
 #include <openssl/x509.h>
 
@@ -13,5 +13,7 @@ namespace topogate::server {
 [[nodiscard]] std::string openssl_errors();
 // "CN=reader,O=ops" (RFC 2253, most specific first); "" when it cannot be printed.
 [[nodiscard]] std::string rfc2253(const X509_NAME* name);
+// A certificate time (notBefore, notAfter) in Unix seconds; 0 when absent or unreadable.
+[[nodiscard]] double unix_seconds(const ASN1_TIME* t);
 
 }  // namespace topogate::server

@@ -19,11 +19,7 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
-double not_after_of(X509* cert) {
-  std::tm tm{};
-  if (!cert || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return 0;
-  return static_cast<double>(timegm(&tm));
-}
+double not_after_of(X509* cert) { return cert ? unix_seconds(X509_get0_notAfter(cert)) : 0; }
 
 // RFC 7301: pick http/1.1 when offered; otherwise proceed without ALPN rather than
 // agree to h2, which this server does not speak.
