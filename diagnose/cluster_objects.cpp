@@ -379,10 +379,21 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   }
   const doc_node* status = o.find("status");
   w.conditions = conditions_of(status);
+  w.queue_order_at = text_of(at(o, {"metadata", "creationTimestamp"}));
   if (const doc_node* cs = status ? status->find("conditions") : nullptr; cs && cs->is_sequence())
-    for (const doc_node& item : cs->items)
-      if (item.is_mapping() && text_of(item.find("type")) == "QuotaReserved")
-        w.quota_reserved_at = text_of(item.find("lastTransitionTime"));
+    for (const doc_node& item : cs->items) {
+      if (!item.is_mapping()) continue;
+      const std::string type = text_of(item.find("type"));
+      if (type == "QuotaReserved") w.quota_reserved_at = text_of(item.find("lastTransitionTime"));
+      if (type == "Evicted" && text_of(item.find("status")) == "True") {
+        w.evicted = true;
+        // Requeued by the time of its eviction (waitForPodsReady's requeuingStrategy
+        // timestamp defaults to Eviction).
+        const std::string reason = text_of(item.find("reason"));
+        if (reason == "PodsReadyTimeout" || reason == "AdmissionCheck")
+          w.queue_order_at = text_of(item.find("lastTransitionTime"));
+      }
+    }
   if (const doc_node* adm = status ? status->find("admission") : nullptr;
       adm && adm->is_mapping()) {
     w.admitted_cluster_queue = text_of(adm->find("clusterQueue"));

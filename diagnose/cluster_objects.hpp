@@ -220,6 +220,11 @@ struct workload {
   std::string uid;                       // metadata.uid
   std::optional<std::int64_t> priority;  // spec.priority (Kueue sets it from the priority class)
   std::string quota_reserved_at;         // the QuotaReserved condition's lastTransitionTime
+  // Kueue's queue-order timestamp (workload.Ordering.GetQueueOrderTimestamp, RFC 3339): the
+  // Evicted condition's lastTransitionTime after an eviction by PodsReadyTimeout or by an
+  // AdmissionCheck, else metadata.creationTimestamp.
+  std::string queue_order_at;
+  bool evicted = false;  // the Evicted condition is True (preemption takes these first)
   std::vector<podset> podsets;
   std::vector<object_condition> conditions;
   std::string admitted_cluster_queue;  // status.admission.clusterQueue

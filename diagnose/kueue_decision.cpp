@@ -73,11 +73,8 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       k.notes.push_back("ClusterQueue " + q->name +
                         " may preempt (spec.preemption) within its cohort: preemption in a cohort "
                         "is not modelled, the usage of preemptible Workloads counts as taken");
-    else if (q->within_cluster_queue == "LowerOrNewerEqualPriority")
-      k.notes.push_back("ClusterQueue " + q->name +
-                        " preempts LowerOrNewerEqualPriority: only lower priorities are taken as "
-                        "candidates here, not equal priorities queued after this Workload");
-    else if (set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority")
+    else if (set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority" &&
+             q->within_cluster_queue != "LowerOrNewerEqualPriority")
       k.notes.push_back("ClusterQueue " + q->name + " preempts " + q->within_cluster_queue +
                         ": only lower priorities are taken as candidates here");
   }

@@ -120,8 +120,9 @@ std::map<flavor_resource, std::int64_t> quota_usage(const workload& x);
 
 // Kueue's classical preemption within a ClusterQueue outside any cohort
 // (pkg/scheduler/preemption): the Workloads of `q` that spec.preemption.withinClusterQueue lets
-// `w` preempt (a lower priority) and that use a flavor and resource of `need`, taken in Kueue's
-// order (lowest priority, then the most recent reservation, then the uid) until `need` fits,
+// `w` preempt (a lower priority; with LowerOrNewerEqualPriority also an equal one queued after
+// `w`) and that use a flavor and resource of `need`, taken in Kueue's order (those evicted
+// already, then the lowest priority, the most recent reservation, the uid) until `need` fits,
 // then those not needed given back (last first). Empty when even all of them do not make it fit.
 std::vector<const workload*> preemption_targets(
     const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,

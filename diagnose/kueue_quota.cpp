@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/time.hpp"
 #include "diagnose/diagnose_internal.hpp"
 #include "diagnose/kueue_internal.hpp"
 #include "diagnose/quantity.hpp"
@@ -127,18 +128,30 @@ std::vector<const workload*> preemption_targets(
     std::map<flavor_resource, std::int64_t> usage;
   };
   const std::int64_t mine = w.priority.value_or(0);
+  // SatisfiesPreemptionPolicy: a lower priority; with LowerOrNewerEqualPriority also an equal
+  // priority queued strictly after `w` (SchedulerTimestampPreemptionBuffer, alpha and off by
+  // default in v0.17.0, would ask for five minutes more).
+  const auto mine_queued = core::parse_rfc3339(w.queue_order_at);
+  const auto may_preempt = [&](const workload& x) {
+    const std::int64_t theirs = x.priority.value_or(0);
+    if (theirs < mine) return true;
+    if (theirs != mine || q.within_cluster_queue != "LowerOrNewerEqualPriority") return false;
+    const auto queued = core::parse_rfc3339(x.queue_order_at);
+    return mine_queued && queued && *mine_queued < *queued;
+  };
   std::vector<candidate> cands;
   for (const auto& x : c.workloads) {
     if (&x == &w || !x.quota_reserved() || x.admitted_cluster_queue != q.name) continue;
-    if (x.priority.value_or(0) >= mine) continue;
+    if (!may_preempt(x)) continue;
     auto u = quota_usage(x);
     bool uses = false;
     for (const auto& [fr, v] : need) uses = uses || value_at(u, fr) > 0;
     if (uses) cands.push_back({&x, std::move(u)});
   }
-  // Kueue's CandidatesOrdering: the lowest priority first, then the most recent reservation
-  // (RFC 3339 times order as strings), then the uid.
+  // Kueue's CandidatesOrdering: those already evicted first, then the lowest priority, then
+  // the most recent reservation (RFC 3339 times order as strings), then the uid.
   std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
+    if (a.wl->evicted != b.wl->evicted) return a.wl->evicted;
     const auto pa = a.wl->priority.value_or(0), pb = b.wl->priority.value_or(0);
     if (pa != pb) return pa < pb;
     if (a.wl->quota_reserved_at != b.wl->quota_reserved_at)

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "test/diagnose/kueue_cluster.hpp"
 
 namespace topogate::diagnose {
@@ -340,6 +342,94 @@ TEST(KueuePreemption, NotWhenThePolicyPriorityOrQuotaForbid) {
                            return n.find("may preempt (spec.preemption)") != std::string::npos;
                          }),
             k.notes.end());
+}
+
+workload& named(cluster_objects& c, const std::string& name) {
+  for (auto& x : c.workloads)
+    if (x.name == name) return x;
+  throw std::logic_error("no Workload " + name);
+}
+
+// LowerOrNewerEqualPriority: an equal priority is a candidate only when queued strictly after
+// the preemptor (Kueue's queue-order timestamp); a lower priority is one as with LowerPriority.
+TEST(KueuePreemption, LowerOrNewerEqualPriorityTakesEqualPrioritiesQueuedLater) {
+  const auto equal_priorities = [](std::int64_t cpu) {
+    auto c = preemption_cluster(cpu);
+    c.cluster_queues[0].within_cluster_queue = "LowerOrNewerEqualPriority";
+    named(c, "w").queue_order_at = "2026-12-01T09:00:00Z";
+    named(c, "low").priority = 100;
+    named(c, "low").queue_order_at = "2026-12-01T09:00:01Z";  // queued after w
+    named(c, "low2").priority = 100;
+    named(c, "low2").queue_order_at = "2026-12-01T08:59:59Z";  // before w
+    return c;
+  };
+  auto c = equal_priorities(3000);
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message, preemption_message(3, 1));
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/low"});
+  // 4 CPUs: low frees 3; low2, queued before w, is not a candidate.
+  c = equal_priorities(4000);
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(4));
+  EXPECT_TRUE(decide(c, "w").preempts.empty());
+  // Queued in the same instant: not strictly after, not a candidate.
+  c = equal_priorities(3000);
+  named(c, "low").queue_order_at = "2026-12-01T09:00:00Z";
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(3));
+  // A fraction of a second later is after.
+  named(c, "low").queue_order_at = "2026-12-01T09:00:00.5Z";
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/low"});
+  // LowerPriority takes no equal priority however late it was queued.
+  c = equal_priorities(3000);
+  c.cluster_queues[0].within_cluster_queue = "LowerPriority";
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(3));
+  // No note says equal priorities are left out.
+  c = equal_priorities(3000);
+  k = decide(c, "w");
+  for (const auto& n : k.notes) EXPECT_EQ(n.find("only lower priorities"), std::string::npos) << n;
+}
+
+// Candidates already evicted come first (Kueue's CandidatesOrdering): 2 CPUs take low2 (the
+// most recent reservation) unless low is being evicted already.
+TEST(KueuePreemption, CandidatesAlreadyEvictedFirst) {
+  auto c = preemption_cluster(2000);
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/low2"});
+  named(c, "low").evicted = true;
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/low"});
+}
+
+// The queue-order timestamp as read from a Workload: its creationTimestamp, or the time of an
+// eviction by PodsReadyTimeout or an AdmissionCheck; another eviction (a preemption) keeps the
+// creation time but marks it evicted.
+TEST(KueuePreemption, QueueOrderTimestampAsRead) {
+  const auto read = [](const std::string& evicted) {
+    cluster_objects c;
+    const auto errors = add_objects(c,
+                                    R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default", "creationTimestamp": "2026-12-01T09:00:00Z"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1}]},
+        "status": {"conditions": [)" + evicted +
+                                        R"(]}})",
+                                    "test");
+    EXPECT_TRUE(errors.empty());
+    return c.workloads.at(0);
+  };
+  auto w = read("");
+  EXPECT_EQ(w.queue_order_at, "2026-12-01T09:00:00Z");
+  EXPECT_FALSE(w.evicted);
+  for (const char* reason : {"PodsReadyTimeout", "AdmissionCheck"}) {
+    w = read(std::string(R"({"type": "Evicted", "status": "True", "reason": ")") + reason +
+             R"(", "lastTransitionTime": "2026-12-01T10:00:00Z"})");
+    EXPECT_EQ(w.queue_order_at, "2026-12-01T10:00:00Z") << reason;
+    EXPECT_TRUE(w.evicted);
+  }
+  w = read(R"({"type": "Evicted", "status": "True", "reason": "Preempted",
+               "lastTransitionTime": "2026-12-01T10:00:00Z"})");
+  EXPECT_EQ(w.queue_order_at, "2026-12-01T09:00:00Z");
+  EXPECT_TRUE(w.evicted);
+  w = read(R"({"type": "Evicted", "status": "False", "reason": "PodsReadyTimeout",
+               "lastTransitionTime": "2026-12-01T10:00:00Z"})");
+  EXPECT_EQ(w.queue_order_at, "2026-12-01T09:00:00Z");
+  EXPECT_FALSE(w.evicted);
 }
 
 // flavorFungibility.whenCanPreempt: TryNextFlavor (the default) goes on to a flavor that fits
