@@ -224,6 +224,8 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
   q.within_cluster_queue = text_of(at(o, {"spec", "preemption", "withinClusterQueue"}));
   q.reclaim_within_cohort = text_of(at(o, {"spec", "preemption", "reclaimWithinCohort"}));
   q.borrow_within_cohort = text_of(at(o, {"spec", "preemption", "borrowWithinCohort", "policy"}));
+  q.borrow_max_priority =
+      int_of(at(o, {"spec", "preemption", "borrowWithinCohort", "maxPriorityThreshold"}));
   if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
     label_selector ls;
     validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);

@@ -147,6 +147,7 @@ struct cluster_queue {
   // spec.preemption: withinClusterQueue, reclaimWithinCohort, borrowWithinCohort.policy ("" when
   // unset: Never).
   std::string within_cluster_queue, reclaim_within_cohort, borrow_within_cohort;
+  std::optional<std::int64_t> borrow_max_priority;  // borrowWithinCohort.maxPriorityThreshold
   // spec.namespaceSelector: nullopt (absent) selects no namespace, {} every namespace.
   std::optional<label_selector> namespace_selector;
   bool terminating = false;  // metadata.deletionTimestamp is set

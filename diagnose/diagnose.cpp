@@ -125,17 +125,26 @@ std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w
 // that capacity as taken).
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    std::string_view flavor) {
+  return node_usage(c, except, {}, flavor);
+}
+
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
+                                                   const std::vector<const workload*>& removed,
+                                                   std::string_view flavor) {
   std::map<std::string, resource_amounts> used;
-  std::set<std::string> with_pods;
+  std::set<std::string> with_pods, gone;
+  for (const workload* x : removed) gone.insert(x->namespace_ + "/" + x->name);
   for (const auto& p : c.pods) {
     if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    if (!p.workload.empty() && gone.count(p.namespace_ + "/" + p.workload)) continue;
     auto& u = used[p.node_name];
     for (const auto& [k, v] : p.requests) u[k] = sat_add(u[k], v);
     u["pods"] = sat_add(u["pods"], 1);
     if (!p.workload.empty()) with_pods.insert(p.namespace_ + "/" + p.workload);
   }
   for (const auto& w : c.workloads) {
-    if (&w == except || !w.quota_reserved() || with_pods.count(w.namespace_ + "/" + w.name))
+    if (&w == except || gone.count(w.namespace_ + "/" + w.name) || !w.quota_reserved() ||
+        with_pods.count(w.namespace_ + "/" + w.name))
       continue;
     for (const auto& a : w.assignments) {
       if (a.topology_levels.empty() || a.topology_levels.back() != hostname_label) continue;

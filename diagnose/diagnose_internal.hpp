@@ -59,6 +59,11 @@ const cluster_queue* queue_of(const cluster_objects& c, const workload& w);
 // given), `except` left out.
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    std::string_view flavor = {});
+// The same with the Workloads of `removed` gone as well, their bound Pods too (preemption's
+// simulated removals).
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
+                                                   const std::vector<const workload*>& removed,
+                                                   std::string_view flavor);
 
 // The NFD hop of check_chain: findings and notes for every writing TopologySource
 // (nfd_hop.cpp).

@@ -66,18 +66,11 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     k.notes.push_back("ClusterQueue " + q->name + " is in cohort " + q->cohort +
                       ": its quota and the cohort's follow the ClusterQueues of the cohort; a "
                       "Cohort object's own quota and parent are not read");
-  {
-    const auto set = [](const std::string& p) { return !p.empty() && p != "Never"; };
-    if (set(q->reclaim_within_cohort) || set(q->borrow_within_cohort) ||
-        (set(q->within_cluster_queue) && !q->cohort.empty()))
-      k.notes.push_back("ClusterQueue " + q->name +
-                        " may preempt (spec.preemption) within its cohort: preemption in a cohort "
-                        "is not modelled, the usage of preemptible Workloads counts as taken");
-    else if (set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority" &&
-             q->within_cluster_queue != "LowerOrNewerEqualPriority")
-      k.notes.push_back("ClusterQueue " + q->name + " preempts " + q->within_cluster_queue +
-                        ": only lower priorities are taken as candidates here");
-  }
+  if (preemption_set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority" &&
+      q->within_cluster_queue != "LowerOrNewerEqualPriority")
+    k.notes.push_back("ClusterQueue " + q->name + " preempts " + q->within_cluster_queue +
+                      " within itself: not a policy Kueue v0.17.0 defines there, no Workload "
+                      "is taken as a candidate");
   const bool covers_pods = group_covering(*q, "pods") != std::string::npos;
 
   // PodSet groups (podSetGroupName; else each PodSet alone), in the order they first appear.
@@ -125,12 +118,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   // What the Workloads holding a reservation use in this ClusterQueue and its cohort.
   const cohort_quota quota(c, *q, &w);
   const bool try_next_when_borrowing = q->when_can_borrow == "TryNextFlavor";
-  // Kueue's classical preemption within the ClusterQueue, modelled for a ClusterQueue outside
-  // any cohort; a flavor that fits only by preempting is kept while the search goes on for one
-  // that fits as is (whenCanPreempt: TryNextFlavor, the default).
-  const bool may_preempt =
-      !quota.in_cohort() && (q->within_cluster_queue == "LowerPriority" ||
-                             q->within_cluster_queue == "LowerOrNewerEqualPriority");
+  // Kueue's classical preemption, within the ClusterQueue and reclaiming in its cohort; a
+  // flavor that fits only by preempting is kept while the search goes on for one that fits
+  // as is (whenCanPreempt: TryNextFlavor, the default).
+  const bool may_preempt = preemption_set(q->within_cluster_queue) ||
+                           (quota.in_cohort() && preemption_set(q->reclaim_within_cohort));
+  // Kueue simulates preemption for a request within nominalQuota, or beyond it when
+  // borrowWithinCohort allows preempting while borrowing.
+  const bool preempt_while_borrowing = quota.in_cohort() && preemption_set(q->borrow_within_cohort);
   const bool stop_when_preempting =
       q->when_can_preempt == "MayStopSearch" || q->when_can_preempt == "Preempt";
 
@@ -139,164 +134,12 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   // scheduling cycle the next one starts after the flavor tried last).
   std::vector<std::string> group_flavor(groups.size());
   std::vector<std::size_t> chosen_pos(groups.size()), rg_size(groups.size());
-  auto quota_pass = [&](const std::vector<std::size_t>& start, kueue_decision& kd) {
-    std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
-    std::vector<const workload*> victims;  // of the groups that preempt
-    std::vector<std::string> preempt_reasons;
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const podset& first = w.podsets[groups[g].front()];
-      resource_amounts total;
-      for (std::size_t i : groups[g]) {
-        const auto& ps = w.podsets[i];
-        for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * counts[i]);
-        if (covers_pods) total["pods"] += counts[i];
-      }
-      std::map<std::size_t, std::string> chosen;  // resource group -> flavor
-      std::string fail;
-      for (const auto& [res, amount] : total) {
-        const std::size_t rg = group_covering(*q, res);
-        if (rg == std::string::npos) {
-          if (amount == 0) continue;
-          fail = "resource " + res + " unavailable in ClusterQueue";
-          break;
-        }
-        if (chosen.count(rg)) continue;
-        std::vector<std::string> reasons;
-        std::size_t pos = 0;
-        rg_size[g] = 0;
-        for (const auto& f : q->flavors) rg_size[g] += f.group == rg;
-        // A flavor that fits only by borrowing: the first such, kept while the search goes on
-        // for one that fits without (flavorFungibility.whenCanBorrow: TryNextFlavor).
-        std::string borrowing_flavor, preempting_flavor;
-        std::size_t last_pos = 0, preempting_pos = 0;
-        std::vector<const workload*> preempting_victims;
-        for (const auto& f : q->flavors) {
-          if (f.group != rg) continue;
-          if (pos++ < start[g]) continue;
-          last_pos = pos - 1;
-          std::string why;
-          for (std::size_t i : groups[g])
-            if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
-          if (!why.empty()) {
-            reasons.push_back(why);
-            continue;
-          }
-          bool fits = true, borrows = false;
-          std::map<flavor_resource, std::int64_t> short_of;  // what preemption must free
-          for (const auto& r : q->group_resources[rg]) {
-            auto t = total.find(r);
-            if (t == total.end()) continue;
-            const flavor_resource fr{f.name, r};
-            const std::int64_t before = assumed_quota[fr];
-            const std::int64_t val = sat_add(before, t->second);
-            const std::int64_t most = quota.potential(fr);
-            if (val > most) {
-              reasons.push_back("insufficient quota for " + r + " in flavor " + f.name +
-                                ", previously considered podsets requests (" +
-                                quota_text(r, before) + ") + current podset request (" +
-                                quota_text(r, t->second) + ") > maximum capacity (" +
-                                quota_text(r, most) + ")");
-              fits = false;
-              break;
-            }
-            const std::int64_t available = quota.available(fr);
-            if (val > available) {
-              // Kueue looks for Workloads to preempt when the request is within nominalQuota;
-              // without any the next flavor is tried.
-              reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name +
-                                ", " + quota_text(r, val - available) + " more needed");
-              if (may_preempt && val <= quota.nominal(fr)) {
-                short_of[fr] = val;
-                continue;
-              }
-              fits = false;
-              break;
-            }
-            borrows = borrows || (quota.in_cohort() && quota.borrows(fr, val));
-          }
-          if (!fits) continue;
-          if (!short_of.empty()) {
-            auto targets = preemption_targets(c, *q, w, quota, short_of);
-            if (targets.empty()) continue;  // no candidates: the next flavor
-            if (preempting_flavor.empty()) {
-              preempting_flavor = f.name;
-              preempting_pos = pos - 1;
-              preempting_victims = std::move(targets);
-            }
-            if (!stop_when_preempting) continue;
-            break;
-          }
-          if (borrows && try_next_when_borrowing) {
-            if (borrowing_flavor.empty()) borrowing_flavor = f.name;
-            continue;
-          }
-          chosen[rg] = f.name;
-          chosen_pos[g] = pos - 1;
-          break;
-        }
-        if (!chosen.count(rg) && !borrowing_flavor.empty()) {
-          // Kueue takes the best flavor it saw and starts the next cycle after the last tried.
-          chosen[rg] = borrowing_flavor;
-          chosen_pos[g] = last_pos;
-        } else if (!chosen.count(rg) && !preempting_flavor.empty()) {
-          // Fitting by borrowing is preferred to preempting (BorrowingOverPreemption).
-          chosen[rg] = preempting_flavor;
-          chosen_pos[g] = stop_when_preempting ? preempting_pos : last_pos;
-          for (const workload* v : preempting_victims)
-            if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
-          preempt_reasons.push_back("couldn't assign flavors to pod set " + first.name + ": " +
-                                    join(reasons, ", "));
-        }
-        if (!chosen.count(rg)) {
-          fail = join(reasons, ", ");
-          if (fail.empty()) fail = "no flavor in the resource group of " + res;
-          break;
-        }
-      }
-      if (!fail.empty()) {
-        kd.step = "quota";
-        kd.podset = first.name;
-        kd.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
-        for (std::size_t i : groups[g]) {
-          kd.podsets[i].stage = "quota";
-          kd.podsets[i].detail = fail;
-        }
-        return false;
-      }
-      for (const auto& [res, amount] : total) {
-        const std::size_t rg = group_covering(*q, res);
-        if (rg == std::string::npos) continue;
-        auto& a = assumed_quota[{chosen[rg], res}];
-        a = sat_add(a, amount);
-      }
-      // The flavor TAS places the group in: that of its covered resources' group.
-      group_flavor[g].clear();
-      for (const auto& [rg, f] : chosen)
-        if (group_flavor[g].empty()) group_flavor[g] = f;
-      for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
-    }
-    if (!victims.empty()) {
-      // The scheduler issues the preemptions and the Workload waits for them (its message
-      // gains ". Pending the preemption of N workload(s)"); placement waits as well.
-      kd.step = "preemption";
-      kd.podset = w.podsets.front().name;
-      kd.message = join(preempt_reasons, "; ") + ". Pending the preemption of " +
-                   std::to_string(victims.size()) + " workload(s)";
-      for (const workload* v : victims) kd.preempts.push_back(v->namespace_ + "/" + v->name);
-      std::sort(kd.preempts.begin(), kd.preempts.end());
-      for (auto& p : kd.podsets) p.stage = "preemption";
-      kd.notes.push_back("Kueue preempts " + join(kd.preempts, ", ") +
-                         " (spec.preemption.withinClusterQueue " + q->within_cluster_queue +
-                         "); the Workload is admitted once they have released their quota "
-                         "(placement after the preemption is not checked here)");
-      return false;
-    }
-    return true;
-  };
-
-  // 2. Topology-aware placement, group by group in the chosen flavor; each group's
-  // assignment is subtracted before the next. `strict` also subtracts the Pod count.
-  auto place_all = [&](bool strict, kueue_decision* out) {
+  // 2. (defined before 1, which checks placement after a preemption) Topology-aware placement,
+  // group by group in the chosen flavor; each group's assignment is subtracted before the next.
+  // `strict` also subtracts the Pod count. `removed`: Workloads taken as preempted, their capacity
+  // free (the scheduler's check that the Workload fits once its preemption targets are gone).
+  auto place_all = [&](bool strict, kueue_decision* out,
+                       const std::vector<const workload*>* removed = nullptr) {
     std::map<std::string, tas_snapshot> snaps;
     std::map<std::string, std::map<std::string, resource_amounts>> assumed;  // flavor -> leaf
     for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -311,7 +154,11 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       }
       auto it = snaps.find(fname);
       if (it == snaps.end())
-        it = snaps.emplace(fname, build_snapshot(c, *rf, *topo, node_usage(c, &w, fname))).first;
+        it = snaps
+                 .emplace(fname, build_snapshot(c, *rf, *topo,
+                                                removed ? node_usage(c, &w, *removed, fname)
+                                                        : node_usage(c, &w, fname)))
+                 .first;
       tas_request workers{&w.podsets[groups[g][0]], counts[groups[g][0]]};
       std::optional<tas_request> leader;
       if (groups[g].size() > 1) {
@@ -350,6 +197,194 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
     return true;
   };
+  auto quota_pass = [&](const std::vector<std::size_t>& start, kueue_decision& kd) {
+    std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
+    std::vector<const workload*> victims;              // of the groups that preempt
+    bool reclaims = false;                             // some in other ClusterQueues of the cohort
+    std::map<flavor_resource, std::int64_t> need_all;  // what the preempting flavors lack
+    std::vector<std::string> preempt_reasons;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const podset& first = w.podsets[groups[g].front()];
+      resource_amounts total;
+      for (std::size_t i : groups[g]) {
+        const auto& ps = w.podsets[i];
+        for (const auto& [r, v] : ps.requests) total[r] = sat_add(total[r], v * counts[i]);
+        if (covers_pods) total["pods"] += counts[i];
+      }
+      std::map<std::size_t, std::string> chosen;  // resource group -> flavor
+      std::string fail;
+      for (const auto& [res, amount] : total) {
+        const std::size_t rg = group_covering(*q, res);
+        if (rg == std::string::npos) {
+          if (amount == 0) continue;
+          fail = "resource " + res + " unavailable in ClusterQueue";
+          break;
+        }
+        if (chosen.count(rg)) continue;
+        std::vector<std::string> reasons;
+        std::size_t pos = 0;
+        rg_size[g] = 0;
+        for (const auto& f : q->flavors) rg_size[g] += f.group == rg;
+        // A flavor that fits only by borrowing: the first such, kept while the search goes on
+        // for one that fits without (flavorFungibility.whenCanBorrow: TryNextFlavor).
+        std::string borrowing_flavor, preempting_flavor;
+        std::size_t last_pos = 0, preempting_pos = 0;
+        std::vector<const workload*> preempting_victims;
+        std::map<flavor_resource, std::int64_t> preempting_need;
+        for (const auto& f : q->flavors) {
+          if (f.group != rg) continue;
+          if (pos++ < start[g]) continue;
+          last_pos = pos - 1;
+          std::string why;
+          for (std::size_t i : groups[g])
+            if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
+          if (!why.empty()) {
+            reasons.push_back(why);
+            continue;
+          }
+          bool fits = true, borrows = false;
+          std::map<flavor_resource, std::int64_t> short_of;  // what preemption must free
+          for (const auto& r : q->group_resources[rg]) {
+            auto t = total.find(r);
+            if (t == total.end()) continue;
+            const flavor_resource fr{f.name, r};
+            const std::int64_t before = assumed_quota[fr];
+            const std::int64_t val = sat_add(before, t->second);
+            const std::int64_t most = quota.potential(fr);
+            if (val > most) {
+              reasons.push_back("insufficient quota for " + r + " in flavor " + f.name +
+                                ", previously considered podsets requests (" +
+                                quota_text(r, before) + ") + current podset request (" +
+                                quota_text(r, t->second) + ") > maximum capacity (" +
+                                quota_text(r, most) + ")");
+              fits = false;
+              break;
+            }
+            const std::int64_t available = quota.available(fr);
+            if (val > available) {
+              // Kueue looks for Workloads to preempt when the request is within nominalQuota;
+              // without any the next flavor is tried.
+              reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name +
+                                ", " + quota_text(r, val - available) + " more needed");
+              if (may_preempt && (val <= quota.nominal(fr) || preempt_while_borrowing)) {
+                short_of[fr] = val;
+                continue;
+              }
+              fits = false;
+              break;
+            }
+            borrows = borrows || (quota.in_cohort() && quota.borrows(fr, val));
+          }
+          if (!fits) continue;
+          if (!short_of.empty()) {
+            auto choice = preemption_targets(c, *q, w, short_of);
+            if (choice.targets.empty()) continue;  // no candidates: the next flavor
+            if (preempting_flavor.empty()) {
+              preempting_flavor = f.name;
+              preempting_pos = pos - 1;
+              preempting_victims = std::move(choice.targets);
+              preempting_need = short_of;
+            }
+            if (!stop_when_preempting) continue;
+            break;
+          }
+          if (borrows && try_next_when_borrowing) {
+            if (borrowing_flavor.empty()) borrowing_flavor = f.name;
+            continue;
+          }
+          chosen[rg] = f.name;
+          chosen_pos[g] = pos - 1;
+          break;
+        }
+        if (!chosen.count(rg) && !borrowing_flavor.empty()) {
+          // Kueue takes the best flavor it saw and starts the next cycle after the last tried.
+          chosen[rg] = borrowing_flavor;
+          chosen_pos[g] = last_pos;
+        } else if (!chosen.count(rg) && !preempting_flavor.empty()) {
+          // Fitting by borrowing is preferred to preempting (BorrowingOverPreemption).
+          chosen[rg] = preempting_flavor;
+          chosen_pos[g] = stop_when_preempting ? preempting_pos : last_pos;
+          for (const workload* v : preempting_victims)
+            if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
+          for (const auto& [fr, v] : preempting_need) need_all[fr] = std::max(need_all[fr], v);
+          preempt_reasons.push_back("couldn't assign flavors to pod set " + first.name + ": " +
+                                    join(reasons, ", "));
+        }
+        if (!chosen.count(rg)) {
+          fail = join(reasons, ", ");
+          if (fail.empty()) fail = "no flavor in the resource group of " + res;
+          break;
+        }
+      }
+      if (!fail.empty()) {
+        kd.step = "quota";
+        kd.podset = first.name;
+        kd.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
+        for (std::size_t i : groups[g]) {
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = fail;
+        }
+        return false;
+      }
+      for (const auto& [res, amount] : total) {
+        const std::size_t rg = group_covering(*q, res);
+        if (rg == std::string::npos) continue;
+        auto& a = assumed_quota[{chosen[rg], res}];
+        a = sat_add(a, amount);
+      }
+      // The flavor TAS places the group in: that of its covered resources' group.
+      group_flavor[g].clear();
+      for (const auto& [rg, f] : chosen)
+        if (group_flavor[g].empty()) group_flavor[g] = f;
+      for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
+    }
+    if (!victims.empty()) {
+      // The scheduler's GetTargets on the whole assignment: the same search, with the
+      // topology placement checked as well once the targets are gone (the flavor assigner's
+      // simulation above has no placement).
+      const preemption_placement placement = [&](const std::vector<const workload*>& removed) {
+        return place_all(false, nullptr, &removed);
+      };
+      auto final_choice = preemption_targets(c, *q, w, need_all, placement);
+      if (final_choice.targets.empty()) {
+        // "Workload requires preemption, but there are no candidate workloads": it waits with
+        // the flavor assigner's message, and reserves nothing.
+        kd.step = "quota";
+        kd.podset = w.podsets.front().name;
+        kd.message = join(preempt_reasons, "; ");
+        for (auto& p : kd.podsets) {
+          p.stage = "quota";
+          p.detail = kd.message;
+        }
+        std::vector<std::string> names;
+        for (const workload* v : victims) names.push_back(v->namespace_ + "/" + v->name);
+        std::sort(names.begin(), names.end());
+        kd.notes.push_back("preempting " + join(names, ", ") +
+                           " would free the quota, but the topology would not place the "
+                           "Workload even with every candidate gone: Kueue preempts nothing");
+        return false;
+      }
+      victims = std::move(final_choice.targets);
+      reclaims = final_choice.reclaim;
+      // The scheduler issues the preemptions and the Workload waits for them (its message
+      // gains ". Pending the preemption of N workload(s)").
+      kd.step = "preemption";
+      kd.podset = w.podsets.front().name;
+      kd.message = join(preempt_reasons, "; ") + ". Pending the preemption of " +
+                   std::to_string(victims.size()) + " workload(s)";
+      for (const workload* v : victims) kd.preempts.push_back(v->namespace_ + "/" + v->name);
+      std::sort(kd.preempts.begin(), kd.preempts.end());
+      for (auto& p : kd.podsets) p.stage = "preemption";
+      kd.notes.push_back("Kueue preempts " + join(kd.preempts, ", ") + " (spec.preemption." +
+                         (reclaims ? "reclaimWithinCohort " + q->reclaim_within_cohort
+                                   : "withinClusterQueue " + q->within_cluster_queue) +
+                         "); the Workload is admitted once they have released their quota and "
+                         "capacity (the topology places it without them)");
+      return false;
+    }
+    return true;
+  };
+
   // Kueue's scheduling cycles: quota picks a flavor per group, TAS runs there; when TAS
   // fails, the next cycle starts after the flavors tried (wrapping to the first after the
   // last), until a cycle admits the Workload or the cycles repeat.

@@ -4,6 +4,7 @@
 // share.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -94,6 +95,9 @@ class cohort_quota {
  public:
   // Usage: what the Workloads holding a reservation use, `except` left out.
   cohort_quota(const cluster_objects& c, const cluster_queue& q, const workload* except);
+  // The same with several left out (preemption's simulated removals).
+  cohort_quota(const cluster_objects& c, const cluster_queue& q,
+               const std::vector<const workload*>& except);
   // Kueue's Available: unused quota of the ClusterQueue and what it may borrow now (>= 0).
   [[nodiscard]] std::int64_t available(const flavor_resource& fr) const;
   // Kueue's PotentialAvailable: the most the ClusterQueue could use with no usage anywhere.
@@ -118,14 +122,34 @@ class cohort_quota {
 // What a Workload holding a reservation uses, per flavor and resource (its admission's counts).
 std::map<flavor_resource, std::int64_t> quota_usage(const workload& x);
 
-// Kueue's classical preemption within a ClusterQueue outside any cohort
-// (pkg/scheduler/preemption): the Workloads of `q` that spec.preemption.withinClusterQueue lets
-// `w` preempt (a lower priority; with LowerOrNewerEqualPriority also an equal one queued after
-// `w`) and that use a flavor and resource of `need`, taken in Kueue's order (those evicted
-// already, then the lowest priority, the most recent reservation, the uid) until `need` fits,
-// then those not needed given back (last first). Empty when even all of them do not make it fit.
-std::vector<const workload*> preemption_targets(
-    const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,
-    const std::map<flavor_resource, std::int64_t>& need);
+// Kueue's classical preemption (pkg/scheduler/preemption, classical/), for a ClusterQueue
+// alone or in a cohort of ClusterQueues (one level: a Cohort object's own quota and parent are
+// not read). `need` maps each flavor and resource lacking unused quota to what the Workload
+// would use of it (Kueue's frsNeedPreemption and the usage it checks). The candidates: the
+// Workloads of `q` that spec.preemption.withinClusterQueue lets `w` preempt (a lower priority;
+// with LowerOrNewerEqualPriority also an equal one queued after `w`), and, with
+// reclaimWithinCohort, those of the cohort's other ClusterQueues using more than their
+// nominalQuota of a needed resource that the policy lets it reclaim; each using a needed
+// resource. They are taken in Kueue's order (evicted already; other ClusterQueues first; the
+// lowest priority; the most recent reservation; the uid), skipping one whose ClusterQueue is
+// back within its nominalQuota, until the usage fits (with or without borrowing, in the order
+// borrowWithinCohort gives), then those not needed given back (the last but one first). Empty
+// when even all of them do not make it fit.
+struct preemption_choice {
+  std::vector<const workload*> targets;
+  bool reclaim = false;  // a target is in another ClusterQueue of the cohort
+};
+// `placement`, when given, must hold as well once the targets are gone (the scheduler's
+// workloadFits checks the topology; the flavor assigner's simulation does not).
+using preemption_placement = std::function<bool(const std::vector<const workload*>& removed)>;
+preemption_choice preemption_targets(const cluster_objects& c, const cluster_queue& q,
+                                     const workload& w,
+                                     const std::map<flavor_resource, std::int64_t>& need,
+                                     const preemption_placement& placement = {});
+// A preemption policy lets `w` preempt `x` (Kueue's SatisfiesPreemptionPolicy): LowerPriority,
+// LowerOrNewerEqualPriority, Any.
+bool satisfies_preemption_policy(std::string_view policy, const workload& w, const workload& x);
+// The policy is set and not Never.
+inline bool preemption_set(std::string_view policy) { return !policy.empty() && policy != "Never"; }
 
 }  // namespace topogate::diagnose::detail

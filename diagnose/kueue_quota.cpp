@@ -120,71 +120,186 @@ std::map<flavor_resource, std::int64_t> quota_usage(const workload& x) {
   return out;
 }
 
-std::vector<const workload*> preemption_targets(
-    const cluster_objects& c, const cluster_queue& q, const workload& w, const cohort_quota& quota,
-    const std::map<flavor_resource, std::int64_t>& need) {
+bool satisfies_preemption_policy(std::string_view policy, const workload& w, const workload& x) {
+  const std::int64_t mine = w.priority.value_or(0), theirs = x.priority.value_or(0);
+  if (policy == "Any") return true;
+  if (policy != "LowerPriority" && policy != "LowerOrNewerEqualPriority") return false;
+  if (theirs < mine) return true;
+  if (theirs != mine || policy != "LowerOrNewerEqualPriority") return false;
+  // An equal priority queued strictly after `w` (SchedulerTimestampPreemptionBuffer, alpha and
+  // off by default in v0.17.0, would ask for five minutes more).
+  const auto mine_queued = core::parse_rfc3339(w.queue_order_at);
+  const auto queued = core::parse_rfc3339(x.queue_order_at);
+  return mine_queued && queued && *mine_queued < *queued;
+}
+
+namespace {
+
+// What the Workloads holding a reservation in `cq` use, those of `except` left out.
+std::map<flavor_resource, std::int64_t> queue_usage(const cluster_objects& c,
+                                                    const cluster_queue& cq,
+                                                    const std::vector<const workload*>& except) {
+  std::map<flavor_resource, std::int64_t> out;
+  for (const auto& x : c.workloads) {
+    if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
+    if (std::find(except.begin(), except.end(), &x) != except.end()) continue;
+    for (const auto& [fr, v] : quota_usage(x)) out[fr] = sat_add(out[fr], v);
+  }
+  return out;
+}
+
+std::int64_t nominal_of(const cluster_queue& cq, const flavor_resource& fr) {
+  for (const auto& f : cq.flavors)
+    if (f.name == fr.first) {
+      const auto n = f.nominal.find(fr.second);
+      return n == f.nominal.end() ? 0 : n->second;
+    }
+  return 0;
+}
+
+// Kueue's IsWithinNominalInResources for a ClusterQueue: no needed resource used beyond its
+// nominalQuota.
+bool within_nominal(const cluster_objects& c, const cluster_queue& cq,
+                    const std::map<flavor_resource, std::int64_t>& need,
+                    const std::vector<const workload*>& except) {
+  const auto used = queue_usage(c, cq, except);
+  for (const auto& [fr, v] : need)
+    if (value_at(used, fr) > nominal_of(cq, fr)) return false;
+  return true;
+}
+
+}  // namespace
+
+preemption_choice preemption_targets(const cluster_objects& c, const cluster_queue& q,
+                                     const workload& w,
+                                     const std::map<flavor_resource, std::int64_t>& need,
+                                     const preemption_placement& placement) {
+  // Kueue's preemption variants: within the ClusterQueue; reclaiming in the cohort with the
+  // ClusterQueue within its nominalQuota (hierarchical advantage); or, without it, a candidate
+  // only when not borrowing (ReclaimWithoutBorrowing) or also while borrowing.
+  enum class variant { within_queue, hierarchical, without_borrowing, while_borrowing };
   struct candidate {
     const workload* wl;
+    const cluster_queue* cq;
+    variant v;
     std::map<flavor_resource, std::int64_t> usage;
   };
-  const std::int64_t mine = w.priority.value_or(0);
-  // SatisfiesPreemptionPolicy: a lower priority; with LowerOrNewerEqualPriority also an equal
-  // priority queued strictly after `w` (SchedulerTimestampPreemptionBuffer, alpha and off by
-  // default in v0.17.0, would ask for five minutes more).
-  const auto mine_queued = core::parse_rfc3339(w.queue_order_at);
-  const auto may_preempt = [&](const workload& x) {
-    const std::int64_t theirs = x.priority.value_or(0);
-    if (theirs < mine) return true;
-    if (theirs != mine || q.within_cluster_queue != "LowerOrNewerEqualPriority") return false;
-    const auto queued = core::parse_rfc3339(x.queue_order_at);
-    return mine_queued && queued && *mine_queued < *queued;
+  const auto uses_needed = [&](const std::map<flavor_resource, std::int64_t>& u) {
+    for (const auto& [fr, v] : need)
+      if (value_at(u, fr) > 0) return true;
+    return false;
   };
-  std::vector<candidate> cands;
-  for (const auto& x : c.workloads) {
-    if (&x == &w || !x.quota_reserved() || x.admitted_cluster_queue != q.name) continue;
-    if (!may_preempt(x)) continue;
-    auto u = quota_usage(x);
-    bool uses = false;
-    for (const auto& [fr, v] : need) uses = uses || value_at(u, fr) > 0;
-    if (uses) cands.push_back({&x, std::move(u)});
+  const bool borrow_forbidden = !preemption_set(q.borrow_within_cohort);
+  std::vector<candidate> same, hierarchy, priority;
+  if (preemption_set(q.within_cluster_queue)) {
+    for (const auto& x : c.workloads) {
+      if (&x == &w || !x.quota_reserved() || x.admitted_cluster_queue != q.name) continue;
+      auto u = quota_usage(x);
+      if (!uses_needed(u) || !satisfies_preemption_policy(q.within_cluster_queue, w, x)) continue;
+      same.push_back({&x, &q, variant::within_queue, std::move(u)});
+    }
   }
-  // Kueue's CandidatesOrdering: those already evicted first, then the lowest priority, then
-  // the most recent reservation (RFC 3339 times order as strings), then the uid.
-  std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
+  const std::vector<const workload*> preemptor{&w};
+  if (!q.cohort.empty() && preemption_set(q.reclaim_within_cohort)) {
+    // QuantitiesFitInQuota: the usage fits in the ClusterQueue's own nominalQuota.
+    const auto own = queue_usage(c, q, preemptor);
+    bool advantage = true;
+    for (const auto& [fr, v] : need)
+      advantage = advantage && sat_add(value_at(own, fr), v) <= nominal_of(q, fr);
+    for (const auto& cq : c.cluster_queues) {
+      if (&cq == &q || cq.cohort != q.cohort || within_nominal(c, cq, need, preemptor)) continue;
+      for (const auto& x : c.workloads) {
+        if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
+        auto u = quota_usage(x);
+        if (!uses_needed(u) || !satisfies_preemption_policy(q.reclaim_within_cohort, w, x))
+          continue;
+        variant v = variant::hierarchical;
+        if (!advantage) {
+          // isAboveBorrowingThreshold: a priority not below the preemptor's, or above
+          // borrowWithinCohort.maxPriorityThreshold, is reclaimed only without borrowing.
+          const std::int64_t theirs = x.priority.value_or(0);
+          const bool above = theirs >= w.priority.value_or(0) ||
+                             (q.borrow_max_priority && theirs > *q.borrow_max_priority);
+          v = borrow_forbidden || above ? variant::without_borrowing : variant::while_borrowing;
+        }
+        (advantage ? hierarchy : priority).push_back({&x, &cq, v, std::move(u)});
+      }
+    }
+  }
+  // Kueue's CandidatesOrdering: those already evicted first, other ClusterQueues before the
+  // preemptor's, then the lowest priority, the most recent reservation (RFC 3339 times order
+  // as strings), the uid.
+  const auto order = [&](const candidate& a, const candidate& b) {
     if (a.wl->evicted != b.wl->evicted) return a.wl->evicted;
+    if ((a.cq == &q) != (b.cq == &q)) return b.cq == &q;
     const auto pa = a.wl->priority.value_or(0), pb = b.wl->priority.value_or(0);
     if (pa != pb) return pa < pb;
     if (a.wl->quota_reserved_at != b.wl->quota_reserved_at)
       return a.wl->quota_reserved_at > b.wl->quota_reserved_at;
     return a.wl->uid < b.wl->uid;
-  });
-  std::map<flavor_resource, std::int64_t> freed;
-  const auto fits = [&] {
-    for (const auto& [fr, v] : need)
-      if (v > quota.nominal(fr) - (quota.usage(fr) - value_at(freed, fr))) return false;
-    return true;
   };
-  const auto add = [&](const candidate& k, std::int64_t sign) {
-    for (const auto& [fr, v] : k.usage) freed[fr] += sign * v;
-  };
-  std::vector<const candidate*> targets;
-  for (const auto& k : cands) {
-    add(k, 1);
-    targets.push_back(&k);
-    if (!fits()) continue;
-    // Kueue's fillBackWorkloads: from the one before the last, each given back if it still fits.
-    for (std::size_t i = targets.size() - 1; i-- > 0;) {
-      add(*targets[i], -1);
-      if (fits()) {
-        targets[i] = targets.back();
-        targets.pop_back();
-      } else {
-        add(*targets[i], 1);
-      }
+  for (auto* list : {&same, &hierarchy, &priority}) std::sort(list->begin(), list->end(), order);
+  std::vector<const candidate*> all;
+  for (const bool evicted : {true, false})
+    for (const auto* list : {&hierarchy, &priority, &same})
+      for (const auto& k : *list)
+        if (k.wl->evicted == evicted) all.push_back(&k);
+
+  // workloadFits: the usage fits what is available once the targets are gone, and without
+  // borrowing when borrowing is not allowed in this attempt.
+  std::vector<const workload*> removed{&w};
+  const auto fits = [&](bool borrowing) {
+    const cohort_quota quota(c, q, removed);
+    for (const auto& [fr, v] : need) {
+      if (!borrowing && quota.borrows(fr, v)) return false;
+      if (v > quota.available(fr)) return false;
     }
-    std::vector<const workload*> out;
-    for (const auto* t : targets) out.push_back(t->wl);
-    return out;
+    return !placement ||
+           placement(std::vector<const workload*>(removed.begin() + 1, removed.end()));
+  };
+  // The attempts, with and without borrowing, in Kueue's order.
+  bool under_nominal = true;  // queueUnderNominalInResourcesNeedingPreemption
+  {
+    const auto own = queue_usage(c, q, preemptor);
+    for (const auto& [fr, v] : need)
+      under_nominal = under_nominal && value_at(own, fr) < nominal_of(q, fr);
+  }
+  std::vector<bool> attempts;
+  if ((hierarchy.empty() && priority.empty()) || (borrow_forbidden && !under_nominal))
+    attempts = {true};
+  else if (borrow_forbidden && hierarchy.empty())
+    attempts = {false, true};
+  else
+    attempts = {true, false};
+  for (const bool borrowing : attempts) {
+    std::vector<const candidate*> targets;
+    removed.assign(1, &w);
+    for (const candidate* k : all) {
+      if (k->cq != &q) {
+        if (borrowing && k->v == variant::without_borrowing) continue;
+        if (within_nominal(c, *k->cq, need, removed)) continue;
+      }
+      removed.push_back(k->wl);
+      targets.push_back(k);
+      if (!fits(borrowing)) continue;
+      // fillBackWorkloads: from the one before the last, each given back if it still fits.
+      for (std::size_t i = targets.size() - 1; i-- > 0;) {
+        auto at = std::find(removed.begin(), removed.end(), targets[i]->wl);
+        removed.erase(at);
+        if (fits(borrowing)) {
+          targets[i] = targets.back();
+          targets.pop_back();
+        } else {
+          removed.push_back(targets[i]->wl);
+        }
+      }
+      preemption_choice out;
+      for (const auto* t : targets) {
+        out.targets.push_back(t->wl);
+        out.reclaim = out.reclaim || t->cq != &q;
+      }
+      return out;
+    }
   }
   return {};
 }
@@ -195,8 +310,11 @@ std::int64_t cohort_quota::member::local(const flavor_resource& fr) const {
   return std::max<std::int64_t>(0, value_at(nominal, fr) - ll->second);
 }
 
+cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q, const workload* except)
+    : cohort_quota(c, q, std::vector<const workload*>{except}) {}
+
 cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
-                           const workload* except) {
+                           const std::vector<const workload*>& except) {
   const auto member_of = [&](const cluster_queue& cq) {
     member m;
     for (const auto& f : cq.flavors) {
@@ -210,7 +328,8 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
       }
     }
     for (const auto& x : c.workloads) {
-      if (&x == except || !x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
+      if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
+      if (std::find(except.begin(), except.end(), &x) != except.end()) continue;
       for (const auto& [fr, v] : quota_usage(x)) {
         auto& u = m.usage[fr];
         u = sat_add(u, v);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "test/diagnose/kueue_cluster.hpp"
@@ -323,7 +324,7 @@ TEST(KueuePreemption, LowerPriorityTakenInKueuesOrderFewestKept) {
 }
 
 // No preemption: policy Never (the default), an equal priority, a request above nominalQuota
-// (Kueue does not preempt for it), or a ClusterQueue in a cohort (not modelled: a note).
+// (Kueue does not preempt for it). In a cohort, preemption within the ClusterQueue is the same.
 TEST(KueuePreemption, NotWhenThePolicyPriorityOrQuotaForbid) {
   auto c = preemption_cluster(3000);
   c.cluster_queues[0].within_cluster_queue = "Never";
@@ -336,12 +337,8 @@ TEST(KueuePreemption, NotWhenThePolicyPriorityOrQuotaForbid) {
   c = preemption_cluster(3000);
   c.cluster_queues[0].cohort = "pool";
   const auto k = decide(c, "w");
-  EXPECT_EQ(k.message, cpu_more_needed(3));
-  EXPECT_NE(std::find_if(k.notes.begin(), k.notes.end(),
-                         [](const std::string& n) {
-                           return n.find("may preempt (spec.preemption)") != std::string::npos;
-                         }),
-            k.notes.end());
+  EXPECT_EQ(k.message, preemption_message(3, 1));
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/low"});
 }
 
 workload& named(cluster_objects& c, const std::string& name) {
@@ -430,6 +427,100 @@ TEST(KueuePreemption, QueueOrderTimestampAsRead) {
                "lastTransitionTime": "2026-12-01T10:00:00Z"})");
   EXPECT_EQ(w.queue_order_at, "2026-12-01T09:00:00Z");
   EXPECT_FALSE(w.evicted);
+}
+
+// q (cpu 6) and lender (cpu 4) in cohort pool; `borrower`, in lender, holds 8 CPUs (4 of them
+// q's, borrowed); w, in q, asks for `cpu` CPUs: 2 are left in the cohort.
+cluster_objects reclaim_cluster(std::int64_t cpu, const std::string& reclaim) {
+  auto c = cohort_cluster(4000);
+  c.cluster_queues[0].reclaim_within_cohort = reclaim;
+  c.workloads.clear();
+  hold(c, "borrower", "lender", 8000).quota_reserved_at = "2026-12-01T10:00:00Z";
+  add_workload(c, "w", {make_podset("main", 1, cpu)}).priority = 10;
+  return c;
+}
+
+bool has_note(const kueue_decision& k, std::string_view text) {
+  return std::any_of(k.notes.begin(), k.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+// reclaimWithinCohort: a request within q's nominalQuota takes back what another ClusterQueue
+// of the cohort borrows, by preempting its Workloads (Kueue's reclamation within the cohort).
+TEST(KueueReclaim, WithinNominalReclaimsFromABorrowingQueue) {
+  auto c = reclaim_cluster(4000, "Any");
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "preemption");
+  EXPECT_EQ(k.message, preemption_message(2, 1));
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/borrower"});
+  EXPECT_TRUE(has_note(k, "reclaimWithinCohort Any")) << ::testing::PrintToString(k.notes);
+  // Never (the default): nothing is reclaimed.
+  c = reclaim_cluster(4000, "");
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(2));
+  EXPECT_TRUE(decide(c, "w").preempts.empty());
+  c = reclaim_cluster(4000, "Never");
+  EXPECT_TRUE(decide(c, "w").preempts.empty());
+  // LowerPriority: the borrower's priority decides.
+  c = reclaim_cluster(4000, "LowerPriority");
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/borrower"});
+  c.workloads[0].priority = 10;
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(2));
+}
+
+// A ClusterQueue within its nominalQuota is never reclaimed from: the lender using its own 4
+// while q's own Workload holds 4 of 6 leaves 2, and nothing is taken.
+TEST(KueueReclaim, NotFromAQueueWithinItsNominalQuota) {
+  auto c = reclaim_cluster(4000, "Any");
+  c.workloads[0].assignments[0].count = 1;
+  c.workloads[0].podsets[0].requests["cpu"] = 4000;
+  hold(c, "mine", "q", 4000);
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.message, cpu_more_needed(2));
+  EXPECT_TRUE(k.preempts.empty());
+}
+
+// Beyond q's nominalQuota Kueue simulates preemption only with borrowWithinCohort; a
+// candidate above its maxPriorityThreshold is then reclaimed only without borrowing, which
+// a request beyond nominalQuota cannot do. (Two Pods of 3.5 CPUs: zone a holds them.)
+TEST(KueueReclaim, BeyondNominalOnlyWithBorrowWithinCohort) {
+  auto c = reclaim_cluster(3500, "Any");
+  c.workloads.back().podsets[0].count = 2;
+  EXPECT_EQ(decide(c, "w").message, cpu_more_needed(5));
+  c.cluster_queues[0].borrow_within_cohort = "LowerPriority";
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/borrower"}) << k.message;
+  c.cluster_queues[0].borrow_max_priority = -1;  // the borrower's 0 is above it
+  k = decide(c, "w");
+  EXPECT_EQ(k.message, cpu_more_needed(5));
+  EXPECT_TRUE(k.preempts.empty());
+  c.cluster_queues[0].borrow_max_priority = 0;  // not above
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/borrower"});
+}
+
+// The scheduler's search for preemption targets also checks the topology once they are gone:
+// one Pod of 7 CPUs fits no 4-CPU Node, so reclaiming the quota would not admit it and Kueue
+// preempts nothing; as two Pods of 3.5 CPUs in one zone it preempts. Within the ClusterQueue
+// the same: a Pod no Node holds preempts nothing.
+TEST(KueuePreemption, TargetsMustLetTheTopologyPlaceTheWorkload) {
+  auto c = reclaim_cluster(7000, "Any");
+  c.cluster_queues[0].borrow_within_cohort = "LowerPriority";
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message, cpu_more_needed(5));
+  EXPECT_TRUE(k.preempts.empty());
+  EXPECT_TRUE(has_note(k, "would not place the Workload even with every candidate gone"))
+      << ::testing::PrintToString(k.notes);
+  c.workloads.back().podsets[0].requests["cpu"] = 3500;
+  c.workloads.back().podsets[0].count = 2;
+  EXPECT_EQ(decide(c, "w").preempts, std::vector<std::string>{"default/borrower"});
+  // Within the ClusterQueue: 5 CPUs in one Pod (nominal 6, 1 free) fit no Node.
+  auto p = preemption_cluster(5000);
+  k = decide(p, "w");
+  EXPECT_TRUE(k.preempts.empty());
+  EXPECT_EQ(k.message, cpu_more_needed(5));
+  p = preemption_cluster(3000);
+  EXPECT_EQ(decide(p, "w").preempts, std::vector<std::string>{"default/low"});
 }
 
 // flavorFungibility.whenCanPreempt: TryNextFlavor (the default) goes on to a flavor that fits
