@@ -420,7 +420,9 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       const std::int64_t h = lo + (hi - lo) / 2;
       scale_counts(h);
       kueue_decision attempt;
-      if (assign(start, attempt)) {
+      // A count that fits by preempting is found too (the reducer takes an assignment in
+      // Preempt mode with targets).
+      if (assign(start, attempt) || attempt.step == "preemption") {
         last_good = h;
         out = std::move(attempt);
         found = true;
@@ -464,8 +466,9 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             what.push_back("PodSet " + w.podsets[i].name + " with " + std::to_string(counts[i]) +
                            " of " + std::to_string(w.podsets[i].count) + " Pods (minCount " +
                            std::to_string(w.podsets[i].min_count.value_or(0)) + ")");
-        k.notes.push_back("partial admission: the spec counts do not fit (" + attempt.message +
-                          "); Kueue admits " + join(what, ", "));
+        k.notes.push_back(
+            "partial admission: the spec counts do not fit (" + attempt.message + "); Kueue " +
+            (k.step == "preemption" ? "preempts to admit " : "admits ") + join(what, ", "));
         break;
       }
     }

@@ -1185,6 +1185,42 @@ TEST(KueuePartial, QuotaLimitsTheCount) {
   EXPECT_FALSE(decide(c, "w").admissible);
 }
 
+// Partial admission with preemption: the spec count (8) is beyond nominalQuota (6), so no
+// preemption is simulated for it; a reduced count that fits by preempting is what the reducer
+// finds (an assignment in Preempt mode with targets): 6 Pods, preempting low (3 CPUs).
+TEST(KueuePartial, AReducedCountThatFitsByPreempting) {
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  c.cluster_queues[0].within_cluster_queue = "LowerPriority";
+  hold(c, "low", "q", 3000).quota_reserved_at = "2026-12-01T10:00:00Z";
+  auto& w = add_workload(c, "w", {make_podset("main", 8, 1000)});
+  w.priority = 100;
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_TRUE(k.preempts.empty());
+  EXPECT_NE(k.message.find("> maximum capacity (6)"), std::string::npos) << k.message;
+  named(c, "w").podsets[0].min_count = 4;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.partial);
+  EXPECT_EQ(k.step, "preemption");
+  EXPECT_EQ(k.podsets[0].count, 6);
+  EXPECT_EQ(k.preempts, std::vector<std::string>{"default/low"});
+  EXPECT_EQ(k.message, preemption_message(3, 1));
+  EXPECT_TRUE(has_note(k, "Kueue preempts to admit PodSet main with 6 of 8 Pods"))
+      << ::testing::PrintToString(k.notes);
+  // Without a policy that allows it, no count down to minCount fits the 3 CPUs left.
+  c.cluster_queues[0].within_cluster_queue = "Never";
+  k = decide(c, "w");
+  EXPECT_TRUE(k.preempts.empty());
+  EXPECT_FALSE(k.partial);
+  EXPECT_EQ(k.step, "quota");
+  // With minCount 3, 3 fits as is.
+  named(c, "w").podsets[0].min_count = 3;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_EQ(k.podsets[0].count, 3);
+}
+
 // ---------------------------------------------------------------- the queue, before any flavor
 
 }  // namespace
