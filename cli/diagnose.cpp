@@ -56,7 +56,8 @@ constexpr std::string_view usage_head =
 constexpr std::string_view usage_tail =
     "\n"
     "Read: Nodes, Pods, topologies/resourceflavors/clusterqueues/localqueues/workloads\n"
-    "(kueue.x-k8s.io v1beta2 or v1beta1), topologysources and modeldeployments\n"
+    "and admissionchecks (kueue.x-k8s.io v1beta2 or v1beta1), topologysources and\n"
+    "modeldeployments\n"
     "(worker.gpustack.ai), LimitRanges, RuntimeClasses (node.k8s.io), Namespaces,\n"
     "nodefeatures (nfd.k8s-sigs.io) and the ConfigMaps configMap sources name.\n"
     "\n"
@@ -315,6 +316,12 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
       {{"/apis/worker.gpustack.ai/v1/modeldeployments",
         "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
        "modeldeployments"},
+      // A ClusterQueue's AdmissionChecks, missing or inactive (without them its Active
+      // condition says).
+      {{"/apis/kueue.x-k8s.io/v1beta2/admissionchecks",
+        "/apis/kueue.x-k8s.io/v1beta1/admissionchecks"},
+       "admissionchecks",
+       true},
       // What Kueue applies to a Workload's Pod template before it counts the requests.
       {{"/api/v1/limitranges"}, "limitranges", true},
       {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses", true},

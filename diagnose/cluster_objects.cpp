@@ -233,6 +233,11 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
   }
   if (const doc_node* del = at(o, {"metadata", "deletionTimestamp"}); del && !del->is_null())
     q.terminating = true;
+  if (const doc_node* acs = at(o, {"spec", "admissionChecks"}); acs && acs->is_sequence())
+    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(&a));
+  if (const doc_node* acs = at(o, {"spec", "admissionChecksStrategy", "admissionChecks"});
+      acs && acs->is_sequence())
+    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(a.find("name")));
   if (const doc_node* groups = at(o, {"spec", "resourceGroups"}); groups && groups->is_sequence()) {
     for (std::size_t g = 0; g < groups->items.size(); ++g) {
       const doc_node& group = groups->items[g];
@@ -396,6 +401,12 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
           w.queue_order_at = text_of(item.find("lastTransitionTime"));
       }
     }
+  if (const doc_node* acs = status ? status->find("admissionChecks") : nullptr;
+      acs && acs->is_sequence())
+    for (const doc_node& a : acs->items)
+      if (a.is_mapping())
+        w.check_states.push_back(
+            {text_of(a.find("name")), text_of(a.find("state")), text_of(a.find("message"))});
   if (const doc_node* adm = status ? status->find("admission") : nullptr;
       adm && adm->is_mapping()) {
     w.admitted_cluster_queue = text_of(adm->find("clusterQueue"));
@@ -586,6 +597,11 @@ const resource_flavor* cluster_objects::flavor(std::string_view n) const noexcep
 }
 const cluster_queue* cluster_objects::queue(std::string_view n) const noexcept {
   for (const auto& x : cluster_queues)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+const admission_check* cluster_objects::check(std::string_view n) const noexcept {
+  for (const auto& x : admission_checks)
     if (x.name == n) return &x;
   return nullptr;
 }
@@ -789,6 +805,8 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
   if (kind.ends_with("List")) {
     // An empty NodeFeatureList still says the API serves NodeFeatures.
     if (kind == "NodeFeatureList" && group == "nfd.k8s-sigs.io") into.node_features_read = true;
+    if (kind == "AdmissionCheckList" && group == "kueue.x-k8s.io")
+      into.admission_checks_read = true;
     const doc_node* items = o.find("items");
     if (!items || items->is_null()) return errors;
     if (!items->is_sequence()) {
@@ -853,6 +871,14 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
     read_node_feature(into, o);
   } else if (kind == "ConfigMap" && group.empty()) {
     read_config_map(into, o);
+  } else if (kind == "AdmissionCheck" && kueue) {
+    admission_check ac;
+    ac.name = meta_name(o);
+    ac.controller = text_of(at(o, {"spec", "controllerName"}));
+    const auto conds = conditions_of(o.find("status"));
+    if (const auto* a = find_condition(conds, "Active")) ac.active = a->status == "True";
+    into.admission_checks.push_back(std::move(ac));
+    into.admission_checks_read = true;
   } else {
     ++into.skipped;
   }

@@ -151,6 +151,20 @@ struct cluster_queue {
   // spec.namespaceSelector: nullopt (absent) selects no namespace, {} every namespace.
   std::optional<label_selector> namespace_selector;
   bool terminating = false;  // metadata.deletionTimestamp is set
+  // The AdmissionChecks it asks for: spec.admissionChecks (v1beta1) and
+  // spec.admissionChecksStrategy.admissionChecks[].name.
+  std::vector<std::string> admission_checks;
+};
+
+// A Kueue AdmissionCheck (cluster-scoped).
+struct admission_check {
+  std::string name, controller;  // spec.controllerName
+  bool active = false;           // its Active condition is True
+};
+
+// A Workload's state of one AdmissionCheck (status.admissionChecks[]).
+struct admission_check_state {
+  std::string name, state, message;  // state: Pending, Ready, Retry, Rejected
 };
 
 struct local_queue {
@@ -230,6 +244,7 @@ struct workload {
   std::vector<object_condition> conditions;
   std::string admitted_cluster_queue;  // status.admission.clusterQueue
   std::vector<podset_assignment> assignments;
+  std::vector<admission_check_state> check_states;  // status.admissionChecks
   [[nodiscard]] bool quota_reserved() const noexcept;
   [[nodiscard]] bool admitted() const noexcept;
 };
@@ -286,6 +301,10 @@ struct cluster_objects {
   std::vector<k8s_namespace> namespaces;
   std::vector<node_feature> node_features;
   std::vector<config_map> config_maps;
+  std::vector<admission_check> admission_checks;
+  // Whether AdmissionChecks were read at all (an AdmissionCheck or an AdmissionCheckList
+  // decoded): without them a ClusterQueue's checks are judged by its Active condition.
+  bool admission_checks_read = false;
   // Whether NodeFeatures were read at all: a NodeFeature or a NodeFeatureList decoded, or
   // the caller saying so (an empty `kubectl get nodefeatures` dump, an API that serves
   // them). false: the API does not serve them (no CRD) or no dump was given.
@@ -301,6 +320,7 @@ struct cluster_objects {
   [[nodiscard]] const kueue_topology* topology(std::string_view name) const noexcept;
   [[nodiscard]] const resource_flavor* flavor(std::string_view name) const noexcept;
   [[nodiscard]] const cluster_queue* queue(std::string_view name) const noexcept;
+  [[nodiscard]] const admission_check* check(std::string_view name) const noexcept;
   [[nodiscard]] const local_queue* local(std::string_view ns, std::string_view name) const noexcept;
   [[nodiscard]] const k8s_namespace* namespace_of(std::string_view name) const noexcept;
   [[nodiscard]] const workload* find_workload(std::string_view ns,

@@ -112,6 +112,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         }
     }
     k.notes.push_back("the Workload holds a reservation: Kueue's admission is its decision");
+    if (!w.admitted() && !w.check_states.empty()) {
+      // Quota reserved, admission waiting for the ClusterQueue's AdmissionChecks.
+      std::vector<std::string> states;
+      for (const auto& s : w.check_states)
+        states.push_back(s.name + " " + (s.state.empty() ? std::string("Pending") : s.state) +
+                         (s.message.empty() ? std::string() : " (" + s.message + ")"));
+      k.notes.push_back("admitted once every AdmissionCheck is Ready: " + join(states, ", "));
+    }
     return k;
   }
 

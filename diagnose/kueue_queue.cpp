@@ -3,6 +3,7 @@
 // pkg/controller/core/workload_controller.go, pkg/cache/scheduler/clusterqueue.go and
 // pkg/scheduler/scheduler.go take them.
 
+#include <algorithm>
 #include <map>
 
 #include "diagnose/diagnose_internal.hpp"
@@ -28,12 +29,29 @@ std::string inactive_reason(const cluster_objects& c, const cluster_queue& q) {
   }
   if (!missing.empty())
     causes.push_back("references missing ResourceFlavor(s): " + join(missing, ","));
+  // Its AdmissionChecks, each missing or not Active (sorted, as Kueue lists them); judged only
+  // when AdmissionChecks were read.
+  if (c.admission_checks_read) {
+    std::vector<std::string> absent, inactive;
+    for (const auto& name : q.admission_checks) {
+      const admission_check* ac = c.check(name);
+      auto& into = !ac ? absent : inactive;
+      if ((!ac || !ac->active) && std::find(into.begin(), into.end(), name) == into.end())
+        into.push_back(name);
+    }
+    std::sort(absent.begin(), absent.end());
+    std::sort(inactive.begin(), inactive.end());
+    if (!absent.empty())
+      causes.push_back("references missing AdmissionCheck(s): " + join(absent, ","));
+    if (!inactive.empty())
+      causes.push_back("references inactive AdmissionCheck(s): " + join(inactive, ","));
+  }
   // Kueue walks these in Go map order; sorted by flavor here.
   for (const auto& [f, t] : no_topology)
     causes.push_back("there is no Topology \"" + t + "\" for TAS flavor \"" + f + "\"");
   if (!causes.empty()) return "Can't admit new workloads: " + join(causes, ", ") + ".";
-  // Causes diagnose does not read (AdmissionChecks missing or inactive, MultiKueue): the
-  // queue's own Active condition.
+  // Causes diagnose does not read (AdmissionChecks when none were read, MultiKueue's
+  // constraints): the queue's own Active condition.
   if (const auto* a = find_condition(q.conditions, "Active"); a && a->status == "False")
     return a->message.empty() ? "Can't admit new workloads." : a->message;
   return {};

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test/diagnose/kueue_cluster.hpp"
 
 namespace topogate::diagnose {
@@ -118,6 +120,93 @@ TEST(KueueQueue, InactiveClusterQueueCauses) {
     c.cluster_queues[0].stop_policy = "Hold";
     EXPECT_EQ(inactive(c), "ClusterQueue q: Can't admit new workloads: is stopped.");
   }
+  {
+    // AdmissionChecks read: each the ClusterQueue asks for, missing or not Active, sorted as
+    // Kueue lists them, after the flavors and before the Topologies.
+    auto c = base;
+    c.admission_checks_read = true;
+    c.cluster_queues[0].admission_checks = {"zeta", "alpha", "ready"};
+    c.admission_checks = {{"ready", "ctl", true}};
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: references missing AdmissionCheck(s): "
+              "alpha,zeta.");
+    c.admission_checks.push_back({"zeta", "ctl", false});
+    c.admission_checks.push_back({"alpha", "ctl", false});
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: references inactive AdmissionCheck(s): "
+              "alpha,zeta.");
+    c.admission_checks[1].active = true;
+    c.cluster_queues[0].flavors.push_back({0, "x", {"cpu", "memory"}, {}, {}, {}});
+    c.topologies.clear();
+    EXPECT_EQ(inactive(c),
+              "ClusterQueue q: Can't admit new workloads: references missing ResourceFlavor(s): "
+              "x, references inactive AdmissionCheck(s): alpha, there is no Topology \"t\" for "
+              "TAS flavor \"f\".");
+    // Every check Active: the queue admits.
+    c = base;
+    c.admission_checks_read = true;
+    c.cluster_queues[0].admission_checks = {"ready"};
+    c.admission_checks = {{"ready", "ctl", true}};
+    EXPECT_TRUE(decide(c, "w").admissible);
+    // Not read: a reference alone says nothing (the queue's Active condition decides).
+    c.admission_checks_read = false;
+    c.admission_checks.clear();
+    EXPECT_TRUE(decide(c, "w").admissible);
+  }
+}
+
+// As read: an AdmissionCheckList (empty too: the kind is served), a ClusterQueue's checks in
+// both spellings, a Workload's check states.
+TEST(KueueQueue, AdmissionChecksAsRead) {
+  cluster_objects c;
+  auto errors = add_objects(
+      c, R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheckList", "items": []})",
+      "t");
+  EXPECT_TRUE(errors.empty());
+  EXPECT_TRUE(c.admission_checks_read);
+  EXPECT_TRUE(c.admission_checks.empty());
+  errors = add_objects(c, R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+      "metadata": {"name": "joint"}, "spec": {"controllerName": "example.com/joint"},
+      "status": {"conditions": [{"type": "Active", "status": "True"}]}})",
+                       "t");
+  errors = add_objects(c, R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+      "metadata": {"name": "q"}, "spec": {"admissionChecks": ["old"],
+      "admissionChecksStrategy": {"admissionChecks": [{"name": "joint"}]}}})",
+                       "t");
+  EXPECT_TRUE(errors.empty());
+  errors = add_objects(c, R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+      "metadata": {"name": "w", "namespace": "default"}, "spec": {"queueName": "lq", "podSets": []},
+      "status": {"admissionChecks": [{"name": "joint", "state": "Retry", "message": "again"}]}})",
+                       "t");
+  EXPECT_TRUE(errors.empty());
+  ASSERT_EQ(c.admission_checks.size(), 1u);
+  EXPECT_EQ(c.admission_checks[0].controller, "example.com/joint");
+  EXPECT_TRUE(c.admission_checks[0].active);
+  ASSERT_EQ(c.cluster_queues.size(), 1u);
+  EXPECT_EQ(c.cluster_queues[0].admission_checks, (std::vector<std::string>{"old", "joint"}));
+  ASSERT_EQ(c.workloads.size(), 1u);
+  ASSERT_EQ(c.workloads[0].check_states.size(), 1u);
+  EXPECT_EQ(c.workloads[0].check_states[0].state, "Retry");
+  EXPECT_EQ(c.workloads[0].check_states[0].message, "again");
+}
+
+// Quota reserved and not admitted: the Workload waits for its AdmissionChecks; each one's
+// state is named.
+TEST(KueueQueue, ReservedWaitsForItsAdmissionChecks) {
+  auto c = tas_cluster();
+  auto& w = hold(c, "w", "q", 1000);
+  w.check_states = {{"joint", "Pending", "held for its set"}, {"prov", "Ready", ""}};
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_NE(std::find(k.notes.begin(), k.notes.end(),
+                      "admitted once every AdmissionCheck is Ready: joint Pending (held for its "
+                      "set), prov Ready"),
+            k.notes.end())
+      << ::testing::PrintToString(k.notes);
+  // Admitted: no such note.
+  c.workloads[0].conditions.push_back({"Admitted", "True", "Admitted", ""});
+  k = decide(c, "w");
+  for (const auto& n : k.notes) EXPECT_EQ(n.find("AdmissionCheck"), std::string::npos) << n;
 }
 
 // The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an

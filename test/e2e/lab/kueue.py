@@ -132,10 +132,17 @@ def apply_chain(api, s, labels):
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
                    "metadata": {"name": ac, "labels": owned(s)},
                    "spec": {"controllerName": "tas-lab.topogate.invalid/joint-check"}})
+        # admissionCheckActive: false leaves it inactive (its controller not running).
+        active = s.get("admissionCheckActive", True)
         api.status_patch("admissionchecks.kueue.x-k8s.io", ac, {"conditions": [
-            {"type": "Active", "status": "True", "reason": "Active", "lastTransitionTime": stamp,
+            {"type": "Active", "status": "True" if active else "False",
+             "reason": "Active" if active else "ControllerNotRunning", "lastTransitionTime": stamp,
              "message": "the TAS lab stands in for the joint check's controller"}]})
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ac}]}
+    if s.get("missingAdmissionCheck"):
+        # A check the ClusterQueue names that does not exist.
+        checks = cq_spec.setdefault("admissionChecksStrategy", {"admissionChecks": []})["admissionChecks"]
+        checks.append({"name": s["missingAdmissionCheck"]})
     api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                "metadata": {"name": QUEUE, "labels": owned(s)}, "spec": cq_spec})
     # Namespaces stay (no namespace controller runs to finish a deletion); their labels are
@@ -158,7 +165,9 @@ def apply_chain(api, s, labels):
         md = s["modelDeployment"]
         api.apply({"apiVersion": "worker.gpustack.ai/v1", "kind": "ModelDeployment",
                    "metadata": {"name": md["name"], "namespace": NS, "labels": owned(s)}, "spec": md["spec"]})
-    cq = wait_queue_state(api, True)
+    # A check missing or inactive holds the queue inactive from the start.
+    checks_ok = not s.get("missingAdmissionCheck") and s.get("admissionCheckActive", True)
+    cq = wait_queue_state(api, bool(checks_ok))
     for other in s.get("clusterQueues") or []:
         wait_queue_state(api, True, name=other["name"])
     # GPUStack's condition on its managed queue (the lab stands in for the operator here).
