@@ -56,8 +56,8 @@ constexpr std::string_view usage_head =
 constexpr std::string_view usage_tail =
     "\n"
     "Read: Nodes, Pods, topologies/resourceflavors/clusterqueues/localqueues/workloads\n"
-    "and admissionchecks (kueue.x-k8s.io v1beta2 or v1beta1), topologysources and\n"
-    "modeldeployments\n"
+    "and admissionchecks (kueue.x-k8s.io v1beta2 or v1beta1), cohorts (v1beta2 or\n"
+    "v1alpha1), topologysources and modeldeployments\n"
     "(worker.gpustack.ai), LimitRanges, RuntimeClasses (node.k8s.io), Namespaces,\n"
     "nodefeatures (nfd.k8s-sigs.io) and the ConfigMaps configMap sources name.\n"
     "\n"
@@ -306,6 +306,11 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
        "resourceflavors"},
       {{"/apis/kueue.x-k8s.io/v1beta2/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"},
        "clusterqueues"},
+      // Cohort objects: their own quota and parents (without them a cohort is its
+      // ClusterQueues alone).
+      {{"/apis/kueue.x-k8s.io/v1beta2/cohorts", "/apis/kueue.x-k8s.io/v1alpha1/cohorts"},
+       "cohorts",
+       true},
       {{"/apis/kueue.x-k8s.io/v1beta2/localqueues", "/apis/kueue.x-k8s.io/v1beta1/localqueues"},
        "localqueues"},
       {{"/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads"},

@@ -212,39 +212,18 @@ void read_flavor(cluster_objects& c, const doc_node& o) {
   c.flavors.push_back(std::move(f));
 }
 
-void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string& path,
-                        error_list& errors) {
-  cluster_queue q;
-  q.name = meta_name(o);
-  q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
-  q.cohort = text_of(at(o, {"spec", "cohortName"}));
-  if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
-  q.when_can_borrow = text_of(at(o, {"spec", "flavorFungibility", "whenCanBorrow"}));
-  q.when_can_preempt = text_of(at(o, {"spec", "flavorFungibility", "whenCanPreempt"}));
-  q.within_cluster_queue = text_of(at(o, {"spec", "preemption", "withinClusterQueue"}));
-  q.reclaim_within_cohort = text_of(at(o, {"spec", "preemption", "reclaimWithinCohort"}));
-  q.borrow_within_cohort = text_of(at(o, {"spec", "preemption", "borrowWithinCohort", "policy"}));
-  q.borrow_max_priority =
-      int_of(at(o, {"spec", "preemption", "borrowWithinCohort", "maxPriorityThreshold"}));
-  if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
-    label_selector ls;
-    validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);
-    q.namespace_selector = std::move(ls);
-  }
-  if (const doc_node* del = at(o, {"metadata", "deletionTimestamp"}); del && !del->is_null())
-    q.terminating = true;
-  if (const doc_node* acs = at(o, {"spec", "admissionChecks"}); acs && acs->is_sequence())
-    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(&a));
-  if (const doc_node* acs = at(o, {"spec", "admissionChecksStrategy", "admissionChecks"});
-      acs && acs->is_sequence())
-    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(a.find("name")));
+// spec.resourceGroups of a ClusterQueue or a Cohort: the covered resources per group and each
+// flavor's quotas.
+void read_resource_groups(const doc_node& o, const std::string& path, error_list& errors,
+                          std::vector<std::vector<std::string>>& group_resources,
+                          std::vector<queue_flavor>& flavors) {
   if (const doc_node* groups = at(o, {"spec", "resourceGroups"}); groups && groups->is_sequence()) {
     for (std::size_t g = 0; g < groups->items.size(); ++g) {
       const doc_node& group = groups->items[g];
       std::vector<std::string> covered;
       if (const doc_node* cr = group.find("coveredResources"); cr && cr->is_sequence())
         for (const doc_node& r : cr->items) covered.push_back(r.text);
-      q.group_resources.push_back(covered);
+      group_resources.push_back(covered);
       if (const doc_node* fl = group.find("flavors"); fl && fl->is_sequence()) {
         for (const doc_node& f : fl->items) {
           queue_flavor qf;
@@ -272,11 +251,50 @@ void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string
               read("lendingLimit", qf.lending_limit);
             }
           }
-          q.flavors.push_back(std::move(qf));
+          flavors.push_back(std::move(qf));
         }
       }
     }
   }
+}
+
+void read_cohort(cluster_objects& c, const doc_node& o, const std::string& path,
+                 error_list& errors) {
+  cohort_object k;
+  k.name = meta_name(o);
+  k.parent = text_of(at(o, {"spec", "parentName"}));
+  std::vector<std::vector<std::string>> groups;
+  read_resource_groups(o, path, errors, groups, k.flavors);
+  c.cohorts.push_back(std::move(k));
+}
+
+void read_cluster_queue(cluster_objects& c, const doc_node& o, const std::string& path,
+                        error_list& errors) {
+  cluster_queue q;
+  q.name = meta_name(o);
+  q.stop_policy = text_of(at(o, {"spec", "stopPolicy"}));
+  q.cohort = text_of(at(o, {"spec", "cohortName"}));
+  if (q.cohort.empty()) q.cohort = text_of(at(o, {"spec", "cohort"}));
+  q.when_can_borrow = text_of(at(o, {"spec", "flavorFungibility", "whenCanBorrow"}));
+  q.when_can_preempt = text_of(at(o, {"spec", "flavorFungibility", "whenCanPreempt"}));
+  q.within_cluster_queue = text_of(at(o, {"spec", "preemption", "withinClusterQueue"}));
+  q.reclaim_within_cohort = text_of(at(o, {"spec", "preemption", "reclaimWithinCohort"}));
+  q.borrow_within_cohort = text_of(at(o, {"spec", "preemption", "borrowWithinCohort", "policy"}));
+  q.borrow_max_priority =
+      int_of(at(o, {"spec", "preemption", "borrowWithinCohort", "maxPriorityThreshold"}));
+  if (const doc_node* sel = at(o, {"spec", "namespaceSelector"}); sel && !sel->is_null()) {
+    label_selector ls;
+    validate_label_selector(*sel, child(path, "spec.namespaceSelector"), "", errors, &ls);
+    q.namespace_selector = std::move(ls);
+  }
+  if (const doc_node* del = at(o, {"metadata", "deletionTimestamp"}); del && !del->is_null())
+    q.terminating = true;
+  if (const doc_node* acs = at(o, {"spec", "admissionChecks"}); acs && acs->is_sequence())
+    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(&a));
+  if (const doc_node* acs = at(o, {"spec", "admissionChecksStrategy", "admissionChecks"});
+      acs && acs->is_sequence())
+    for (const doc_node& a : acs->items) q.admission_checks.push_back(text_of(a.find("name")));
+  read_resource_groups(o, path, errors, q.group_resources, q.flavors);
   const doc_node* status = o.find("status");
   q.conditions = conditions_of(status);
   if (status) {
@@ -600,6 +618,11 @@ const cluster_queue* cluster_objects::queue(std::string_view n) const noexcept {
     if (x.name == n) return &x;
   return nullptr;
 }
+const cohort_object* cluster_objects::cohort(std::string_view n) const noexcept {
+  for (const auto& x : cohorts)
+    if (x.name == n) return &x;
+  return nullptr;
+}
 const admission_check* cluster_objects::check(std::string_view n) const noexcept {
   for (const auto& x : admission_checks)
     if (x.name == n) return &x;
@@ -871,6 +894,8 @@ error_list add_object(cluster_objects& into, const doc_node& o, std::string_view
     read_node_feature(into, o);
   } else if (kind == "ConfigMap" && group.empty()) {
     read_config_map(into, o);
+  } else if (kind == "Cohort" && kueue) {
+    read_cohort(into, o, path, errors);
   } else if (kind == "AdmissionCheck" && kueue) {
     admission_check ac;
     ac.name = meta_name(o);

@@ -156,6 +156,14 @@ struct cluster_queue {
   std::vector<std::string> admission_checks;
 };
 
+// A Kueue Cohort object (cluster-scoped): its parent and its own quota. A cohort a
+// ClusterQueue names without an object has neither.
+struct cohort_object {
+  std::string name;
+  std::string parent;                 // spec.parentName
+  std::vector<queue_flavor> flavors;  // spec.resourceGroups, as a ClusterQueue's
+};
+
 // A Kueue AdmissionCheck (cluster-scoped).
 struct admission_check {
   std::string name, controller;  // spec.controllerName
@@ -302,6 +310,7 @@ struct cluster_objects {
   std::vector<node_feature> node_features;
   std::vector<config_map> config_maps;
   std::vector<admission_check> admission_checks;
+  std::vector<cohort_object> cohorts;
   // Whether AdmissionChecks were read at all (an AdmissionCheck or an AdmissionCheckList
   // decoded): without them a ClusterQueue's checks are judged by its Active condition.
   bool admission_checks_read = false;
@@ -321,6 +330,7 @@ struct cluster_objects {
   [[nodiscard]] const resource_flavor* flavor(std::string_view name) const noexcept;
   [[nodiscard]] const cluster_queue* queue(std::string_view name) const noexcept;
   [[nodiscard]] const admission_check* check(std::string_view name) const noexcept;
+  [[nodiscard]] const cohort_object* cohort(std::string_view name) const noexcept;
   [[nodiscard]] const local_queue* local(std::string_view ns, std::string_view name) const noexcept;
   [[nodiscard]] const k8s_namespace* namespace_of(std::string_view name) const noexcept;
   [[nodiscard]] const workload* find_workload(std::string_view ns,

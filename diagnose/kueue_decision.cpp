@@ -62,10 +62,17 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             "scheduling cycles");
     }
   }
-  if (!q->cohort.empty())
-    k.notes.push_back("ClusterQueue " + q->name + " is in cohort " + q->cohort +
-                      ": its quota and the cohort's follow the ClusterQueues of the cohort; a "
-                      "Cohort object's own quota and parent are not read");
+  if (!q->cohort.empty() && preemption_set(q->reclaim_within_cohort)) {
+    // Reclaiming is followed among the ClusterQueues of the cohort itself; across a tree of
+    // Cohort objects, Kueue also reclaims from other subtrees of its ancestors.
+    const cohort_object* own = c.cohort(q->cohort);
+    bool nested = own && !own->parent.empty();
+    for (const auto& x : c.cohorts) nested = nested || x.parent == q->cohort;
+    if (nested)
+      k.notes.push_back("ClusterQueue " + q->name + " reclaims within cohort " + q->cohort +
+                        ", which is part of a tree of Cohorts: only the ClusterQueues of " +
+                        q->cohort + " itself are taken as candidates here");
+  }
   if (preemption_set(q->within_cluster_queue) && q->within_cluster_queue != "LowerPriority" &&
       q->within_cluster_queue != "LowerOrNewerEqualPriority")
     k.notes.push_back("ClusterQueue " + q->name + " preempts " + q->within_cluster_queue +

@@ -89,8 +89,9 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
 using flavor_resource = std::pair<std::string, std::string>;
 
 // The quota Kueue's scheduler snapshot holds for one ClusterQueue and, when it names a cohort,
-// the cohort's (pkg/cache/scheduler/resource_node.go): each member lends its nominalQuota
-// less what its lendingLimit keeps back, and borrows up to its borrowingLimit.
+// the cohort tree above it (pkg/cache/scheduler/resource_node.go): each node lends its
+// SubtreeQuota less what its lendingLimit keeps back and borrows up to its borrowingLimit; a
+// Cohort object adds its own nominalQuota and names its parent.
 class cohort_quota {
  public:
   // Usage: what the Workloads holding a reservation use, `except` left out.
@@ -104,19 +105,22 @@ class cohort_quota {
   [[nodiscard]] std::int64_t potential(const flavor_resource& fr) const;
   // Using `val` more than now exceeds the ClusterQueue's nominalQuota (Kueue's BorrowingWith).
   [[nodiscard]] bool borrows(const flavor_resource& fr, std::int64_t val) const;
-  [[nodiscard]] bool in_cohort() const noexcept { return !members_.empty(); }
+  [[nodiscard]] bool in_cohort() const noexcept { return path_.size() > 1; }
   [[nodiscard]] std::int64_t usage(const flavor_resource& fr) const;
   [[nodiscard]] std::int64_t nominal(const flavor_resource& fr) const;
 
  private:
+  // One node of Kueue's resource tree (pkg/cache/scheduler/resource_node.go): a ClusterQueue,
+  // or a cohort with its Cohort object's own quota and what its children lend.
   struct member {
-    std::map<flavor_resource, std::int64_t> nominal, usage, lending, borrowing;
-    // localQuota: what a lendingLimit keeps from the cohort.
+    std::map<flavor_resource, std::int64_t> nominal, subtree, usage, lending, borrowing;
+    // localQuota: what a lendingLimit keeps from the parent.
     [[nodiscard]] std::int64_t local(const flavor_resource& fr) const;
   };
-  member self_;
-  std::vector<member> members_;  // every ClusterQueue of the cohort, this one included
-  std::map<flavor_resource, std::int64_t> cohort_subtree_, cohort_usage_;
+  [[nodiscard]] std::int64_t available_at(std::size_t i, const flavor_resource& fr) const;
+  [[nodiscard]] std::int64_t potential_at(std::size_t i, const flavor_resource& fr) const;
+  // The ClusterQueue, then its cohort and the cohort's parents up to the root.
+  std::vector<member> path_;
 };
 
 // What a Workload holding a reservation uses, per flavor and resource (its admission's counts).

@@ -2,6 +2,8 @@
 // pkg/scheduler/flavorassigner/flavorassigner.go takes them (kueue_internal.hpp).
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "core/time.hpp"
 #include "diagnose/diagnose_internal.hpp"
@@ -307,7 +309,7 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
 std::int64_t cohort_quota::member::local(const flavor_resource& fr) const {
   auto ll = lending.find(fr);
   if (ll == lending.end()) return 0;
-  return std::max<std::int64_t>(0, value_at(nominal, fr) - ll->second);
+  return std::max<std::int64_t>(0, value_at(subtree, fr) - ll->second);
 }
 
 cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q, const workload* except)
@@ -315,18 +317,23 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q, con
 
 cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
                            const std::vector<const workload*>& except) {
-  const auto member_of = [&](const cluster_queue& cq) {
-    member m;
-    for (const auto& f : cq.flavors) {
+  // A node's own quotas: its nominalQuota starts its SubtreeQuota.
+  const auto quotas_of = [](const std::vector<queue_flavor>& flavors, member& m) {
+    for (const auto& f : flavors) {
       for (const auto& r : f.resources) {
         const flavor_resource fr{f.name, r};
         auto n = f.nominal.find(r);
         m.nominal[fr] = n == f.nominal.end() ? 0 : n->second;
+        m.subtree[fr] = m.nominal[fr];
         if (auto b = f.borrowing_limit.find(r); b != f.borrowing_limit.end())
           m.borrowing[fr] = b->second;
         if (auto l = f.lending_limit.find(r); l != f.lending_limit.end()) m.lending[fr] = l->second;
       }
     }
+  };
+  const auto queue_node = [&](const cluster_queue& cq) {
+    member m;
+    quotas_of(cq.flavors, m);
     for (const auto& x : c.workloads) {
       if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
       if (std::find(except.begin(), except.end(), &x) != except.end()) continue;
@@ -337,51 +344,81 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
     }
     return m;
   };
-  self_ = member_of(q);
-  if (q.cohort.empty()) return;
-  // The cohort's SubtreeQuota and Usage: what its members lend and use beyond what they keep.
-  for (const auto& cq : c.cluster_queues) {
-    if (cq.cohort != q.cohort) continue;
-    members_.push_back(&cq == &q ? self_ : member_of(cq));
-    const member& m = members_.back();
-    for (const auto& [fr, n] : m.nominal) cohort_subtree_[fr] += n - m.local(fr);
-    for (const auto& [fr, u] : m.usage)
-      cohort_usage_[fr] += std::max<std::int64_t>(0, u - m.local(fr));
+  // A cohort: its Cohort object's own quota (none without one), plus what each child (its
+  // ClusterQueues, the Cohorts naming it as parent) lends beyond what it keeps local, and
+  // their usage beyond that (Kueue's accumulateFromChild). A cycle, which Kueue refuses, is
+  // cut where it closes.
+  std::set<std::string> visiting;
+  std::function<member(const std::string&)> cohort_node = [&](const std::string& name) {
+    member m;
+    if (const cohort_object* k = c.cohort(name)) quotas_of(k->flavors, m);
+    if (!visiting.insert(name).second) return m;
+    const auto add_child = [&m](const member& child) {
+      for (const auto& [fr, v] : child.subtree) m.subtree[fr] += v - child.local(fr);
+      for (const auto& [fr, u] : child.usage)
+        m.usage[fr] += std::max<std::int64_t>(0, u - child.local(fr));
+    };
+    for (const auto& cq : c.cluster_queues)
+      if (cq.cohort == name) add_child(queue_node(cq));
+    for (const auto& k : c.cohorts)
+      if (k.parent == name && k.name != name) add_child(cohort_node(k.name));
+    visiting.erase(name);
+    return m;
+  };
+  path_.push_back(queue_node(q));
+  std::set<std::string> seen;
+  for (std::string name = q.cohort; !name.empty() && seen.insert(name).second;) {
+    path_.push_back(cohort_node(name));
+    const cohort_object* k = c.cohort(name);
+    name = k ? k->parent : std::string();
   }
 }
 
 std::int64_t cohort_quota::usage(const flavor_resource& fr) const {
-  return value_at(self_.usage, fr);
+  return value_at(path_.front().usage, fr);
 }
 
 std::int64_t cohort_quota::nominal(const flavor_resource& fr) const {
-  return value_at(self_.nominal, fr);
+  return value_at(path_.front().nominal, fr);
+}
+
+// Kueue's available(): unused local quota plus what the parent has, capped by the
+// borrowingLimit, up to the root.
+std::int64_t cohort_quota::available_at(std::size_t i, const flavor_resource& fr) const {
+  const member& m = path_[i];
+  const std::int64_t subtree = value_at(m.subtree, fr), used = value_at(m.usage, fr);
+  if (i + 1 == path_.size()) return subtree - used;
+  std::int64_t from_parent = available_at(i + 1, fr);
+  const std::int64_t local = m.local(fr);
+  if (auto bl = m.borrowing.find(fr); bl != m.borrowing.end()) {
+    const std::int64_t stored = subtree - local;
+    const std::int64_t used_there = std::max<std::int64_t>(0, used - local);
+    from_parent = std::min(stored - used_there + bl->second, from_parent);
+  }
+  return std::max<std::int64_t>(0, local - used) + from_parent;
 }
 
 std::int64_t cohort_quota::available(const flavor_resource& fr) const {
-  const std::int64_t nominal = value_at(self_.nominal, fr), used = value_at(self_.usage, fr);
-  if (!in_cohort()) return std::max<std::int64_t>(0, nominal - used);
-  const std::int64_t local = self_.local(fr);
-  std::int64_t from_cohort = value_at(cohort_subtree_, fr) - value_at(cohort_usage_, fr);
-  if (auto bl = self_.borrowing.find(fr); bl != self_.borrowing.end()) {
-    const std::int64_t stored = nominal - local;
-    const std::int64_t used_there = std::max<std::int64_t>(0, used - local);
-    from_cohort = std::min(stored - used_there + bl->second, from_cohort);
-  }
-  return std::max<std::int64_t>(0, std::max<std::int64_t>(0, local - used) + from_cohort);
+  return std::max<std::int64_t>(0, available_at(0, fr));
 }
 
-std::int64_t cohort_quota::potential(const flavor_resource& fr) const {
-  const std::int64_t nominal = value_at(self_.nominal, fr);
-  if (!in_cohort()) return nominal;
-  std::int64_t p = self_.local(fr) + value_at(cohort_subtree_, fr);
-  if (auto bl = self_.borrowing.find(fr); bl != self_.borrowing.end())
-    p = std::min(nominal + bl->second, p);
+// Kueue's potentialAvailable(): the same with no usage anywhere.
+std::int64_t cohort_quota::potential_at(std::size_t i, const flavor_resource& fr) const {
+  const member& m = path_[i];
+  const std::int64_t subtree = value_at(m.subtree, fr);
+  if (i + 1 == path_.size()) return subtree;
+  std::int64_t p = m.local(fr) + potential_at(i + 1, fr);
+  if (auto bl = m.borrowing.find(fr); bl != m.borrowing.end())
+    p = std::min(subtree + bl->second, p);
   return p;
 }
 
+std::int64_t cohort_quota::potential(const flavor_resource& fr) const {
+  return potential_at(0, fr);
+}
+
 bool cohort_quota::borrows(const flavor_resource& fr, std::int64_t val) const {
-  return value_at(self_.usage, fr) + val > value_at(self_.nominal, fr);
+  return value_at(path_.front().usage, fr) + val > value_at(path_.front().nominal, fr);
 }
 
 }  // namespace topogate::diagnose::detail

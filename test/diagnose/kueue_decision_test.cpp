@@ -445,6 +445,55 @@ bool has_note(const kueue_decision& k, std::string_view text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
+// A Cohort object with its own quota (f: cpu `own`) and an optional parent.
+cohort_object cohort_with(const std::string& name, const std::string& parent, std::int64_t own) {
+  cohort_object k;
+  k.name = name;
+  k.parent = parent;
+  k.flavors.push_back({0, "f", {"cpu"}, {{"cpu", own}}, {}, {}});
+  return k;
+}
+
+// Kueue's cohort tree: a Cohort object's own nominalQuota joins what the cohort lends, and its
+// parent's quota is reachable through it (capped by the Cohort's borrowingLimit, kept back by
+// a lendingLimit). q (6) and lender (1) in pool: 7 alone; pool's own 1 makes 8 (w fits); a
+// parent org with 2 more makes 10.
+TEST(KueueCohort, CohortObjectsOwnQuotaAndParents) {
+  auto c = cohort_cluster(1000);
+  EXPECT_NE(decide(c, "w").message.find("> maximum capacity (7)"), std::string::npos);
+  c.cohorts.push_back(cohort_with("pool", "", 1000));
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.workloads.back().podsets[0].count = 3;  // 12
+  EXPECT_NE(decide(c, "w").message.find("> maximum capacity (8)"), std::string::npos);
+  c.cohorts[0].parent = "org";
+  c.cohorts.push_back(cohort_with("org", "", 2000));
+  EXPECT_NE(decide(c, "w").message.find("> maximum capacity (10)"), std::string::npos);
+  // pool may borrow at most 1 from org: 8 + 1.
+  c.cohorts[0].flavors[0].borrowing_limit["cpu"] = 1000;
+  EXPECT_NE(decide(c, "w").message.find("> maximum capacity (9)"), std::string::npos);
+  c.cohorts[0].flavors[0].borrowing_limit.clear();
+  // What org's other children use is gone from it: a ClusterQueue there using 2 of its 0.
+  cluster_queue sibling = c.cluster_queues[1];
+  sibling.name = "sibling";
+  sibling.cohort = "org";
+  sibling.flavors[0].nominal["cpu"] = 0;
+  c.cluster_queues.push_back(sibling);
+  c.workloads.back().podsets[0].count = 2;  // 8: fits in pool alone
+  hold(c, "sib", "sibling", 2000);
+  EXPECT_TRUE(decide(c, "w").admissible);
+  named(c, "w").podsets[0].requests["cpu"] = 4500;  // 9: needs 1 of org's 2, all used
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+            "flavor f, 1 more needed");
+  // Reclaiming is followed within pool only: a note says so once pool is part of a tree.
+  EXPECT_FALSE(has_note(decide(c, "w"), "part of a tree of Cohorts"));
+  c.cluster_queues[0].reclaim_within_cohort = "Any";
+  EXPECT_TRUE(has_note(decide(c, "w"), "part of a tree of Cohorts"));
+  // A cycle (pool -> org -> pool), which Kueue refuses, is cut where it closes.
+  c.cohorts[1].parent = "pool";
+  EXPECT_FALSE(decide(c, "w").admissible);
+}
+
 // reclaimWithinCohort: a request within q's nominalQuota takes back what another ClusterQueue
 // of the cohort borrows, by preempting its Workloads (Kueue's reclamation within the cohort).
 TEST(KueueReclaim, WithinNominalReclaimsFromABorrowingQueue) {

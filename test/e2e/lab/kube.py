@@ -18,6 +18,7 @@ KINDS = {
     "resourceflavors.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
     "topologies.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "Topology"),
     "admissionchecks.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"),
+    "cohorts.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "Cohort"),
     "modeldeployments.worker.gpustack.ai": ("worker.gpustack.ai/v1", "ModelDeployment"),
     "topologysources.worker.gpustack.ai": ("worker.gpustack.ai/v1", "TopologySource"),
     "nodefeatures.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeature"),

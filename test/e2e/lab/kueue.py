@@ -124,6 +124,14 @@ def apply_chain(api, s, labels):
             spec["cohortName"] = other["cohort"]
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                    "metadata": {"name": other["name"], "labels": owned(s)}, "spec": spec})
+    # Cohort objects: their own quota over the same flavors, and their parents.
+    for k in s.get("cohorts") or []:
+        spec = {"resourceGroups": [{"coveredResources": covered(s), "flavors": queue_flavors(
+            flavors, k.get("quota"), k.get("borrowingLimit"), k.get("lendingLimit"))}]}
+        if k.get("parent"):
+            spec["parentName"] = k["parent"]
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                   "metadata": {"name": k["name"], "labels": owned(s)}, "spec": spec})
     if s.get("admissionCheck"):
         # GPUStack's joint check of a multi-role deployment: the lab marks the check Active
         # (standing in for its controller) and never marks a Workload's check Ready, so a

@@ -10,6 +10,7 @@ from .scenario import HOSTNAME, NS, OWNED, PROFILE, levels, owned, revision, sou
 
 # What the lab creates, in the order `unload` reasons about (Workloads first).
 KINDS = ["workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io",
+         "cohorts.kueue.x-k8s.io",
          "resourceflavors.kueue.x-k8s.io", "topologies.kueue.x-k8s.io", "admissionchecks.kueue.x-k8s.io",
          "modeldeployments.worker.gpustack.ai", "topologysources.worker.gpustack.ai", "limitranges",
          "runtimeclasses.node.k8s.io", "pods", "nodes"]
