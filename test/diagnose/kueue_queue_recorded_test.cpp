@@ -123,6 +123,57 @@ TEST(KueueQueue, InactiveClusterQueueCauses) {
 // The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an
 // absent selector none; without Namespace objects the apiserver's kubernetes.io/metadata.name
 // label is what a namespace carries.
+// The scheduler's resource validation, before any flavor: a container whose requests, once
+// Kueue fills them (LimitRange defaults, then limits), exceed its limits keeps the Workload
+// Pending with Kueue's words; equal requests and limits pass.
+TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
+  auto c = tas_cluster();
+  podset ps = make_podset("main", 2, 0);
+  container_resources ct;
+  ct.name = "main";
+  ct.limits = {{"cpu", 2000}};
+  ps.resources.containers = {ct};
+  auto& w = add_workload(c, "w", {ps});
+  // Without a LimitRange the limit fills the missing request: 2 <= 2.
+  EXPECT_TRUE(decide(c, "w").admissible);
+  limit_range lr;
+  lr.namespace_ = "default";
+  lr.name = "defaults";
+  lr.has_container_item = true;
+  lr.default_requests = {{"cpu", 2000}};
+  c.limit_ranges.push_back(lr);
+  EXPECT_TRUE(decide(c, "w").admissible);  // the default request equals the limit
+  c.limit_ranges[0].default_requests = {{"cpu", 2001}, {"memory", 1ll << 30}};
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "resources");
+  EXPECT_EQ(k.reason, "Pending");
+  EXPECT_EQ(k.message,
+            "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
+            "value: [\"cpu\"]: requests must not exceed its limits");
+  for (const auto& p : k.podsets) EXPECT_EQ(p.stage, "not reached");
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_NE(r.conclusion.find("Pending before any flavor is tried"), std::string::npos)
+      << r.conclusion;
+  // The LimitRange of another namespace does not apply.
+  c.limit_ranges[0].namespace_ = "other";
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.limit_ranges[0].namespace_ = "default";
+  // Two containers over their limits (an init container first), two resources in one: Kubernetes'
+  // aggregate, in brackets.
+  w.podsets[0].resources.init_containers = {ct};
+  w.podsets[0].resources.containers[0].limits["memory"] = 1;
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "resources validation failed: [spec.podSets[0].template.spec.initContainers[0]: "
+            "Invalid value: [\"cpu\"]: requests must not exceed its limits, "
+            "spec.podSets[0].template.spec.containers[0]: Invalid value: [\"cpu\",\"memory\"]: "
+            "requests must not exceed its limits]");
+  // A Workload that holds its reservation is Kueue's answer, not validated again.
+  w.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
 TEST(KueueQueue, NamespaceSelector) {
   auto c = tas_cluster();
   add_workload(c, "w", {make_podset("main", 2, 1000)});
