@@ -218,9 +218,11 @@ TEST(KueueQueue, NoLocalQueueReadTakesTheOnlyClusterQueue) {
 
 // Fixtures recorded from real Kueue v0.17.0 in the TAS lab (test/e2e/tas/kueue-decision/
 // request-limitrange-runtimeclass.json, node-affinity.json, queue-route.json, min-count.json,
-// slices.json): each Workload, decided again on the cluster Kueue decided it on (the Workloads
-// submitted after it left out, its own decision cleared), gets Kueue's recorded answer: word
-// for word (message and reason) when Pending, the count and the Nodes when admitted.
+// slices.json, node-facts.json, flavor-prefer-no-schedule-and-tolerations.json,
+// total-nodes-excluded.json, gpu-usage-tolerations.json): each Workload, decided again on the
+// cluster Kueue decided it on (the Workloads submitted after it left out, its own decision
+// cleared), gets Kueue's recorded answer: word for word (message and reason) when Pending, the
+// count and the Nodes when admitted.
 void expect_recorded_decisions(const std::string& dir, const std::vector<std::string>& order) {
   const auto all = load(dir);
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -358,6 +360,68 @@ TEST(KueueRecorded, PreemptionLowerPriority) {
   const auto k = diagnose_pending(c, "default", "w-preempts").kueue;
   EXPECT_TRUE(k.preempts.empty());
   EXPECT_EQ(k.message.find("Pending the preemption"), std::string::npos) << k.message;
+}
+
+// Workload NAME of fixture DIR alone, its decision cleared: to be decided again.
+cluster_objects undecided(const std::string& dir, const std::string& name) {
+  auto c = load(dir);
+  std::erase_if(c.workloads, [&](const workload& w) { return w.name != name; });
+  c.workloads.at(0).conditions.clear();
+  c.workloads[0].assignments.clear();
+  c.workloads[0].admitted_cluster_queue.clear();
+  return c;
+}
+
+// The TAS lab's node-facts: a Node without a Ready condition is left out, an over-committed
+// one subtracts from its zone, one without pods allocatable holds none.
+TEST(KueueRecorded, NodeFacts) {
+  expect_recorded_decisions("kueue-node-facts", {"w-three", "w-two"});
+  // Without the over-commitment on n-a1 the zone holds the three Pods.
+  auto c = undecided("kueue-node-facts", "w-three");
+  std::erase_if(c.pods, [](const k8s_pod& p) { return p.node_name == "n-a1"; });
+  EXPECT_TRUE(decide(c, "w-three").admissible);
+}
+
+// The TAS lab's flavor-prefer-no-schedule-and-tolerations: the flavor's PreferNoSchedule
+// nodeTaint is ignored and its tolerations cover the Nodes' gpu taint.
+TEST(KueueRecorded, FlavorTolerationsAndPreferNoSchedule) {
+  expect_recorded_decisions("kueue-flavor-tolerations", {"w"});
+  auto c = undecided("kueue-flavor-tolerations", "w");
+  ASSERT_EQ(c.flavors.size(), 1u);
+  auto flavor = c.flavors[0];
+  c.flavors[0].tolerations.clear();  // the PodSet tolerates nothing itself
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("excluded: taint \"gpu=true:NoSchedule\": 4"), std::string::npos)
+      << k.message;
+  c.flavors[0] = flavor;
+  ASSERT_EQ(c.flavors[0].node_taints.size(), 1u);
+  c.flavors[0].node_taints[0].effect = "NoSchedule";  // now it counts
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("untolerated taint"), std::string::npos) << k.message;
+}
+
+// The TAS lab's total-nodes-excluded: Kueue's "Total nodes: N; excluded: ..." by first cause.
+TEST(KueueRecorded, TotalNodesExcluded) {
+  expect_recorded_decisions("kueue-total-nodes", {"w-excluded", "w-one"});
+  auto c = undecided("kueue-total-nodes", "w-excluded");
+  for (auto& n : c.nodes)
+    if (n.name == "n-a1") n.taints.clear();
+  EXPECT_TRUE(decide(c, "w-excluded").admissible);
+}
+
+// The TAS lab's gpu-usage-tolerations: GPU usage (an extended resource) on a tainted pool,
+// PodSets with and without the toleration.
+TEST(KueueRecorded, GpuUsageAndTolerations) {
+  expect_recorded_decisions("kueue-gpu-usage",
+                            {"w-untolerating", "w-tolerating", "w-tolerating-one"});
+  // Without n-a1's 6 GPUs of usage, the last Workload's 2 x 2 GPUs fit there.
+  auto c = load("kueue-gpu-usage");
+  for (auto& w : c.workloads)
+    if (w.name == "w-tolerating-one") w.conditions.clear();
+  std::erase_if(c.pods, [](const k8s_pod& p) { return p.node_name == "n-a1"; });
+  EXPECT_TRUE(decide(c, "w-tolerating-one").admissible);
 }
 
 // A Node named like the region: diagnose answers as the Topology says and names Kueue's bug;
