@@ -219,7 +219,8 @@ TEST(KueueQueue, NoLocalQueueReadTakesTheOnlyClusterQueue) {
 // Fixtures recorded from real Kueue v0.17.0 in the TAS lab (test/e2e/tas/kueue-decision/
 // request-limitrange-runtimeclass.json, node-affinity.json, queue-route.json, min-count.json,
 // slices.json, node-facts.json, flavor-prefer-no-schedule-and-tolerations.json,
-// total-nodes-excluded.json, gpu-usage-tolerations.json): each Workload, decided again on the
+// total-nodes-excluded.json, gpu-usage-tolerations.json, request-limits-pod-level.json,
+// pods-known-bug.json): each Workload, decided again on the
 // cluster Kueue decided it on (the Workloads submitted after it left out, its own decision
 // cleared), gets Kueue's recorded answer: word for word (message and reason) when Pending, the
 // count and the Nodes when admitted.
@@ -422,6 +423,35 @@ TEST(KueueRecorded, GpuUsageAndTolerations) {
     if (w.name == "w-tolerating-one") w.conditions.clear();
   std::erase_if(c.pods, [](const k8s_pod& p) { return p.node_name == "n-a1"; });
   EXPECT_TRUE(decide(c, "w-tolerating-one").admissible);
+}
+
+// The TAS lab's request-limits-pod-level: limits for missing requests, Pod-level requests.
+TEST(KueueRecorded, LimitsAndPodLevelRequests) {
+  expect_recorded_decisions("kueue-requests-pod-level", {"limits-only", "pod-level-above",
+                                                         "limits-with-request", "pod-level-small"});
+  // limits-only with a 2-CPU limit requests 2: a zone of two 4-CPU Nodes holds all three.
+  auto c = undecided("kueue-requests-pod-level", "limits-only");
+  auto& ps = c.workloads.at(0).podsets.at(0);
+  ASSERT_EQ(ps.resources.containers.size(), 1u);
+  ps.resources.containers[0].limits["cpu"] = 2000;
+  ps.requests = kueue_requests(c, "default", ps.resources, nullptr);
+  EXPECT_EQ(ps.requests["cpu"], 2000);
+  EXPECT_TRUE(decide(c, "limits-only").admissible);
+}
+
+// The TAS lab's pods-known-bug: Kueue admits PodSet b on Nodes whose one `pods` PodSet a
+// took; decided again before admission, diagnose admits it too and names the bug.
+TEST(KueueRecorded, PodsOfEarlierPodSetsKnownBug) {
+  expect_recorded_decisions("kueue-pods-bug", {"w"});
+  auto c = undecided("kueue-pods-bug", "w");
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  ASSERT_EQ(k.notes.size(), 1u);
+  EXPECT_NE(k.notes[0].find("Kueue v0.17.0 known bug"), std::string::npos) << k.notes[0];
+  for (auto& n : c.nodes) n.allocatable["pods"] = 2;  // room for a and b: no bug to name
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_TRUE(k.notes.empty());
 }
 
 // A Node named like the region: diagnose answers as the Topology says and names Kueue's bug;
