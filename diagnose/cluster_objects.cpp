@@ -736,9 +736,8 @@ resource_amounts pod_requests(const doc_node& spec, error_list& errors, std::str
   return pod_requests(read_pod_resources(spec, errors, path));
 }
 
-resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
-                                const pod_resources& template_pod,
-                                std::vector<std::string>* sources) {
+pod_resources kueue_pod(const cluster_objects& c, std::string_view ns,
+                        const pod_resources& template_pod, std::vector<std::string>* sources) {
   pod_resources pod = template_pod;
   std::vector<std::string> said;
   // 1. RuntimeClass overhead, only when the template sets none.
@@ -788,7 +787,37 @@ resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
   for (const auto& [k, v] : pod.pod_requests) pod_level = pod_level || pod_level_resource(k);
   if (pod_level) said.push_back("Pod-level requests (spec.resources)");
   if (sources) *sources = std::move(said);
-  return pod_requests(pod);
+  return pod;
+}
+
+resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
+                                const pod_resources& template_pod,
+                                std::vector<std::string>* sources) {
+  return pod_requests(kueue_pod(c, ns, template_pod, sources));
+}
+
+std::string kueue_resources_invalid(const cluster_objects& c, const workload& w) {
+  std::vector<std::string> errs;
+  for (std::size_t i = 0; i < w.podsets.size(); ++i) {
+    const pod_resources pod = kueue_pod(c, w.namespace_, w.podsets[i].resources, nullptr);
+    for (const auto& [list, field] : {std::pair{&pod.init_containers, "initContainers"},
+                                      std::pair{&pod.containers, "containers"}})
+      for (std::size_t j = 0; j < list->size(); ++j) {
+        const auto& ct = (*list)[j];
+        std::vector<std::string> over;  // resource_amounts is ordered: the names sorted
+        for (const auto& [r, v] : ct.requests)
+          if (auto l = ct.limits.find(r); l != ct.limits.end() && v > l->second)
+            over.push_back("\"" + r + "\"");
+        if (!over.empty())
+          errs.push_back("spec.podSets[" + std::to_string(i) + "].template.spec." + field + "[" +
+                         std::to_string(j) + "]: Invalid value: [" + detail::join(over, ",") +
+                         "]: requests must not exceed its limits");
+      }
+  }
+  if (errs.empty()) return {};
+  // Kubernetes' aggregate error: one error as it is, several in brackets.
+  return "resources validation failed: " +
+         (errs.size() == 1 ? errs.front() : "[" + detail::join(errs, ", ") + "]");
 }
 
 bool affinity_matches(const node_affinity& terms, const label_map& labels, std::string_view name) {

@@ -364,6 +364,14 @@ resource_amounts pod_requests(const doc_node& pod_spec, error_list& errors, std:
 // `sources` (optional) receives what was added, in words.
 resource_amounts kueue_requests(const cluster_objects& c, std::string_view ns,
                                 const pod_resources& pod, std::vector<std::string>* sources);
+// The Pod kueue_requests sums: the template with the overhead, the LimitRange defaults and
+// the limits for missing requests added.
+pod_resources kueue_pod(const cluster_objects& c, std::string_view ns, const pod_resources& pod,
+                        std::vector<std::string>* sources);
+// Kueue v0.17.0's resource validation of a Workload not yet admitted (the scheduler's, before
+// any flavor): a container of a PodSet, after kueue_pod, that requests more of a resource
+// than it limits keeps the Workload Pending with this message ("" when none does).
+std::string kueue_resources_invalid(const cluster_objects& c, const workload& w);
 
 // Whether the TopologySource's spec.nodeSelector selects labels (absent or {} selects all).
 [[nodiscard]] bool source_selects(const topology_source_object& src, const label_map& labels);

@@ -663,6 +663,11 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
   } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "queue") {
     r.conclusion = "Pending at the queue, before any flavor is tried: " + r.kueue.message + " (" +
                    r.kueue.reason + ")";
+  } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "resources") {
+    r.conclusion =
+        "Pending before any flavor is tried: a container requests more than it limits "
+        "once Kueue fills its requests: " +
+        r.kueue.message;
   } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "preemption") {
     r.conclusion = "Pending at quota and flavor choice: Kueue would preempt " +
                    join(r.kueue.preempts, ", ") + " to admit it: " + r.kueue.message;

@@ -127,8 +127,8 @@ struct kueue_decision {
   bool modelled = false;     // a ClusterQueue was found: the decision below is computed
   bool admissible = false;   // quota and placement admit every PodSet
   bool no_decision = false;  // a Kueue v0.17.0 bug leaves the Workload undecided (message)
-  std::string
-      step;  // what stops it: "queue", "quota", "preemption", "topology"; "" when admissible
+  // What stops it: "queue", "resources", "quota", "preemption", "topology"; "" when admissible.
+  std::string step;
   std::string podset;    // the PodSet that stops it
   std::string message;   // as Kueue words it ("couldn't assign flavors to pod set ...")
   std::string reason;    // Kueue's QuotaReserved reason: "Inadmissible" or "Pending"

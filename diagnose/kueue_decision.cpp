@@ -33,6 +33,19 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   const cluster_queue* q = route.cq;
   if (!q) return k;
   k.modelled = true;
+  if (std::string invalid = kueue_resources_invalid(c, w);
+      !invalid.empty() && !w.quota_reserved()) {
+    // The scheduler validates the requests against the limits before any flavor is tried.
+    k.step = "resources";
+    k.message = std::move(invalid);
+    k.reason = "Pending";
+    for (const auto& ps : w.podsets)
+      k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count, ps.count});
+    k.notes.push_back(
+        "the requests Kueue computes (LimitRange defaults, then limits for missing requests) "
+        "exceed a container's limits");
+    return k;
+  }
   if (route.assumed)
     k.notes.push_back("no LocalQueue was read: the only ClusterQueue, " + q->name +
                       ", is taken for queue " + w.queue_name);

@@ -212,6 +212,57 @@ TEST(KueueQueue, ReservedWaitsForItsAdmissionChecks) {
 // The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an
 // absent selector none; without Namespace objects the apiserver's kubernetes.io/metadata.name
 // label is what a namespace carries.
+// The scheduler's resource validation, before any flavor: a container whose requests, once
+// Kueue fills them (LimitRange defaults, then limits), exceed its limits keeps the Workload
+// Pending with Kueue's words; equal requests and limits pass.
+TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
+  auto c = tas_cluster();
+  podset ps = make_podset("main", 2, 0);
+  container_resources ct;
+  ct.name = "main";
+  ct.limits = {{"cpu", 2000}};
+  ps.resources.containers = {ct};
+  auto& w = add_workload(c, "w", {ps});
+  // Without a LimitRange the limit fills the missing request: 2 <= 2.
+  EXPECT_TRUE(decide(c, "w").admissible);
+  limit_range lr;
+  lr.namespace_ = "default";
+  lr.name = "defaults";
+  lr.has_container_item = true;
+  lr.default_requests = {{"cpu", 2000}};
+  c.limit_ranges.push_back(lr);
+  EXPECT_TRUE(decide(c, "w").admissible);  // the default request equals the limit
+  c.limit_ranges[0].default_requests = {{"cpu", 2001}, {"memory", 1ll << 30}};
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "resources");
+  EXPECT_EQ(k.reason, "Pending");
+  EXPECT_EQ(k.message,
+            "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
+            "value: [\"cpu\"]: requests must not exceed its limits");
+  for (const auto& p : k.podsets) EXPECT_EQ(p.stage, "not reached");
+  const auto r = diagnose_pending(c, "default", "w");
+  EXPECT_NE(r.conclusion.find("Pending before any flavor is tried"), std::string::npos)
+      << r.conclusion;
+  // The LimitRange of another namespace does not apply.
+  c.limit_ranges[0].namespace_ = "other";
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.limit_ranges[0].namespace_ = "default";
+  // Two containers over their limits (an init container first), two resources in one: Kubernetes'
+  // aggregate, in brackets.
+  w.podsets[0].resources.init_containers = {ct};
+  w.podsets[0].resources.containers[0].limits["memory"] = 1;
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "resources validation failed: [spec.podSets[0].template.spec.initContainers[0]: "
+            "Invalid value: [\"cpu\"]: requests must not exceed its limits, "
+            "spec.podSets[0].template.spec.containers[0]: Invalid value: [\"cpu\",\"memory\"]: "
+            "requests must not exceed its limits]");
+  // A Workload that holds its reservation is Kueue's answer, not validated again.
+  w.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
 TEST(KueueQueue, NamespaceSelector) {
   auto c = tas_cluster();
   add_workload(c, "w", {make_podset("main", 2, 1000)});
@@ -256,9 +307,12 @@ TEST(KueueQueue, NoLocalQueueReadTakesTheOnlyClusterQueue) {
 
 // Fixtures recorded from real Kueue v0.17.0 in the TAS lab (test/e2e/tas/kueue-decision/
 // request-limitrange-runtimeclass.json, node-affinity.json, queue-route.json, min-count.json,
-// slices.json): each Workload, decided again on the cluster Kueue decided it on (the Workloads
-// submitted after it left out, its own decision cleared), gets Kueue's recorded answer: word
-// for word (message and reason) when Pending, the count and the Nodes when admitted.
+// slices.json, node-facts.json, flavor-prefer-no-schedule-and-tolerations.json,
+// total-nodes-excluded.json, gpu-usage-tolerations.json, request-limits-pod-level.json,
+// pods-known-bug.json): each Workload, decided again on the
+// cluster Kueue decided it on (the Workloads submitted after it left out, its own decision
+// cleared), gets Kueue's recorded answer: word for word (message and reason) when Pending, the
+// count and the Nodes when admitted.
 void expect_recorded_decisions(const std::string& dir, const std::vector<std::string>& order) {
   const auto all = load(dir);
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -396,6 +450,97 @@ TEST(KueueRecorded, PreemptionLowerPriority) {
   const auto k = diagnose_pending(c, "default", "w-preempts").kueue;
   EXPECT_TRUE(k.preempts.empty());
   EXPECT_EQ(k.message.find("Pending the preemption"), std::string::npos) << k.message;
+}
+
+// Workload NAME of fixture DIR alone, its decision cleared: to be decided again.
+cluster_objects undecided(const std::string& dir, const std::string& name) {
+  auto c = load(dir);
+  std::erase_if(c.workloads, [&](const workload& w) { return w.name != name; });
+  c.workloads.at(0).conditions.clear();
+  c.workloads[0].assignments.clear();
+  c.workloads[0].admitted_cluster_queue.clear();
+  return c;
+}
+
+// The TAS lab's node-facts: a Node without a Ready condition is left out, an over-committed
+// one subtracts from its zone, one without pods allocatable holds none.
+TEST(KueueRecorded, NodeFacts) {
+  expect_recorded_decisions("kueue-node-facts", {"w-three", "w-two"});
+  // Without the over-commitment on n-a1 the zone holds the three Pods.
+  auto c = undecided("kueue-node-facts", "w-three");
+  std::erase_if(c.pods, [](const k8s_pod& p) { return p.node_name == "n-a1"; });
+  EXPECT_TRUE(decide(c, "w-three").admissible);
+}
+
+// The TAS lab's flavor-prefer-no-schedule-and-tolerations: the flavor's PreferNoSchedule
+// nodeTaint is ignored and its tolerations cover the Nodes' gpu taint.
+TEST(KueueRecorded, FlavorTolerationsAndPreferNoSchedule) {
+  expect_recorded_decisions("kueue-flavor-tolerations", {"w"});
+  auto c = undecided("kueue-flavor-tolerations", "w");
+  ASSERT_EQ(c.flavors.size(), 1u);
+  auto flavor = c.flavors[0];
+  c.flavors[0].tolerations.clear();  // the PodSet tolerates nothing itself
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("excluded: taint \"gpu=true:NoSchedule\": 4"), std::string::npos)
+      << k.message;
+  c.flavors[0] = flavor;
+  ASSERT_EQ(c.flavors[0].node_taints.size(), 1u);
+  c.flavors[0].node_taints[0].effect = "NoSchedule";  // now it counts
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("untolerated taint"), std::string::npos) << k.message;
+}
+
+// The TAS lab's total-nodes-excluded: Kueue's "Total nodes: N; excluded: ..." by first cause.
+TEST(KueueRecorded, TotalNodesExcluded) {
+  expect_recorded_decisions("kueue-total-nodes", {"w-excluded", "w-one"});
+  auto c = undecided("kueue-total-nodes", "w-excluded");
+  for (auto& n : c.nodes)
+    if (n.name == "n-a1") n.taints.clear();
+  EXPECT_TRUE(decide(c, "w-excluded").admissible);
+}
+
+// The TAS lab's gpu-usage-tolerations: GPU usage (an extended resource) on a tainted pool,
+// PodSets with and without the toleration.
+TEST(KueueRecorded, GpuUsageAndTolerations) {
+  expect_recorded_decisions("kueue-gpu-usage",
+                            {"w-untolerating", "w-tolerating", "w-tolerating-one"});
+  // Without n-a1's 6 GPUs of usage, the last Workload's 2 x 2 GPUs fit there.
+  auto c = load("kueue-gpu-usage");
+  for (auto& w : c.workloads)
+    if (w.name == "w-tolerating-one") w.conditions.clear();
+  std::erase_if(c.pods, [](const k8s_pod& p) { return p.node_name == "n-a1"; });
+  EXPECT_TRUE(decide(c, "w-tolerating-one").admissible);
+}
+
+// The TAS lab's request-limits-pod-level: limits for missing requests, Pod-level requests.
+TEST(KueueRecorded, LimitsAndPodLevelRequests) {
+  expect_recorded_decisions("kueue-requests-pod-level", {"limits-only", "pod-level-above",
+                                                         "limits-with-request", "pod-level-small"});
+  // limits-only with a 2-CPU limit requests 2: a zone of two 4-CPU Nodes holds all three.
+  auto c = undecided("kueue-requests-pod-level", "limits-only");
+  auto& ps = c.workloads.at(0).podsets.at(0);
+  ASSERT_EQ(ps.resources.containers.size(), 1u);
+  ps.resources.containers[0].limits["cpu"] = 2000;
+  ps.requests = kueue_requests(c, "default", ps.resources, nullptr);
+  EXPECT_EQ(ps.requests["cpu"], 2000);
+  EXPECT_TRUE(decide(c, "limits-only").admissible);
+}
+
+// The TAS lab's pods-known-bug: Kueue admits PodSet b on Nodes whose one `pods` PodSet a
+// took; decided again before admission, diagnose admits it too and names the bug.
+TEST(KueueRecorded, PodsOfEarlierPodSetsKnownBug) {
+  expect_recorded_decisions("kueue-pods-bug", {"w"});
+  auto c = undecided("kueue-pods-bug", "w");
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  ASSERT_EQ(k.notes.size(), 1u);
+  EXPECT_NE(k.notes[0].find("Kueue v0.17.0 known bug"), std::string::npos) << k.notes[0];
+  for (auto& n : c.nodes) n.allocatable["pods"] = 2;  // room for a and b: no bug to name
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible);
+  EXPECT_TRUE(k.notes.empty());
 }
 
 // A Node named like the region: diagnose answers as the Topology says and names Kueue's bug;

@@ -21,6 +21,10 @@ Usage: tas-lab.sh up [SCENARIO.json]   start (idempotent) and load the base inve
                                       relabelled, and which Workloads Kueue evicted and
                                       readmitted (exit 3 when they disagree or an
                                       expectation is not met)
+       tas-lab.sh dump DIR            the loaded scenario's objects (after run --keep) as
+                                      `kubectl get -o json` lists, one file a kind, for
+                                      `topogate diagnose --from DIR` (the fixtures of
+                                      test/fixtures/diagnose/kueue-*)
        tas-lab.sh nfd start|stop     start or stop nfd-master alone (TAS_LAB_NFD_FLAGS)
        tas-lab.sh relabel            the labeler once more, against the snapshot topogate serves
        tas-lab.sh status | down | env
@@ -273,6 +277,36 @@ def cmd_relabel(lab, *_):
     return lab.label(sys.stdout)
 
 
+# The kinds a fixture holds (diagnose --from reads one file a kind): file -> the lab's kind.
+DUMP = {"nodes.json": "nodes", "pods.json": "pods", "topologysources.json": "topologysources.worker.gpustack.ai",
+        "topologies.json": "topologies.kueue.x-k8s.io", "resourceflavors.json": "resourceflavors.kueue.x-k8s.io",
+        "clusterqueues.json": "clusterqueues.kueue.x-k8s.io", "localqueues.json": "localqueues.kueue.x-k8s.io",
+        "workloads.json": "workloads.kueue.x-k8s.io", "limitranges.json": "limitranges",
+        "runtimeclasses.json": "runtimeclasses.node.k8s.io"}
+
+
+def cmd_dump(lab, out=None, *_):
+    from .kube import KINDS
+    if not out:
+        raise Failed("usage: tas-lab.sh dump DIR")
+    lab.prepare()
+    lab.require_up()
+    lab.cp_env()
+    os.makedirs(out, exist_ok=True)
+    for name, kind in DUMP.items():
+        items = []
+        for o in lab.api.list(kind, scenario.OWNED):
+            o.get("metadata", {}).pop("managedFields", None)
+            api_version, k = KINDS[kind]
+            items.append({"apiVersion": api_version, "kind": k, **o})
+        if items:
+            with open(os.path.join(out, name), "w") as f:
+                json.dump({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
+                          f, indent=4)
+                f.write("\n")
+    return 0
+
+
 def cmd_env(lab, *_):
     if lab.has_control_plane():
         lab.cp_env()
@@ -280,7 +314,7 @@ def cmd_env(lab, *_):
     return 0
 
 
-COMMANDS = {"up": cmd_up, "run": cmd_run, "change": cmd_change, "status": cmd_status, "down": cmd_down,
+COMMANDS = {"up": cmd_up, "run": cmd_run, "change": cmd_change, "dump": cmd_dump, "status": cmd_status, "down": cmd_down,
             "nfd": cmd_nfd, "relabel": cmd_relabel, "env": cmd_env}
 
 

@@ -71,8 +71,8 @@ def wait_decision(api, name, timeout, settle, ns=NS):
         d = decision(api, name, ns)
         if d["decision"] != last:
             last, since = d["decision"], time.time()
-        # Admission is final here (no preemption in these scenarios); a Pending decision must
-        # hold for `settle` seconds.
+        # An admission is recorded at once (a later preemption of it shows as decisionLater);
+        # a Pending decision must hold for `settle` seconds.
         if last == "admitted" or (last is not None and time.time() - since >= settle):
             return d
         if time.time() > deadline:
@@ -192,6 +192,8 @@ def run_workloads(api, s, create_workload, timeout=60.0, settle=1.5):
                 wait = 3.0
         kd = wait_decision(api, w["name"], wait, settle, wns)
         seen.append((w, kd, diagnose(w["name"], wns)))
+        if "Pending the preemption" in (kd.get("message") or ""):
+            settle_preemption(api, s, w["name"], wns)
     ch = chain()
     rc = 0
     for w, kd, dg in seen:
@@ -204,6 +206,25 @@ def run_workloads(api, s, create_workload, timeout=60.0, settle=1.5):
         if not emit(line, s, "expect", w, kd, dg):
             rc = 3
     return rc
+
+
+def settle_preemption(api, s, name, ns=NS, timeout=30.0):
+    """After Kueue decided to preempt for NAME: complete the evictions as a job integration
+    would (release_if_evicted) until NAME is admitted or no longer waits for a preemption,
+    and none of the scenario's Workloads holds a reservation while evicted. Without it Kueue
+    v0.17.0 keeps NAME at the head of its ClusterQueue, waiting, and never takes the
+    Workloads queued after it."""
+    from .kueue import release_if_evicted
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        released = [release_if_evicted(api, w["name"]) for w in s["workloads"] if w.get("namespace", NS) == NS]
+        d = decision(api, name, ns)
+        waiting = d["decision"] != "admitted" and "Pending the preemption" in (d.get("message") or "")
+        if not any(released) and not waiting:
+            return d
+        time.sleep(0.3)
+    print(f"tas-lab: the preemption for {ns}/{name} did not settle within {timeout:.0f} s", file=sys.stderr)
+    return decision(api, name, ns)
 
 
 def reserved(api, s):

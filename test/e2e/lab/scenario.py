@@ -182,13 +182,14 @@ def changed(s):
 
 def covered(s):
     """The ClusterQueue's covered resources: coveredResourcesOnly, else cpu, memory, every
-    resource a PodSet requests and coveredResources."""
+    resource a PodSet requests (its containers' requests or limits, its Pod-level requests)
+    and coveredResources."""
     if s.get("coveredResourcesOnly"):
         return list(s["coveredResourcesOnly"])
     res = ["cpu", "memory"]
     for w in s["workloads"]:
         for p in w["podSets"]:
-            for r in (p.get("requests") or {}):
+            for r in [*(p.get("requests") or {}), *(p.get("limits") or {}), *(p.get("podRequests") or {})]:
                 if r not in res:
                     res.append(r)
     for r in s.get("coveredResources") or []:

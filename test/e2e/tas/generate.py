@@ -11,7 +11,10 @@ omit the finest level (a shorter profile, a second flavor), uneven CPU/memory ca
 and existing usage (bound Pods), and one to three Workloads: a size and per-Pod request,
 and a required level, a preferred level or none; then the traits of add_traits (quota
 below capacity, several PodSets and groups, a tainted GPU pool, Nodes without Ready),
-drawn from a stream of their own; and, from another, a cohort (add_cohort).
+drawn from a stream of their own; from others, a cohort (add_cohort) or preemption by
+priority (add_preemption); and, from one more, the other inputs of Kueue's decision
+(add_inputs: node affinity, limits and Pod-level requests, LimitRange defaults, queue
+states, minCount, slices).
 """
 import argparse
 import json
@@ -70,6 +73,8 @@ def case(seed, i):
          "nodes": nodes, "workloads": workloads}
     add_traits(c, random.Random(f"{seed}/{i}/traits"))
     add_cohort(c, random.Random(f"{seed}/{i}/cohort"))
+    add_preemption(c, random.Random(f"{seed}/{i}/preemption"))
+    add_inputs(c, random.Random(f"{seed}/{i}/inputs"))
     return c
 
 
@@ -158,6 +163,110 @@ def add_cohort(c, rnd):
             w["queueName"] = "lender"
         w["traits"] = [t for t in w["traits"] if t != "quota"]
         w["traits"].insert(0, "cohort")
+
+
+def add_preemption(c, rnd):
+    """Preemption within the ClusterQueue, from a stream of its own (cases outside a cohort
+    only): withinClusterQueue LowerPriority, a CPU quota below the Nodes' when none is set,
+    and a priority on each Workload, so a later one may preempt earlier ones (the lab
+    completes the evictions, as a job integration would, before the next Workload)."""
+    if c.get("cohort") or rnd.random() >= 0.12:
+        return
+    if not c.get("quota"):
+        total = sum(milli(n["allocatable"]["cpu"]) for n in c["nodes"])
+        c["quota"] = {"cpu": f"{max(1000, int(total * rnd.uniform(0.25, 0.75)) // 500 * 500)}m",
+                      "memory": "4Ti"}
+    c["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    for w in c["workloads"]:
+        w["priority"] = rnd.choice([0, 10, 100, 1000])
+        w["traits"].insert(0, "preemption")
+
+
+def divisors(n):
+    return [d for d in range(2, n + 1) if n % d == 0]
+
+
+def add_inputs(c, rnd):
+    """The inputs of a Workload's decision beyond its Nodes and quota, from a stream of
+    their own again (the cases without them are unchanged), each on the Workload's first
+    PodSet and named as a trait: a required node affinity (`affinity`: In on the top level's
+    values, NotIn on host names or metadata.name, Exists on the finest level, or two terms
+    ORed); limits without requests (`limits`); Pod-level requests over the containers'
+    (`pod-level`); a LimitRange's container defaults for PodSets without a CPU request
+    (`limitrange`); a stopped ClusterQueue (`queue-inactive`, not with a cohort) and a
+    queue name no LocalQueue has (`no-local-queue`); partial admission (`min-count`: a
+    minCount below the count); and slices (`slices`: a slice level at or below the required
+    level, a slice size dividing the count), the last two not on a leader + workers group."""
+    nodes, workloads = c["nodes"], c["workloads"]
+    levels = c["topologySource"]["levels"]
+    if rnd.random() < 0.1:
+        default_request = rnd.choice(["500m", "1", "2", "3"])
+        lr = {"name": "container-defaults", "limits": [{"type": "Container", "defaultRequest": {"cpu": default_request}}]}
+        if rnd.random() < 0.4:  # a default limit no request (defaulted or not) exceeds
+            top = max([milli(default_request)] + [milli(p["requests"]["cpu"]) for w in workloads
+                                                   for p in w["podSets"] if "cpu" in p["requests"]])
+            lr["limits"][0]["default"] = {"cpu": f"{max(top, rnd.choice([1000, 2000, 4000]))}m"}
+        c["limitRanges"] = [lr]
+        for w in workloads:
+            if rnd.random() < 0.6:
+                del w["podSets"][0]["requests"]["cpu"]
+                w["traits"].append("limitrange")
+    if not c.get("cohort") and rnd.random() < 0.04:
+        c["queue"] = {"stopPolicy": "Hold"}
+        for w in workloads:
+            w["traits"].append("queue-inactive")
+    for w in workloads:
+        ps = w["podSets"][0]
+        grouped = any(p.get("podSetGroupName") for p in w["podSets"])
+        if not w.get("queueName") and rnd.random() < 0.04:
+            w["queueName"] = "missing"
+            w["traits"].append("no-local-queue")
+        if rnd.random() < 0.12:
+            ps["nodeAffinity"] = affinity(rnd, nodes, levels)
+            w["traits"].append("affinity")
+        r = rnd.random()
+        if r < 0.1 and "cpu" in ps["requests"]:
+            moved = [k for k in ps["requests"] if k == "cpu" or rnd.random() < 0.5]
+            ps["limits"] = {k: ps["requests"].pop(k) for k in moved}
+            w["traits"].append("limits")
+        elif r < 0.18 and "cpu" in ps["requests"]:
+            cpu = milli(ps["requests"]["cpu"])
+            ps["podRequests"] = {"cpu": f"{cpu + rnd.choice([0, 500, 1000, 2000])}m"}
+            if rnd.random() < 0.4:
+                del ps["requests"]["cpu"]
+            w["traits"].append("pod-level")
+        if grouped:
+            continue
+        if ps["count"] > 1 and rnd.random() < 0.12:
+            ps["minCount"] = rnd.randint(1, ps["count"] - 1)
+            w["traits"].append("min-count")
+        elif divisors(ps["count"]) and rnd.random() < 0.12:
+            top = ps.get("required")
+            below = (levels + [HOST])[(levels + [HOST]).index(top):] if top else levels + [HOST]
+            ps["sliceLevel"] = rnd.choice(below)
+            ps["sliceSize"] = rnd.choice(divisors(ps["count"]))
+            ps.pop("preferred", None)  # a slice-only request: unconstrained above its slices
+            w["traits"].append("slices")
+
+
+def affinity(rnd, nodes, levels):
+    """A PodSet's required node affinity (nodeSelectorTerms) over the case's own labels."""
+    names = [n["name"] for n in nodes]
+    tops = sorted({n["labels"][levels[0]] for n in nodes if levels[0] in n["labels"]})
+
+    def term():
+        k = rnd.choice(["top-in", "host-not-in", "name-not-in", "finest-exists"])
+        if k == "top-in":
+            return {"matchExpressions": [{"key": levels[0], "operator": "In",
+                                          "values": rnd.sample(tops, max(1, len(tops) // 2))}]}
+        if k == "host-not-in":
+            return {"matchExpressions": [{"key": HOST, "operator": "NotIn",
+                                          "values": rnd.sample(names, max(1, len(names) // 3))}]}
+        if k == "name-not-in":
+            return {"matchFields": [{"key": "metadata.name", "operator": "NotIn",
+                                     "values": rnd.sample(names, max(1, len(names) // 4))}]}
+        return {"matchExpressions": [{"key": levels[-1], "operator": "Exists"}]}
+    return [term() for _ in range(1 if rnd.random() < 0.75 else 2)]
 
 
 def main():
