@@ -166,11 +166,27 @@ def add_cohort(c, rnd):
 
 
 def add_preemption(c, rnd):
-    """Preemption within the ClusterQueue, from a stream of its own (cases outside a cohort
-    only): withinClusterQueue LowerPriority, a CPU quota below the Nodes' when none is set,
-    and a priority on each Workload, so a later one may preempt earlier ones (the lab
-    completes the evictions, as a job integration would, before the next Workload)."""
-    if c.get("cohort") or rnd.random() >= 0.12:
+    """Preemption within the ClusterQueue, from a stream of its own (cases outside a cohort):
+    withinClusterQueue LowerPriority, a CPU quota below the Nodes' when none is set, and a
+    priority on each Workload, so a later one may preempt earlier ones (the lab completes the
+    evictions, as a job integration would, before the next Workload). In a cohort
+    (`reclaim`): reclaimWithinCohort Any or LowerPriority, sometimes withinClusterQueue
+    LowerPriority and borrowWithinCohort with a maxPriorityThreshold, and priorities."""
+    if c.get("cohort"):
+        if rnd.random() >= 0.5:
+            return
+        p = {"reclaimWithinCohort": rnd.choice(["Any", "LowerPriority"])}
+        if rnd.random() < 0.5:
+            p["withinClusterQueue"] = "LowerPriority"
+        if p["reclaimWithinCohort"] == "LowerPriority" and rnd.random() < 0.5:
+            p["borrowWithinCohort"] = {"policy": "LowerPriority",
+                                       "maxPriorityThreshold": rnd.choice([0, 10, 100])}
+        c["preemption"] = p
+        for w in c["workloads"]:
+            w["priority"] = rnd.choice([0, 10, 100, 1000])
+            w["traits"].insert(0, "reclaim")
+        return
+    if rnd.random() >= 0.12:
         return
     if not c.get("quota"):
         total = sum(milli(n["allocatable"]["cpu"]) for n in c["nodes"])
