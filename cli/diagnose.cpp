@@ -1,5 +1,6 @@
-// topogate diagnose {chain|pending WORKLOAD}: the runbook's "Verify the scheduling chain" and
-// "Diagnose Pending workloads" over the cluster's objects, read from `kubectl get ... -o json`
+// topogate diagnose {chain|pending WORKLOAD|change --revision FILE}: the runbook's "Verify the
+// scheduling chain", "Diagnose Pending workloads" and the Workload impact of "Change a live
+// hierarchy" over the cluster's objects, read from `kubectl get ... -o json`
 // files or from the Kubernetes API. Exit 0 clean (chain) / not pending (pending), 1 findings /
 // pending, 2 usage, I/O or API error.
 
@@ -20,6 +21,8 @@
 #include "core/result.hpp"
 #include "core/snapshot.hpp"
 #include "core/syntax.hpp"
+#include "core/topology_source.hpp"
+#include "diagnose/change.hpp"
 #include "diagnose/cluster_objects.hpp"
 #include "kube/api_error.hpp"
 #include "kube/client.hpp"
@@ -52,6 +55,10 @@ constexpr std::string_view usage_head =
     "                        --snapshot-token-file FILE, a reader's token, and\n"
     "                        --snapshot-ca-file FILE, the CA of its certificate)\n"
     "  --worker-namespace NS the namespace GPUStack writes NodeFeatures in (gpustack-system)\n"
+    "change (a candidate revision before it is published):\n"
+    "  --revision FILE       the snapshot (topology.gpustack.ai/v1alpha1) to publish\n"
+    "  --source FILE         the TopologySource it is for, as it will be (new levels); default:\n"
+    "                        the only TopologySource read\n"
     "input (online: list the objects from the Kubernetes API):\n";
 constexpr std::string_view usage_tail =
     "\n"
@@ -61,12 +68,14 @@ constexpr std::string_view usage_tail =
     "nodefeatures (nfd.k8s-sigs.io) and the ConfigMaps configMap sources name.\n"
     "\n"
     "exit status: chain: 0 complete, 1 findings; pending: 0 the Workload holds a\n"
-    "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
+    "reservation, 1 it is pending (the diagnosis says why); change: 0 no Workload stranded,\n"
+    "1 some stranded; 2 usage, I/O or API error, or a revision that does not validate\n";
 
 std::string usage_text() {
   const std::string p(program_name());
   return "usage:\n  " + p + " diagnose chain [input] [--output text|json]\n  " + p +
-         " diagnose pending WORKLOAD [-n NAMESPACE] [input] [--output text|json]\n" +
+         " diagnose pending WORKLOAD [-n NAMESPACE] [input] [--output text|json]\n  " + p +
+         " diagnose change --revision FILE [--source FILE] [input] [--output text|json]\n" +
          std::string(usage_head) + std::string(kube_flags_usage) + std::string(usage_tail);
 }
 
@@ -97,6 +106,7 @@ struct options {
   std::vector<std::pair<std::string, std::string>> snapshot_urls;  // source ("" any) -> URL
   std::string snapshot_token_file, snapshot_ca_file;
   std::string worker_namespace;
+  std::string revision_file, source_file;  // change
 };
 
 std::optional<int> parse_args(args a, options& o) {
@@ -137,7 +147,9 @@ std::optional<int> parse_args(args a, options& o) {
                                                   "--worker-namespace",
                                                   "--snapshot-url",
                                                   "--snapshot-token-file",
-                                                  "--snapshot-ca-file"};
+                                                  "--snapshot-ca-file",
+                                                  "--revision",
+                                                  "--source"};
     if (std::find(std::begin(valued), std::end(valued), name) == std::end(valued) &&
         !is_kube_value_flag(name))
       return usage_error("unknown option " + std::string(arg));
@@ -176,11 +188,15 @@ std::optional<int> parse_args(args a, options& o) {
       o.snapshot_token_file = v;
     } else if (name == "--snapshot-ca-file") {
       o.snapshot_ca_file = v;
+    } else if (name == "--revision") {
+      o.revision_file = v;
+    } else if (name == "--source") {
+      o.source_file = v;
     } else {
       set_kube_flag(o.kube, name, v);
     }
   }
-  if (positional.empty()) return usage_error("missing what to diagnose (chain or pending)");
+  if (positional.empty()) return usage_error("missing what to diagnose (chain, pending or change)");
   o.what = std::string(positional[0]);
   if (o.what == "chain") {
     if (positional.size() > 1) return usage_error("chain takes no WORKLOAD");
@@ -197,9 +213,14 @@ std::optional<int> parse_args(args a, options& o) {
     o.workload_ns = ns;
     o.namespace_given = !ns.empty();
     o.workload_name = w;
+  } else if (o.what == "change") {
+    if (positional.size() > 1) return usage_error("change takes no WORKLOAD");
+    if (o.revision_file.empty()) return usage_error("change needs --revision FILE");
   } else {
-    return usage_error("unknown diagnosis \"" + o.what + "\" (chain or pending)");
+    return usage_error("unknown diagnosis \"" + o.what + "\" (chain, pending or change)");
   }
+  if (o.what != "change" && (!o.revision_file.empty() || !o.source_file.empty()))
+    return usage_error("--revision and --source are for change");
   if (!o.snapshot_urls.empty() && (o.snapshot_token_file.empty() || o.snapshot_ca_file.empty()))
     return usage_error("--snapshot-url needs --snapshot-token-file and --snapshot-ca-file");
   const bool offline = !o.from_dir.empty() || !o.files.empty();
@@ -401,7 +422,30 @@ int run_diagnose(args a) {
 
   std::string out;
   int rc = exit_clean;
-  if (o.what == "chain") {
+  if (o.what == "change") {
+    auto text = util::read_file(o.revision_file, core::max_snapshot_bytes);
+    if (!text) return io_error(text.error().message);
+    const auto snap = core::decode_snapshot(*text);
+    if (!snap.ok())
+      return io_error(o.revision_file + ": not a snapshot: " + core::render_text(snap.errors));
+    std::optional<core::topology_source> src;
+    if (!o.source_file.empty()) {
+      auto st = util::read_file(o.source_file, kube::max_dump_bytes);
+      if (!st) return io_error(st.error().message);
+      const auto d = core::decode_any(*st);
+      if (!d.ok()) return io_error(o.source_file + ": " + d.errors.front().to_string());
+      auto v = core::validate_topology_source(d.root);
+      if (!v.ok()) return io_error(o.source_file + ": " + core::render_text(v.errors));
+      src = std::move(v.source);
+    } else {
+      std::string why;
+      src = diagnose::source_of(objects, "", why);
+      if (!src) return io_error(why);
+    }
+    const auto report = diagnose::diagnose_change(objects, *src, snap.value);
+    out = o.json ? diagnose::render_change_json(report) : diagnose::render_change_text(report);
+    rc = !report.ok() ? exit_usage : report.stranded ? exit_findings : exit_clean;
+  } else if (o.what == "chain") {
     const auto report = diagnose::check_chain(objects);
     out = o.json ? diagnose::render_chain_json(report) : diagnose::render_chain_text(report);
     rc = report.clean() ? exit_clean : exit_findings;
