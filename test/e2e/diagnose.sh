@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `topogate diagnose chain|pending` online, against a real kube-apiserver
+# `topogate diagnose chain|pending|change` online, against a real kube-apiserver
 # (control-plane.sh) with the Kueue CRDs (sigs.k8s.io/kueue v0.17.0, from the Go
 # module proxy) and the chart's CRDs installed. The runbook scenarios of
 # test/fixtures/diagnose/ are created with kubectl (objects, then their status
@@ -216,6 +216,19 @@ same_report "broken chain: findings" 1 "$fx/broken-chain" chain
 tg chain --kubeconfig "$KUBECONFIG" --output json >"$work/chain.json" || true
 found=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$work/chain.json")
 [[ $found == 8 ]] && pass "broken chain: 8 findings online" || fail "broken chain: $found findings online"
+
+section "online: a hierarchy change before it is published (diagnose change)"
+unload_scenario "$fx/broken-chain" && pass "broken-chain objects deleted" || fail "broken-chain objects remain"
+n=$(load_scenario "$fx/change-zone-rack")
+pass "change-zone-rack: $n objects created with kubectl"
+same_report "zone -> zone + rack: one pair stranded" 1 "$fx/change-zone-rack" change \
+  --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json"
+same_report "same profiles: nothing evicted" 0 "$fx/change-zone-rack" change --revision "$fx/change-zone-rack-same.yaml"
+tg change --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json" \
+  --kubeconfig "$KUBECONFIG" --output json >"$work/change.json" || true
+got=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print(s["evicted"], s["admittedAgain"], s["stranded"])' "$work/change.json")
+[[ $got == "2 1 1" ]] && pass "zone -> zone + rack online: evicted 2, admitted again 1, stranded 1" ||
+  fail "zone -> zone + rack online: $got"
 
 echo "diagnose: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
 ((fails == 0))
