@@ -28,6 +28,8 @@ std::string_view to_string(push_outcome o) noexcept {
       return "precondition_failed";
     case push_outcome::impact_refused:
       return "impact_refused";
+    case push_outcome::validated:
+      return "validated";
     case push_outcome::unavailable:
       return "unavailable";
     case push_outcome::busy:
@@ -81,6 +83,29 @@ push_result refusal(push_outcome o, std::string message,
   r.retry_after = retry_after;
   return r;
 }
+
+}  // namespace
+
+push_result impact_refusal(const inventory& inv, const inventory::prepared& p) {
+  const auto& im = *p.result.impact;
+  const auto limit = inv.config().max_profile_changes;
+  auto r = refusal(push_outcome::impact_refused,
+                   "revision " + (p.refused ? p.refused->revision_id : std::string()) +
+                       " changes the profile of " + std::to_string(im.profile_changes()) +
+                       " Node(s) and makes " + std::to_string(im.flavor_changes()) +
+                       " profile(s) appear or disappear, more than "
+                       "maxProfileChanges " +
+                       std::to_string(limit) +
+                       "; review the impact and push again with Topogate-Accept-Impact: " +
+                       p.result.impact_baseline_etag);
+  r.impact = p.result.impact;
+  r.impact_baseline_etag = p.result.impact_baseline_etag;
+  r.max_profile_changes = limit;
+  r.served = inv.current();
+  return r;
+}
+
+namespace {
 
 std::string seconds_text(std::chrono::milliseconds d) {
   char buf[32];
@@ -244,22 +269,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   if (p.result.impact_refused) {
     // Valid, but it conflicts with the served revision under the inventory's policy; the same
     // body succeeds once the impact is accepted.
-    const auto& im = *p.result.impact;
-    const auto limit = inv.config().max_profile_changes;
-    auto r = refusal(push_outcome::impact_refused,
-                     "revision " + (p.refused ? p.refused->revision_id : std::string()) +
-                         " changes the profile of " + std::to_string(im.profile_changes()) +
-                         " Node(s) and makes " + std::to_string(im.flavor_changes()) +
-                         " profile(s) appear or disappear, more than "
-                         "maxProfileChanges " +
-                         std::to_string(limit) +
-                         "; review the impact and push again with Topogate-Accept-Impact: " +
-                         p.result.impact_baseline_etag);
-    r.impact = p.result.impact;
-    r.impact_baseline_etag = p.result.impact_baseline_etag;
-    r.max_profile_changes = limit;
-    r.served = inv.current();
-    return r;
+    return impact_refusal(inv, p);
   }
   if (!p.candidate) {
     auto r = refusal(push_outcome::invalid, "snapshot is invalid");

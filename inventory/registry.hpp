@@ -89,6 +89,7 @@ enum class push_outcome {
   invalid,              // the snapshot breaks rules: `errors`
   precondition_failed,  // If-Match does not match, or another replica published first
   impact_refused,       // valid, but over maxProfileChanges without acceptance
+  validated,            // dry run (dryRun=All): valid and within the policy; nothing stored
   unavailable,          // no store, the store failed or did not answer within store.timeout
   busy,                 // max_pushes_in_progress already in progress for this inventory
 };
@@ -165,6 +166,14 @@ class registry {
   push_result push(std::string_view name, std::string_view body,
                    std::optional<std::string> if_match, std::string actor,
                    std::optional<std::string> accept_impact = std::nullopt);
+  // PUT /snapshots/{name}?dryRun=All: the push's answer without the push. Validated on the
+  // inventory's lane against what it serves (its Node list, its baseline, maxProfileChanges
+  // and an acceptance, If-Match against the served ETag), then answered `validated` (with
+  // the candidate and its impact), `invalid`, `impact_refused` or `precondition_failed`.
+  // Nothing is stored, published, counted or recorded in the history, and the store is not
+  // called. `done` as for push_async.
+  void dry_run_async(push_request req, std::function<void(push_result)> done);
+  push_result dry_run(push_request req);
   // The JSON documents of GET /snapshots/{name}/status and /history; nullopt for an
   // unknown inventory.
   [[nodiscard]] std::optional<std::string> status_json(std::string_view name) const;

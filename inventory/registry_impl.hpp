@@ -281,4 +281,7 @@ struct registry::impl {
                          const inventory::offer_options& opts);
 };
 
+// The 409 a push over maxProfileChanges gets (push.cpp), for a push and a dry run alike.
+push_result impact_refusal(const inventory& inv, const inventory::prepared& p);
+
 }  // namespace topogate::inventory
