@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/diagnose_kube.hpp"
 #include "cli/kube_flags.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
@@ -305,46 +306,19 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
   // kubectl's default namespace: the context's, unless -n (or NAMESPACE/NAME) says otherwise.
   if (!o.namespace_given && !conn.default_namespace.empty()) o.workload_ns = conn.default_namespace;
   auto& api = *conn.api;
-  struct resource {
-    std::vector<std::string> paths;  // preferred version first
-    const char* what;
-    // A kind that only refines the answer (Kueue's request adjustments, namespace labels,
-    // the NFD hop): a caller not allowed to list it gets a note, not a failure, so an RBAC
-    // written before diagnose read it keeps working.
-    bool optional = false;
+  // Only the chain reads the NFD hop, and only for writing sources (listed before).
+  const auto nfd_hop = [&] {
+    return o.what == "chain" && std::any_of(objects.sources.begin(), objects.sources.end(),
+                                            [](const auto& s) { return s.writes; });
   };
-  const std::vector<resource> resources = {
-      {{"/api/v1/nodes"}, "nodes"},
-      // Terminated Pods request nothing the diagnosis counts; the API leaves them out.
-      {{"/api/v1/pods?fieldSelector=" +
-        kube::url_encode("status.phase!=Succeeded,status.phase!=Failed")},
-       "pods"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"},
-       "topologies"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors"},
-       "resourceflavors"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"},
-       "clusterqueues"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/localqueues", "/apis/kueue.x-k8s.io/v1beta1/localqueues"},
-       "localqueues"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads"},
-       "workloads"},
-      {{"/apis/worker.gpustack.ai/v1/topologysources",
-        "/apis/worker.gpustack.ai/v1alpha1/topologysources"},
-       "topologysources"},
-      {{"/apis/worker.gpustack.ai/v1/modeldeployments",
-        "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
-       "modeldeployments"},
-      // What Kueue applies to a Workload's Pod template before it counts the requests.
-      {{"/api/v1/limitranges"}, "limitranges", true},
-      {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses", true},
-      // Their labels, for the ClusterQueues' namespaceSelector.
-      {{"/api/v1/namespaces"}, "namespaces", true},
-      // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
-      {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures", true},
+  const std::string_view prog = program_name();
+  const auto note = [&](const std::string& message) {
+    std::fprintf(stderr, "%.*s diagnose: note: %s\n", static_cast<int>(prog.size()), prog.data(),
+                 message.c_str());
   };
-  // A resource the API does not serve (404: its CRD is not installed) is `false`.
+  if (auto listed = list_diagnose_objects(api, objects, {}, o.what == "chain", note, warn_errors);
+      !listed)
+    return listed;
   const auto list_into = [&](const std::string& p) -> core::result<bool> {
     auto listed = kube::list_pages(api, p, {}, [&](const core::doc_node& page) {
       auto errors = diagnose::add_object(objects, page, "");
@@ -354,38 +328,6 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
     if (!listed) return std::move(listed).error();
     return *listed == kube::listed::ok;
   };
-  // Only the chain reads the NFD hop, and only for writing sources (listed before).
-  const auto nfd_hop = [&] {
-    return o.what == "chain" && std::any_of(objects.sources.begin(), objects.sources.end(),
-                                            [](const auto& s) { return s.writes; });
-  };
-  for (const auto& res : resources) {
-    const bool nfd = std::string_view(res.what) == "nodefeatures";
-    if (nfd && !nfd_hop()) continue;
-    bool found = false;
-    bool refused = false;
-    for (const auto& p : res.paths) {
-      auto listed = list_into(p);
-      if (!listed && res.optional && listed.error().code == core::errc::forbidden) {
-        const std::string_view prog = program_name();
-        std::fprintf(stderr,
-                     "%.*s diagnose: note: not allowed to list %s (HTTP 403): the answer leaves "
-                     "them out (docs/operations.md lists the RBAC)\n",
-                     static_cast<int>(prog.size()), prog.data(), res.what);
-        refused = true;
-        break;
-      }
-      if (!listed) return std::move(listed).error();
-      found = *listed;
-      if (found) break;
-    }
-    if (found && nfd) objects.node_features_read = true;
-    if (!found && !refused) {
-      const std::string_view prog = program_name();
-      std::fprintf(stderr, "%.*s diagnose: note: the API serves no %s\n",
-                   static_cast<int>(prog.size()), prog.data(), res.what);
-    }
-  }
   // The ConfigMap each configMap source reads its revision from (one, by name).
   std::vector<std::pair<std::string, std::string>> maps;
   for (const auto& s : objects.sources)
@@ -398,11 +340,8 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
                           "/configmaps?fieldSelector=" + kube::url_encode("metadata.name=" + name);
     if (auto listed = list_into(p); !listed) {
       if (listed.error().code != core::errc::forbidden) return std::move(listed).error();
-      const std::string_view prog = program_name();
-      std::fprintf(stderr,
-                   "%.*s diagnose: note: not allowed to read ConfigMap %s/%s (HTTP 403): its "
-                   "revision is not compared\n",
-                   static_cast<int>(prog.size()), prog.data(), ns.c_str(), name.c_str());
+      note("not allowed to read ConfigMap " + ns + "/" + name +
+           " (HTTP 403): its revision is not compared");
     }
   }
   return {};

@@ -32,7 +32,11 @@ push_result decide(inventory& inv, std::mutex& write_mu, const push_request& req
   }
   // prepare() only builds the revision a publish would produce: nothing is recorded.
   const inventory::prepared p = inv.prepare(req.body, opts);
-  if (p.result.impact_refused) return impact_refusal(inv, p);
+  if (p.result.impact_refused) {
+    auto r = impact_refusal(inv, p);
+    r.candidate = p.refused;  // what a dry run's Workload answer is about
+    return r;
+  }
   if (!p.candidate) {
     auto r = answer(push_outcome::invalid, "snapshot is invalid");
     r.errors = p.result.errors;

@@ -418,7 +418,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     check_keys(n, where,
                {"name", "source", "snapshot", "nodes", "nodesFromAPI", "maxAge", "allowEmptyStart",
                 "unknownNodes", "historySize", "readers", "writers", "maxProfileChanges",
-                "driftGracePeriod"});
+                "driftGracePeriod", "workloadImpact"});
     if (!n["name"]) fail(where, "name is required");
     const std::string name = str(n["name"], where + ".name");
     if (!core::check_dns1123_subdomain(name).empty())
@@ -477,6 +477,12 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
       // 0 (the default) is no limit; see docs/inventory.md "Profile-change impact".
       spec.config.max_profile_changes =
           number(n["maxProfileChanges"], where + ".maxProfileChanges", 1u << 20);
+    }
+
+    if (n["workloadImpact"] && boolean(n["workloadImpact"], where + ".workloadImpact")) {
+      // The answer reads the cluster's Nodes, Pods and Kueue objects through the API.
+      if (!spec.nodes_from_api) fail(where + ".workloadImpact", "needs nodesFromAPI: true");
+      cfg.workload_impact.inventories.push_back(name);
     }
 
     inventory_auth auth;

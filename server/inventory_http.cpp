@@ -68,7 +68,7 @@ std::string stored_body(const inventory::push_result& r, std::string_view name,
 // A dry run's answer (dryRun=All): what the push would publish, nothing stored.
 // {"name","dryRun":"All","revision","etag","size","prunedNodes","impact","warnings"}.
 std::string dry_run_body(const inventory::push_result& r, std::string_view name,
-                         const std::string& size_warning) {
+                         const std::string& size_warning, std::string_view workloads) {
   std::string out = "{";
   add_str(out, "name", name);
   out += ",\"dryRun\":\"All\",";
@@ -76,6 +76,10 @@ std::string dry_run_body(const inventory::push_result& r, std::string_view name,
   out.push_back(',');
   add_str(out, "etag", r.candidate->etag);
   append_revision_tail(out, r, r.candidate->json_body.size(), size_warning);
+  if (!workloads.empty()) {
+    out.pop_back();
+    out += ",\"workloads\":" + std::string(workloads) + "}";
+  }
   return out;
 }
 
@@ -91,7 +95,8 @@ response inventory_not_found(std::string_view name) {
                            "inventory \"" + std::string(name) + "\" not found", name);
 }
 
-response push_response(const inventory::push_result& r, std::string_view name) {
+response push_response(const inventory::push_result& r, std::string_view name,
+                       std::string_view workloads) {
   using inventory::push_outcome;
   switch (r.outcome) {
     case push_outcome::created:
@@ -113,7 +118,8 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       if (!r.candidate) break;
       const std::string size_warning = core::snapshot_size_warning(r.candidate->json_body.size(),
                                                                    "the revision's canonical JSON");
-      response res = json_response(http::status::ok, dry_run_body(r, name, size_warning));
+      response res =
+          json_response(http::status::ok, dry_run_body(r, name, size_warning, workloads));
       if (!size_warning.empty()) res.insert(http::field::warning, "299 - \"" + size_warning + "\"");
       return res;
     }
@@ -144,7 +150,9 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       if (r.impact) body += ",\"impact\":" + core::render_impact_json(*r.impact);
       body += ",\"acceptImpact\":{\"header\":\"Topogate-Accept-Impact\",\"value\":";
       core::append_json_string(body, r.impact_baseline_etag);
-      body += ",\"maxProfileChanges\":" + std::to_string(r.max_profile_changes) + "}}";
+      body += ",\"maxProfileChanges\":" + std::to_string(r.max_profile_changes) + "}";
+      if (!workloads.empty()) body += ",\"workloads\":" + std::string(workloads);
+      body += "}";
       response res = json_response(http::status::conflict, std::move(body));
       set_etag(res, r.served);
       return res;

@@ -496,20 +496,24 @@ response push(const route_call& c) {
     // Validated (and, but for a dry run, stored) on the inventory's lane; this thread goes
     // on serving.
     const auto run = dry ? &inventory::registry::dry_run_async : &inventory::registry::push_async;
-    *c.later = [reg = c.ctx.registry, run, push = std::move(push)](deliver_fn deliver) mutable {
+    const dry_run_answer* extra = dry ? c.ctx.dry_run : nullptr;
+    *c.later = [reg = c.ctx.registry, run, extra,
+                push = std::move(push)](deliver_fn deliver) mutable {
       std::string inv = push.name;
-      (reg->*run)(std::move(push),
-                  [deliver = std::move(deliver), inv = std::move(inv)](inventory::push_result r) {
-                    response out = push_response(r, inv);
-                    finish(out, http::verb::put);
-                    deliver(std::move(out));
-                  });
+      (reg->*run)(std::move(push), [deliver = std::move(deliver), extra,
+                                    inv = std::move(inv)](inventory::push_result r) {
+        const std::string workloads = extra ? extra->workloads(inv, r) : std::string();
+        response out = push_response(r, inv, workloads);
+        finish(out, http::verb::put);
+        deliver(std::move(out));
+      });
     };
     return {};
   }
-  return push_response(
-      dry ? c.ctx.registry->dry_run(std::move(push)) : c.ctx.registry->push(std::move(push)),
-      c.name);
+  if (!dry) return push_response(c.ctx.registry->push(std::move(push)), c.name);
+  const auto r = c.ctx.registry->dry_run(std::move(push));
+  return push_response(r, c.name,
+                       c.ctx.dry_run ? c.ctx.dry_run->workloads(c.name, r) : std::string());
 }
 
 constexpr std::uint8_t get_head = method_get | method_head;

@@ -14,6 +14,7 @@
 #include "server/ownership_view.hpp"
 #include "server/server.hpp"
 #include "server/tls.hpp"
+#include "server/workload_impact.hpp"
 
 namespace topogate::server {
 
@@ -137,6 +138,22 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   } catch (const std::exception& e) {
     log(log_level::error, "cannot start the inventories", {{"error", e.what()}});
     return 1;
+  }
+  // workloadImpact: located as for the audit; each dry run lists what it needs.
+  std::unique_ptr<workload_impact> workloads;
+  if (!cfg.workload_impact.inventories.empty()) {
+    core::result<std::unique_ptr<cluster_lister>> made =
+        core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
+    if (hooks.make_cluster_lister) made = hooks.make_cluster_lister(cfg);
+    if (!made) {
+      log(log_level::error,
+          "workloadImpact: no Kubernetes API to list from (store.apiServer, or run in a Pod)",
+          {{"error", made.error().message}});
+      reg->stop();
+      return 2;
+    }
+    workloads = std::make_unique<workload_impact>(cfg.workload_impact, std::move(*made), *reg);
+    cfg.dry_run = workloads.get();
   }
   server srv(cfg, *reg, m, creds, &gate);
   if (auto listening = srv.listen(); !listening) {

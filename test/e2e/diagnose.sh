@@ -230,5 +230,52 @@ got=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"];
 [[ $got == "2 1 1" ]] && pass "zone -> zone + rack online: evicted 2, admitted again 1, stranded 1" ||
   fail "zone -> zone + rack online: $got"
 
+section "online: a dry run's Workload answer (workloadImpact) on the same cluster"
+# topogate serves an inventory for the rack source with nodesFromAPI and workloadImpact; a
+# dry run of the rack revision answers with the profile impact and the Workload answer the
+# command gives, and stores nothing.
+export CERTS_QUIET=1
+pki="$work/pki"
+"$repo/certs/make-ca.sh" --out "$pki" --name ca --cn "topogate e2e diagnose CA" >/dev/null
+"$repo/certs/make-server-cert.sh" --ca-cert "$pki/ca.crt" --ca-key "$pki/ca.key" --out "$pki" \
+  --name serving --ip 127.0.0.1 --dns localhost --days 2 >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'dry-run-writer-token-0123456789abcdef\n' >"$work/writer.token"
+cat >"$work/serve.yaml" <<CFG
+listen: {address: 127.0.0.1, port: $port}
+tls: {certFile: $pki/serving.crt, keyFile: $pki/serving.key}
+store: {type: file, directory: $work/store, apiServer: $TOPOGATE_CP_URL, tokenFile: $TOPOGATE_CP_ADMIN_TOKEN_FILE, caFile: $TOPOGATE_CP_CA}
+inventories:
+  - name: racks
+    source: $fx/change-zone-rack-source.json
+    nodesFromAPI: true
+    workloadImpact: true
+    allowEmptyStart: true
+    readers: {bearerTokenFiles: [$work/writer.token]}
+    writers: {bearerTokenFiles: [$work/writer.token]}
+CFG
+"$topogate" serve --config "$work/serve.yaml" >"$work/serve.log" 2>&1 &
+serve_pid=$!
+stop_serve() { kill "$serve_pid" 2>/dev/null || true; }
+e2e_on_exit stop_serve
+dry_run() {
+  curl -sS --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$work/writer.token")" -X PUT \
+    -H 'Content-Type: application/yaml' --data-binary @"$1" -o "$work/dry.json" -w '%{http_code}' \
+    "https://127.0.0.1:$port/snapshots/racks?dryRun=All" 2>/dev/null || echo 000
+}
+poll 30 test -n "$(curl -sS --cacert "$pki/ca.crt" "https://127.0.0.1:$port/healthz" 2>/dev/null)" || true
+code=$(dry_run "$fx/change-zone-rack-revision.yaml")
+got=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); s = d["workloads"]["summary"]
+print(d["dryRun"], s["evicted"], s["admittedAgain"], s["stranded"])' "$work/dry.json" 2>&1 || true)
+[[ $code == 200 && $got == "All 2 1 1" ]] && pass "dry run of the rack revision: 200, evicted 2, admitted again 1, stranded 1" ||
+  fail "dry run: HTTP $code, $got; $(tail -n 3 "$work/serve.log")"
+python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))["workloads"]; b = json.load(open(sys.argv[2]))
+sys.exit(0 if a == b else 1)' "$work/dry.json" "$work/change.json" && pass "the dry run's Workload answer equals diagnose change's" ||
+  fail "the dry run's Workload answer differs from diagnose change's"
+[[ -z $(ls -A "$work/store" 2>/dev/null) ]] && pass "the dry run stored nothing" || fail "the store holds $(ls "$work/store")"
+kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true
+
 echo "diagnose: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
 ((fails == 0))

@@ -1,5 +1,6 @@
 // inventories[].maxProfileChanges: absent is no limit; a non-negative integer up to 2^20.
 // inventories[].driftGracePeriod: absent is 5m; a duration from 1s to 24h.
+// inventories[].workloadImpact: absent or false is off; true needs nodesFromAPI.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -91,6 +92,23 @@ TEST_F(ImpactConfig, DriftGracePeriodFromOneSecondToADay) {
     EXPECT_NE(cfg.error().message.find("driftGracePeriod"), std::string::npos)
         << bad << ": " << cfg.error().message;
   }
+}
+
+TEST_F(ImpactConfig, WorkloadImpactNeedsNodesFromAPI) {
+  auto cfg = parse("");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_TRUE(cfg->workload_impact.inventories.empty());
+  cfg = parse("    workloadImpact: false\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_TRUE(cfg->workload_impact.inventories.empty());
+  cfg = parse("    workloadImpact: true\n");
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("inventories[dc].workloadImpact"), std::string::npos)
+      << cfg.error().message;
+  EXPECT_NE(cfg.error().message.find("nodesFromAPI"), std::string::npos) << cfg.error().message;
+  cfg = parse("    nodesFromAPI: true\n    workloadImpact: true\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->workload_impact.inventories, std::vector<std::string>{"dc"});
 }
 
 }  // namespace
