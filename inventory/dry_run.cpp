@@ -17,7 +17,8 @@ push_result answer(push_outcome o, std::string message) {
   return r;
 }
 
-push_result decide(inventory& inv, std::mutex& write_mu, const push_request& req) {
+push_result decide(inventory& inv, std::mutex& write_mu, const push_request& req,
+                   inventory::prepared& p) {
   const inventory::offer_options opts{"push", req.actor, std::nullopt, std::nullopt,
                                       req.accept_impact};
   std::lock_guard lk(write_mu);
@@ -31,7 +32,7 @@ push_result decide(inventory& inv, std::mutex& write_mu, const push_request& req
     }
   }
   // prepare() only builds the revision a publish would produce: nothing is recorded.
-  const inventory::prepared p = inv.prepare(req.body, opts);
+  p = inv.prepare(req.body, opts);
   if (p.result.impact_refused) {
     auto r = impact_refusal(inv, p);
     r.candidate = p.refused;  // what a dry run's Workload answer is about
@@ -76,9 +77,20 @@ void registry::dry_run_async(push_request req, std::function<void(push_result)> 
   auto c = std::make_shared<call>();
   c->done = std::move(done);
   auto shared_req = std::make_shared<push_request>(std::move(req));
+  auto& m = *impl_;
   const bool queued = e->lane.try_post_counted(
-      [e, c, shared_req] {
-        push_result r = decide(*e->inv, e->write_mu, *shared_req);
+      [&m, e, c, shared_req] {
+        inventory::prepared p;
+        push_result r = decide(*e->inv, e->write_mu, *shared_req, p);
+        // maxStrandedWorkloads, as the push would apply it, nothing recorded.
+        if (r.outcome == push_outcome::validated) {
+          const inventory::offer_options opts{"push", shared_req->actor, std::nullopt, std::nullopt,
+                                              shared_req->accept_impact};
+          if (auto refused = m.stranded_refusal(*e, p, *shared_req, opts, false)) {
+            r = std::move(*refused);
+            r.candidate = p.candidate;
+          }
+        }
         e->lane.release_current();
         auto fn = std::move(c->done);
         c->done = nullptr;

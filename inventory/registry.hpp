@@ -60,6 +60,13 @@ struct registry_deps {
   std::string store_error;
   std::unique_ptr<node_watch> nodes;  // for inventories with nodes_from_api
   std::string nodes_error;
+  // maxStrandedWorkloads: the admitted Workloads a candidate would leave Pending for
+  // inventory `name` (server/workload_impact.hpp), with the answer in words; nullopt with
+  // `why` when it cannot tell (the push is then not refused). Called on the inventory's lane.
+  // Null: the policy is not applied.
+  std::function<std::optional<std::size_t>(std::string_view name, const core::topology_source&,
+                                           const core::snapshot&, std::string& summary)>
+      stranded;
 };
 // The file store when `cfg` asks for one (kubernetes needs the Kubernetes client:
 // inventory/kube.hpp's make_dependencies); nothing else.

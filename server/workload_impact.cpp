@@ -22,6 +22,26 @@ std::string workload_answer(cluster_lister& lister, const core::topology_source&
   return out;
 }
 
+decltype(inventory::registry_deps::stranded) stranded_counter(cluster_lister& lister,
+                                                              std::chrono::milliseconds timeout) {
+  return [&lister, timeout](std::string_view, const core::topology_source& src,
+                            const core::snapshot& snap,
+                            std::string& summary) -> std::optional<std::size_t> {
+    auto objects = lister.list(std::chrono::steady_clock::now() + timeout);
+    if (!objects) {
+      summary = "the cluster's objects could not be listed: " + objects.error().message;
+      return std::nullopt;
+    }
+    const auto r = diagnose::diagnose_change(*objects, src, snap);
+    if (!r.ok()) {
+      summary = "the revision does not validate against the listed Nodes";
+      return std::nullopt;
+    }
+    summary = diagnose::change_summary(r);
+    return r.stranded;
+  };
+}
+
 workload_impact::workload_impact(workload_impact_config cfg, std::unique_ptr<cluster_lister> lister,
                                  const inventory::registry& reg)
     : cfg_(std::move(cfg)), lister_(std::move(lister)), reg_(reg) {}

@@ -14,6 +14,7 @@
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
 #include "diagnose/cluster_objects.hpp"
+#include "inventory/registry.hpp"
 #include "server/config.hpp"
 #include "server/router.hpp"
 
@@ -33,6 +34,12 @@ class cluster_lister {
 [[nodiscard]] std::string workload_answer(cluster_lister& lister, const core::topology_source& src,
                                           const core::snapshot& snap,
                                           std::chrono::milliseconds timeout);
+
+// maxStrandedWorkloads' count for the registry (registry_deps::stranded): diagnose_change's
+// `stranded` on the objects `lister` lists, its summary line in `summary`; nullopt with why
+// when the lists fail or the revision does not validate against them.
+[[nodiscard]] decltype(inventory::registry_deps::stranded) stranded_counter(
+    cluster_lister& lister, std::chrono::milliseconds timeout);
 
 class workload_impact final : public dry_run_answer {
  public:

@@ -230,10 +230,11 @@ got=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"];
 [[ $got == "2 1 1" ]] && pass "zone -> zone + rack online: evicted 2, admitted again 1, stranded 1" ||
   fail "zone -> zone + rack online: $got"
 
-section "online: a dry run's Workload answer (workloadImpact) on the same cluster"
-# topogate serves an inventory for the rack source with nodesFromAPI and workloadImpact; a
-# dry run of the rack revision answers with the profile impact and the Workload answer the
-# command gives, and stores nothing.
+section "online: a dry run's Workload answer (workloadImpact) and maxStrandedWorkloads"
+# topogate serves an inventory for the rack source with nodesFromAPI, workloadImpact and
+# maxStrandedWorkloads 0; a dry run of the rack revision answers the push's 409 with the
+# Workload answer the command gives and stores nothing; the push itself is refused and
+# recorded, and published once it accepts the impact.
 export CERTS_QUIET=1
 pki="$work/pki"
 "$repo/certs/make-ca.sh" --out "$pki" --name ca --cn "topogate e2e diagnose CA" >/dev/null
@@ -250,6 +251,7 @@ inventories:
     source: $fx/change-zone-rack-source.json
     nodesFromAPI: true
     workloadImpact: true
+    maxStrandedWorkloads: 0
     allowEmptyStart: true
     readers: {bearerTokenFiles: [$work/writer.token]}
     writers: {bearerTokenFiles: [$work/writer.token]}
@@ -258,23 +260,40 @@ CFG
 serve_pid=$!
 stop_serve() { kill "$serve_pid" 2>/dev/null || true; }
 e2e_on_exit stop_serve
-dry_run() {
+put_racks() { # FILE QUERY [HEADER...]
+  local f=$1 q=$2; shift 2
   curl -sS --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$work/writer.token")" -X PUT \
-    -H 'Content-Type: application/yaml' --data-binary @"$1" -o "$work/dry.json" -w '%{http_code}' \
-    "https://127.0.0.1:$port/snapshots/racks?dryRun=All" 2>/dev/null || echo 000
+    -H 'Content-Type: application/yaml' "$@" --data-binary @"$f" -o "$work/dry.json" -w '%{http_code}' \
+    "https://127.0.0.1:$port/snapshots/racks$q" 2>/dev/null || echo 000
 }
 poll 30 test -n "$(curl -sS --cacert "$pki/ca.crt" "https://127.0.0.1:$port/healthz" 2>/dev/null)" || true
-code=$(dry_run "$fx/change-zone-rack-revision.yaml")
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "?dryRun=All")
 got=$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); s = d["workloads"]["summary"]
-print(d["dryRun"], s["evicted"], s["admittedAgain"], s["stranded"])' "$work/dry.json" 2>&1 || true)
-[[ $code == 200 && $got == "All 2 1 1" ]] && pass "dry run of the rack revision: 200, evicted 2, admitted again 1, stranded 1" ||
+print(d["reason"], s["evicted"], s["admittedAgain"], s["stranded"])' "$work/dry.json" 2>&1 || true)
+[[ $code == 409 && $got == "Conflict 2 1 1" ]] && pass "dry run of the rack revision: 409 (maxStrandedWorkloads 0), evicted 2, admitted again 1, stranded 1" ||
   fail "dry run: HTTP $code, $got; $(tail -n 3 "$work/serve.log")"
 python3 -c 'import json, sys
 a = json.load(open(sys.argv[1]))["workloads"]; b = json.load(open(sys.argv[2]))
 sys.exit(0 if a == b else 1)' "$work/dry.json" "$work/change.json" && pass "the dry run's Workload answer equals diagnose change's" ||
   fail "the dry run's Workload answer differs from diagnose change's"
 [[ -z $(ls -A "$work/store" 2>/dev/null) ]] && pass "the dry run stored nothing" || fail "the store holds $(ls "$work/store")"
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "")
+[[ $code == 409 ]] && grep -q "would leave 1 admitted Workload(s) Pending" "$work/dry.json" &&
+  pass "the push is refused: it would strand 1 Workload" || fail "push: HTTP $code $(head -c 300 "$work/dry.json")"
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "" -H 'Topogate-Accept-Impact: *')
+[[ $code == 201 ]] && pass "accepted (Topogate-Accept-Impact: *): published" || fail "accepted push: HTTP $code $(head -c 300 "$work/dry.json")"
+curl -sS --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$work/writer.token")" \
+  "https://127.0.0.1:$port/snapshots/racks/history" -o "$work/history.json" 2>/dev/null || true
+python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["items"]
+sys.exit(0 if h[0]["result"] == "accepted" and h[1].get("strandedRefused") and h[1]["strandedWorkloads"] == 1 else 1)' \
+  "$work/history.json" && pass "history: the refusal with strandedWorkloads 1, then the published revision" ||
+  fail "history: $(head -c 400 "$work/history.json")"
+curl -sS --cacert "$pki/ca.crt" "https://127.0.0.1:$port/metrics" -o "$work/metrics.txt" 2>/dev/null || true
+grep -q '^topogate_inventory_stranded_refusals_total{inventory="racks"} 1' "$work/metrics.txt" &&
+  pass "metrics: 1 stranded refusal" ||
+  fail "metrics: $(grep -c . "$work/metrics.txt") lines, $(grep stranded "$work/metrics.txt" | head -3)"
 kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true
 
 echo "diagnose: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"

@@ -13,6 +13,7 @@
 
 #include "core/document.hpp"
 #include "inventory/registry.hpp"
+#include "server/metrics.hpp"
 #include "test/diagnose/fixtures.hpp"
 #include "test/inventory/test_util.hpp"
 
@@ -50,22 +51,11 @@ diagnose::cluster_objects four_nodes() {
   return c;
 }
 
-inv::registry_config push_config(const std::string& store_dir) {
-  inv::registry_config cfg;
-  inv::inventory_spec spec;
-  spec.config = t::config("dc");
-  cfg.inventories.push_back(std::move(spec));
-  cfg.store.type = inv::store_config::kind::file;
-  cfg.store.directory = store_dir;
-  cfg.resync_interval = std::chrono::seconds(3600);
-  return cfg;
-}
-
 TEST(WorkloadImpact, AnsweredForItsInventoriesDryRunsWithACandidate) {
   t::temp_dir dir;
   inv::registry_observer quiet;
   quiet.on_log = [](std::string_view, std::string_view, std::string_view) {};
-  inv::registry reg(push_config(dir / "store"), inv::system_clock(), quiet);
+  inv::registry reg(t::push_registry(dir / "store"), inv::system_clock(), quiet);
   reg.start();
   auto owned = std::make_unique<fake_lister>(four_nodes());
   fake_lister& lister = *owned;
@@ -119,6 +109,26 @@ TEST(WorkloadImpact, ZoneToRackChange) {
   EXPECT_NE(answer.find("\"summary\":{\"evicted\":2,\"admittedAgain\":1,\"stranded\":1}"),
             std::string::npos)
       << answer;
+}
+
+// A push refused by maxStrandedWorkloads is counted once, apart from maxProfileChanges'.
+TEST(WorkloadImpact, StrandedRefusalsAreCounted) {
+  metrics m;
+  inventory::attempt a;
+  a.origin = "push";
+  a.stranded_workloads = 2;
+  a.stranded_refused = true;
+  m.profile_impact("dc", a);
+  const std::string text = m.serialize();
+  EXPECT_NE(text.find("topogate_inventory_stranded_refusals_total{inventory=\"dc\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("topogate_inventory_impact_refusals_total{inventory=\"dc\""),
+            std::string::npos);
+  a.stranded_refused = false;  // counted, published: not a refusal
+  m.profile_impact("dc", a);
+  EXPECT_NE(m.serialize().find("topogate_inventory_stranded_refusals_total{inventory=\"dc\"} 1"),
+            std::string::npos);
 }
 
 }  // namespace
