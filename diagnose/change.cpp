@@ -88,16 +88,16 @@ struct queued {
   bool evicted = false;
 };
 
-// Kueue's queue order: the higher priority first; then the queue-ordering timestamp, which
-// for a Workload evicted by the drain is the eviction (every one of them within moments, so
-// after every Workload that was already waiting; among them the order they were admitted
-// in is taken), and for one that was waiting its own earlier time.
+// Kueue's queue order (pkg/cache/queue's baseCompareFunc): the higher priority first; then
+// the queue-ordering timestamp, which for a Workload evicted because its ClusterQueue stopped
+// is its creationTimestamp, as for one that was waiting (Ordering.GetQueueOrderTimestamp: only
+// a PodsReady timeout or an AdmissionCheck eviction orders by the eviction); then the UID.
 bool before(const queued& a, const queued& b) {
   const auto pa = a.w->priority.value_or(0), pb = b.w->priority.value_or(0);
   if (pa != pb) return pa > pb;
-  if (a.evicted != b.evicted) return !a.evicted;
-  if (a.w->quota_reserved_at != b.w->quota_reserved_at)
-    return a.w->quota_reserved_at < b.w->quota_reserved_at;
+  // RFC 3339 times of one layout (the API's, in seconds) order as strings.
+  if (a.w->created_at != b.w->created_at) return a.w->created_at < b.w->created_at;
+  if (a.w->uid != b.w->uid) return a.w->uid < b.w->uid;
   return ns_name(a.w->namespace_, a.w->name) < ns_name(b.w->namespace_, b.w->name);
 }
 
@@ -397,9 +397,8 @@ change_report diagnose_change(const cluster_objects& c, const core::topology_sou
     r.notes.push_back("no ClusterQueue's flavor set changes: nothing is drained or evicted");
   if (!order.empty())
     r.notes.push_back(
-        "Kueue orders the evicted Workloads by priority, then by their eviction time; the drain "
-        "evicts them within moments, so among equal priorities they are taken in the order they "
-        "were admitted, after the Workloads already waiting");
+        "taken in Kueue's queue order: priority, then creationTimestamp (a ClusterQueue's drain "
+        "does not change it), then UID");
   return r;
 }
 

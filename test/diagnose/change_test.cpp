@@ -207,6 +207,30 @@ TEST(Change, WaitingWorkloadsCompeteInKueuesOrder) {
   }
 }
 
+// Among equal priorities Kueue takes the older Workload first (creationTimestamp: the drain
+// does not change it), then the smaller UID: whichever pair comes first gets zone-a.
+TEST(Change, EqualPrioritiesInCreationThenUidOrder) {
+  const auto snap = snapshot_of(slurp(fixtures() / "change-zone-rack-revision.yaml"));
+  for (const bool pair2_older : {true, false}) {
+    auto c = load("change-zone-rack");
+    auto& p1 = c.workloads[0];
+    auto& p2 = c.workloads[1];
+    ASSERT_EQ(p1.name, "pair-1");
+    p1.created_at = "2026-11-29T20:00:05Z";
+    p2.created_at = pair2_older ? "2026-11-29T20:00:04Z" : "2026-11-29T20:00:05Z";
+    p1.uid = "bbbb";
+    p2.uid = "cccc";  // with equal times, pair-1's smaller UID goes first
+    const auto r = diagnose_change(c, rack_source(), snap);
+    ASSERT_EQ(r.workloads.size(), 2u);
+    const std::string first = pair2_older ? "default/pair-2" : "default/pair-1";
+    EXPECT_EQ(r.workloads[0].workload, first);
+    EXPECT_TRUE(r.workloads[0].admitted);
+    EXPECT_EQ(r.workloads[0].podsets.at(0).domain, std::string(zone) + "=zone-a");
+    EXPECT_FALSE(r.workloads[1].admitted);
+    EXPECT_EQ(change_summary(r), "evicted 2, admitted again 1, stranded 1");
+  }
+}
+
 // Quota: capacity quota follows the Nodes of each new profile; any other quota is copied.
 TEST(Change, ReplacementQuotaRule) {
   auto c = load("change-zone-rack");

@@ -221,9 +221,16 @@ section "online: a hierarchy change before it is published (diagnose change)"
 unload_scenario "$fx/broken-chain" && pass "broken-chain objects deleted" || fail "broken-chain objects remain"
 n=$(load_scenario "$fx/change-zone-rack")
 pass "change-zone-rack: $n objects created with kubectl"
-same_report "zone -> zone + rack: one pair stranded" 1 "$fx/change-zone-rack" change \
+# Kueue's queue order reads each Workload's creationTimestamp and UID, which the API set:
+# the offline side is a kubectl dump of the live objects, not the fixture files.
+mkdir -p "$work/change-dump"
+for r in nodes pods topologies.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io \
+  localqueues.kueue.x-k8s.io workloads.kueue.x-k8s.io topologysources.worker.gpustack.ai; do
+  k get "$r" -A -o json >"$work/change-dump/$r.json"
+done
+same_report "zone -> zone + rack: one pair stranded" 1 "$work/change-dump" change \
   --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json"
-same_report "same profiles: nothing evicted" 0 "$fx/change-zone-rack" change --revision "$fx/change-zone-rack-same.yaml"
+same_report "same profiles: nothing evicted" 0 "$work/change-dump" change --revision "$fx/change-zone-rack-same.yaml"
 tg change --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json" \
   --kubeconfig "$KUBECONFIG" --output json >"$work/change.json" || true
 got=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print(s["evicted"], s["admittedAgain"], s["stranded"])' "$work/change.json")
