@@ -16,7 +16,7 @@ int run_review(args a);    // topogate review FILE: AdmissionReview in, response
 int run_serve(args a);     // topogate serve --config FILE
 int run_demo(args a);      // topogate demo [--dir DIR] [--port PORT]
 int run_version(args a);   // topogate version
-int run_diagnose(args a);  // topogate diagnose {chain|pending WORKLOAD} [input]
+int run_diagnose(args a);  // topogate diagnose {chain|pending WORKLOAD|change} [input]
 int run_audit(args a);     // topogate audit [input]: the cluster's objects against the rules
 
 // serve's and demo's registry dependencies: every store and watch the configuration asks for.

@@ -1,5 +1,6 @@
-// topogate diagnose {chain|pending WORKLOAD}: the runbook's "Verify the scheduling chain" and
-// "Diagnose Pending workloads" over the cluster's objects, read from `kubectl get ... -o json`
+// topogate diagnose {chain|pending WORKLOAD|change --revision FILE}: the runbook's "Verify the
+// scheduling chain", "Diagnose Pending workloads" and the Workload impact of "Change a live
+// hierarchy" over the cluster's objects, read from `kubectl get ... -o json`
 // files or from the Kubernetes API. Exit 0 clean (chain) / not pending (pending), 1 findings /
 // pending, 2 usage, I/O or API error.
 
@@ -15,11 +16,14 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/diagnose_kube.hpp"
 #include "cli/kube_flags.hpp"
 #include "core/document.hpp"
 #include "core/result.hpp"
 #include "core/snapshot.hpp"
 #include "core/syntax.hpp"
+#include "core/topology_source.hpp"
+#include "diagnose/change.hpp"
 #include "diagnose/cluster_objects.hpp"
 #include "kube/api_error.hpp"
 #include "kube/client.hpp"
@@ -52,6 +56,10 @@ constexpr std::string_view usage_head =
     "                        --snapshot-token-file FILE, a reader's token, and\n"
     "                        --snapshot-ca-file FILE, the CA of its certificate)\n"
     "  --worker-namespace NS the namespace GPUStack writes NodeFeatures in (gpustack-system)\n"
+    "change (a candidate revision before it is published):\n"
+    "  --revision FILE       the snapshot (topology.gpustack.ai/v1alpha1) to publish\n"
+    "  --source FILE         the TopologySource it is for, as it will be (new levels); default:\n"
+    "                        the only TopologySource read\n"
     "input (online: list the objects from the Kubernetes API):\n";
 constexpr std::string_view usage_tail =
     "\n"
@@ -62,12 +70,14 @@ constexpr std::string_view usage_tail =
     "nodefeatures (nfd.k8s-sigs.io) and the ConfigMaps configMap sources name.\n"
     "\n"
     "exit status: chain: 0 complete, 1 findings; pending: 0 the Workload holds a\n"
-    "reservation, 1 it is pending (the diagnosis says why); 2 usage, I/O or API error\n";
+    "reservation, 1 it is pending (the diagnosis says why); change: 0 no Workload stranded,\n"
+    "1 some stranded; 2 usage, I/O or API error, or a revision that does not validate\n";
 
 std::string usage_text() {
   const std::string p(program_name());
   return "usage:\n  " + p + " diagnose chain [input] [--output text|json]\n  " + p +
-         " diagnose pending WORKLOAD [-n NAMESPACE] [input] [--output text|json]\n" +
+         " diagnose pending WORKLOAD [-n NAMESPACE] [input] [--output text|json]\n  " + p +
+         " diagnose change --revision FILE [--source FILE] [input] [--output text|json]\n" +
          std::string(usage_head) + std::string(kube_flags_usage) + std::string(usage_tail);
 }
 
@@ -98,6 +108,7 @@ struct options {
   std::vector<std::pair<std::string, std::string>> snapshot_urls;  // source ("" any) -> URL
   std::string snapshot_token_file, snapshot_ca_file;
   std::string worker_namespace;
+  std::string revision_file, source_file;  // change
 };
 
 std::optional<int> parse_args(args a, options& o) {
@@ -138,7 +149,9 @@ std::optional<int> parse_args(args a, options& o) {
                                                   "--worker-namespace",
                                                   "--snapshot-url",
                                                   "--snapshot-token-file",
-                                                  "--snapshot-ca-file"};
+                                                  "--snapshot-ca-file",
+                                                  "--revision",
+                                                  "--source"};
     if (std::find(std::begin(valued), std::end(valued), name) == std::end(valued) &&
         !is_kube_value_flag(name))
       return usage_error("unknown option " + std::string(arg));
@@ -177,11 +190,15 @@ std::optional<int> parse_args(args a, options& o) {
       o.snapshot_token_file = v;
     } else if (name == "--snapshot-ca-file") {
       o.snapshot_ca_file = v;
+    } else if (name == "--revision") {
+      o.revision_file = v;
+    } else if (name == "--source") {
+      o.source_file = v;
     } else {
       set_kube_flag(o.kube, name, v);
     }
   }
-  if (positional.empty()) return usage_error("missing what to diagnose (chain or pending)");
+  if (positional.empty()) return usage_error("missing what to diagnose (chain, pending or change)");
   o.what = std::string(positional[0]);
   if (o.what == "chain") {
     if (positional.size() > 1) return usage_error("chain takes no WORKLOAD");
@@ -198,9 +215,14 @@ std::optional<int> parse_args(args a, options& o) {
     o.workload_ns = ns;
     o.namespace_given = !ns.empty();
     o.workload_name = w;
+  } else if (o.what == "change") {
+    if (positional.size() > 1) return usage_error("change takes no WORKLOAD");
+    if (o.revision_file.empty()) return usage_error("change needs --revision FILE");
   } else {
-    return usage_error("unknown diagnosis \"" + o.what + "\" (chain or pending)");
+    return usage_error("unknown diagnosis \"" + o.what + "\" (chain, pending or change)");
   }
+  if (o.what != "change" && (!o.revision_file.empty() || !o.source_file.empty()))
+    return usage_error("--revision and --source are for change");
   if (!o.snapshot_urls.empty() && (o.snapshot_token_file.empty() || o.snapshot_ca_file.empty()))
     return usage_error("--snapshot-url needs --snapshot-token-file and --snapshot-ca-file");
   const bool offline = !o.from_dir.empty() || !o.files.empty();
@@ -285,57 +307,19 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
   // kubectl's default namespace: the context's, unless -n (or NAMESPACE/NAME) says otherwise.
   if (!o.namespace_given && !conn.default_namespace.empty()) o.workload_ns = conn.default_namespace;
   auto& api = *conn.api;
-  struct resource {
-    std::vector<std::string> paths;  // preferred version first
-    const char* what;
-    // A kind that only refines the answer (Kueue's request adjustments, namespace labels,
-    // the NFD hop): a caller not allowed to list it gets a note, not a failure, so an RBAC
-    // written before diagnose read it keeps working.
-    bool optional = false;
+  // Only the chain reads the NFD hop, and only for writing sources (listed before).
+  const auto nfd_hop = [&] {
+    return o.what == "chain" && std::any_of(objects.sources.begin(), objects.sources.end(),
+                                            [](const auto& s) { return s.writes; });
   };
-  const std::vector<resource> resources = {
-      {{"/api/v1/nodes"}, "nodes"},
-      // Terminated Pods request nothing the diagnosis counts; the API leaves them out.
-      {{"/api/v1/pods?fieldSelector=" +
-        kube::url_encode("status.phase!=Succeeded,status.phase!=Failed")},
-       "pods"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies"},
-       "topologies"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors"},
-       "resourceflavors"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"},
-       "clusterqueues"},
-      // Cohort objects: their own quota and parents (without them a cohort is its
-      // ClusterQueues alone).
-      {{"/apis/kueue.x-k8s.io/v1beta2/cohorts", "/apis/kueue.x-k8s.io/v1alpha1/cohorts"},
-       "cohorts",
-       true},
-      {{"/apis/kueue.x-k8s.io/v1beta2/localqueues", "/apis/kueue.x-k8s.io/v1beta1/localqueues"},
-       "localqueues"},
-      {{"/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads"},
-       "workloads"},
-      {{"/apis/worker.gpustack.ai/v1/topologysources",
-        "/apis/worker.gpustack.ai/v1alpha1/topologysources"},
-       "topologysources"},
-      {{"/apis/worker.gpustack.ai/v1/modeldeployments",
-        "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"},
-       "modeldeployments"},
-      // A ClusterQueue's AdmissionChecks, missing or inactive (without them its Active
-      // condition says).
-      {{"/apis/kueue.x-k8s.io/v1beta2/admissionchecks",
-        "/apis/kueue.x-k8s.io/v1beta1/admissionchecks"},
-       "admissionchecks",
-       true},
-      // What Kueue applies to a Workload's Pod template before it counts the requests.
-      {{"/api/v1/limitranges"}, "limitranges", true},
-      {{"/apis/node.k8s.io/v1/runtimeclasses"}, "runtimeclasses", true},
-      // Their labels, for the ClusterQueues' namespaceSelector.
-      {{"/api/v1/namespaces"}, "namespaces", true},
-      // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
-      {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures", true},
+  const std::string_view prog = program_name();
+  const auto note = [&](const std::string& message) {
+    std::fprintf(stderr, "%.*s diagnose: note: %s\n", static_cast<int>(prog.size()), prog.data(),
+                 message.c_str());
   };
-  // A resource the API does not serve (404: its CRD is not installed) is `false`.
+  if (auto listed = list_diagnose_objects(api, objects, {}, o.what == "chain", note, warn_errors);
+      !listed)
+    return listed;
   const auto list_into = [&](const std::string& p) -> core::result<bool> {
     auto listed = kube::list_pages(api, p, {}, [&](const core::doc_node& page) {
       auto errors = diagnose::add_object(objects, page, "");
@@ -345,38 +329,6 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
     if (!listed) return std::move(listed).error();
     return *listed == kube::listed::ok;
   };
-  // Only the chain reads the NFD hop, and only for writing sources (listed before).
-  const auto nfd_hop = [&] {
-    return o.what == "chain" && std::any_of(objects.sources.begin(), objects.sources.end(),
-                                            [](const auto& s) { return s.writes; });
-  };
-  for (const auto& res : resources) {
-    const bool nfd = std::string_view(res.what) == "nodefeatures";
-    if (nfd && !nfd_hop()) continue;
-    bool found = false;
-    bool refused = false;
-    for (const auto& p : res.paths) {
-      auto listed = list_into(p);
-      if (!listed && res.optional && listed.error().code == core::errc::forbidden) {
-        const std::string_view prog = program_name();
-        std::fprintf(stderr,
-                     "%.*s diagnose: note: not allowed to list %s (HTTP 403): the answer leaves "
-                     "them out (docs/operations.md lists the RBAC)\n",
-                     static_cast<int>(prog.size()), prog.data(), res.what);
-        refused = true;
-        break;
-      }
-      if (!listed) return std::move(listed).error();
-      found = *listed;
-      if (found) break;
-    }
-    if (found && nfd) objects.node_features_read = true;
-    if (!found && !refused) {
-      const std::string_view prog = program_name();
-      std::fprintf(stderr, "%.*s diagnose: note: the API serves no %s\n",
-                   static_cast<int>(prog.size()), prog.data(), res.what);
-    }
-  }
   // The ConfigMap each configMap source reads its revision from (one, by name).
   std::vector<std::pair<std::string, std::string>> maps;
   for (const auto& s : objects.sources)
@@ -389,11 +341,8 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
                           "/configmaps?fieldSelector=" + kube::url_encode("metadata.name=" + name);
     if (auto listed = list_into(p); !listed) {
       if (listed.error().code != core::errc::forbidden) return std::move(listed).error();
-      const std::string_view prog = program_name();
-      std::fprintf(stderr,
-                   "%.*s diagnose: note: not allowed to read ConfigMap %s/%s (HTTP 403): its "
-                   "revision is not compared\n",
-                   static_cast<int>(prog.size()), prog.data(), ns.c_str(), name.c_str());
+      note("not allowed to read ConfigMap " + ns + "/" + name +
+           " (HTTP 403): its revision is not compared");
     }
   }
   return {};
@@ -413,7 +362,30 @@ int run_diagnose(args a) {
 
   std::string out;
   int rc = exit_clean;
-  if (o.what == "chain") {
+  if (o.what == "change") {
+    auto text = util::read_file(o.revision_file, core::max_snapshot_bytes);
+    if (!text) return io_error(text.error().message);
+    const auto snap = core::decode_snapshot(*text);
+    if (!snap.ok())
+      return io_error(o.revision_file + ": not a snapshot: " + core::render_text(snap.errors));
+    std::optional<core::topology_source> src;
+    if (!o.source_file.empty()) {
+      auto st = util::read_file(o.source_file, kube::max_dump_bytes);
+      if (!st) return io_error(st.error().message);
+      const auto d = core::decode_any(*st);
+      if (!d.ok()) return io_error(o.source_file + ": " + d.errors.front().to_string());
+      auto v = core::validate_topology_source(d.root);
+      if (!v.ok()) return io_error(o.source_file + ": " + core::render_text(v.errors));
+      src = std::move(v.source);
+    } else {
+      std::string why;
+      src = diagnose::source_of(objects, "", why);
+      if (!src) return io_error(why);
+    }
+    const auto report = diagnose::diagnose_change(objects, *src, snap.value);
+    out = o.json ? diagnose::render_change_json(report) : diagnose::render_change_text(report);
+    rc = !report.ok() ? exit_usage : report.stranded ? exit_findings : exit_clean;
+  } else if (o.what == "chain") {
     const auto report = diagnose::check_chain(objects);
     out = o.json ? diagnose::render_chain_json(report) : diagnose::render_chain_text(report);
     rc = report.clean() ? exit_clean : exit_findings;

@@ -21,6 +21,7 @@ constexpr std::string_view usage =
     "                                  check the hierarchy of the labels Nodes carry\n"
     "  diagnose chain [INPUT]          verify the scheduling chain (runbook checks)\n"
     "  diagnose pending WORKLOAD [INPUT]  the runbook's six Pending checks, per domain\n"
+    "  diagnose change --revision FILE [INPUT]  Workloads a revision evicts, which fit again\n"
     "                                  INPUT: --from DIR, -f FILE, --kubeconfig FILE, ...\n"
     "  audit [-n NAMESPACE | -A] [INPUT]  re-check every TopologySource and ModelDeployment\n"
     "  review FILE                     answer an AdmissionReview request (stdout)\n"

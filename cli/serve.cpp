@@ -8,6 +8,7 @@
 
 #include "cli/audit_kube.hpp"
 #include "cli/commands.hpp"
+#include "cli/diagnose_kube.hpp"
 #include "cli/metrics_auth_kube.hpp"
 #include "cli/ownership_kube.hpp"
 #include "inventory/kube.hpp"
@@ -77,6 +78,9 @@ int run_serve(args a) {
     if (!lister) return std::move(lister).error();
     return std::unique_ptr<server::ownership_watch>(
         std::make_unique<server::ownership_view_loop>(c.ownership_check, std::move(*lister)));
+  };
+  hooks.make_cluster_lister = [](const server::serve_config& c) {
+    return make_kube_cluster_lister(inventory::api_access(c.registry.store));
   };
   hooks.make_token_reviewer = [](const server::serve_config& c) {
     return make_kube_token_reviewer(inventory::api_access(c.registry.store), c.metrics.audiences);

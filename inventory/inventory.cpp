@@ -539,6 +539,24 @@ void inventory::record_rejection(const prepared& p, const offer_options& o) {
   push_history(std::move(a));
 }
 
+void inventory::record_stranded_refusal(const prepared& p, const offer_options& o,
+                                        std::size_t stranded, const std::string& summary) {
+  attempt a;
+  a.at = clock_.now();
+  a.origin = o.origin;
+  a.actor = o.actor;
+  if (p.candidate) a.revision_id = p.candidate->revision_id;
+  a.impact = p.result.impact;
+  a.stranded_workloads = stranded;
+  a.stranded_refused = true;
+  a.note = "refused by maxStrandedWorkloads " +
+           std::to_string(cfg_.max_stranded_workloads.value_or(0)) + " (" + summary +
+           ") without acceptance of the impact";
+  std::lock_guard wl(write_mu_);
+  std::lock_guard lk(mu_);
+  push_history(std::move(a));
+}
+
 void inventory::record_failure(const offer_options& o, std::string note) {
   attempt a;
   a.at = clock_.now();

@@ -117,6 +117,10 @@ struct attempt {
   // was computed (invalid input, failures).
   std::shared_ptr<const core::profile_impact> impact;
   bool impact_refused = false;  // valid, but over max_profile_changes without acceptance
+  // maxStrandedWorkloads: the admitted Workloads the revision would leave Pending, when
+  // counted (a push to an inventory with the policy); refused over the limit.
+  std::optional<std::size_t> stranded_workloads;
+  bool stranded_refused = false;
 };
 
 enum class unknown_nodes_policy { reject, prune };
@@ -133,6 +137,10 @@ struct inventory_config {
   // change or lose their profile, or more than this many profiles appear or disappear,
   // unless the offer accepts the impact. 0 = no limit. Node-list changes are never refused.
   std::size_t max_profile_changes = 0;
+  // maxStrandedWorkloads: a push is refused when the admitted Workloads it would leave
+  // Pending (registry_deps::stranded) are more than this, unless it accepts the impact
+  // (0: none may be stranded). nullopt (absent) = no limit.
+  std::optional<std::size_t> max_stranded_workloads;
 };
 
 struct offer_result {
@@ -190,6 +198,9 @@ class inventory {
   prepared prepare(std::string_view bytes, const offer_options& o) const;
   void commit(const prepared& p);
   void record_rejection(const prepared& p, const offer_options& o);
+  // A valid push refused by max_stranded_workloads: `stranded` Workloads, `summary` in words.
+  void record_stranded_refusal(const prepared& p, const offer_options& o, std::size_t stranded,
+                               const std::string& summary);
   // An attempt that failed before validation (unreadable file, store write failed).
   void record_failure(const offer_options& o, std::string note);
   // The revision is no longer the input's (a store object deleted, damaged, or replaced by

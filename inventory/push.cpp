@@ -28,6 +28,8 @@ std::string_view to_string(push_outcome o) noexcept {
       return "precondition_failed";
     case push_outcome::impact_refused:
       return "impact_refused";
+    case push_outcome::validated:
+      return "validated";
     case push_outcome::unavailable:
       return "unavailable";
     case push_outcome::busy:
@@ -81,6 +83,29 @@ push_result refusal(push_outcome o, std::string message,
   r.retry_after = retry_after;
   return r;
 }
+
+}  // namespace
+
+push_result impact_refusal(const inventory& inv, const inventory::prepared& p) {
+  const auto& im = *p.result.impact;
+  const auto limit = inv.config().max_profile_changes;
+  auto r = refusal(push_outcome::impact_refused,
+                   "revision " + (p.refused ? p.refused->revision_id : std::string()) +
+                       " changes the profile of " + std::to_string(im.profile_changes()) +
+                       " Node(s) and makes " + std::to_string(im.flavor_changes()) +
+                       " profile(s) appear or disappear, more than "
+                       "maxProfileChanges " +
+                       std::to_string(limit) +
+                       "; review the impact and push again with Topogate-Accept-Impact: " +
+                       p.result.impact_baseline_etag);
+  r.impact = p.result.impact;
+  r.impact_baseline_etag = p.result.impact_baseline_etag;
+  r.max_profile_changes = limit;
+  r.served = inv.current();
+  return r;
+}
+
+namespace {
 
 std::string seconds_text(std::chrono::milliseconds d) {
   char buf[32];
@@ -147,6 +172,53 @@ push_result registry::push(std::string_view name, std::string_view body,
                            std::optional<std::string> accept_impact) {
   return push(push_request{std::string(name), std::string(body), std::move(if_match),
                            std::move(actor), std::move(accept_impact)});
+}
+
+std::optional<push_result> registry::impl::stranded_refusal(entry& e, const inventory::prepared& p,
+                                                            const push_request& req,
+                                                            const inventory::offer_options& opts,
+                                                            bool record) {
+  inventory& inv = *e.inv;
+  const auto limit_set = inv.config().max_stranded_workloads;
+  core::snapshot snap;
+  if (!limit_set || !stranded || !p.candidate->accepted_snapshot(snap)) return std::nullopt;
+  const std::size_t limit = *limit_set;
+  std::string summary;
+  const auto n = stranded(inv.name(), inv.config().source, snap, summary);
+  if (!n) {
+    log("warn", inv.name(),
+        "maxStrandedWorkloads: the Workloads the revision strands are unknown (" + summary +
+            "); not refused");
+    return std::nullopt;
+  }
+  if (*n <= limit) return std::nullopt;
+  // Accepted as maxProfileChanges is: "*" or the ETag of the revision served before.
+  const std::string& baseline = p.result.impact_baseline_etag;
+  // "*" accepts any impact, also that of a first revision (no baseline).
+  if (req.accept_impact) {
+    std::string_view v = *req.accept_impact;
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    if (v == "*" || (!baseline.empty() && inventory::if_match_matches(v, &baseline)))
+      return std::nullopt;
+  }
+  if (record) {
+    std::lock_guard lk(e.write_mu);
+    const auto before = inv.attempts_recorded();
+    inv.record_stranded_refusal(p, opts, *n, summary);
+    report(e, before);
+  }
+  auto r = refusal(push_outcome::impact_refused,
+                   "revision " + p.candidate->revision_id + " would leave " + std::to_string(*n) +
+                       " admitted Workload(s) Pending (" + summary +
+                       "), more than maxStrandedWorkloads " + std::to_string(limit) +
+                       "; review the impact and push again with Topogate-Accept-Impact: " +
+                       (baseline.empty() ? std::string("*") : baseline));
+  r.impact = p.result.impact;
+  r.impact_baseline_etag = baseline.empty() ? "*" : baseline;
+  r.max_profile_changes = inv.config().max_profile_changes;
+  r.served = inv.current();
+  return r;
 }
 
 void registry::impl::run_push(entry& e, push_call& call, const push_request& req) {
@@ -244,28 +316,15 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   if (p.result.impact_refused) {
     // Valid, but it conflicts with the served revision under the inventory's policy; the same
     // body succeeds once the impact is accepted.
-    const auto& im = *p.result.impact;
-    const auto limit = inv.config().max_profile_changes;
-    auto r = refusal(push_outcome::impact_refused,
-                     "revision " + (p.refused ? p.refused->revision_id : std::string()) +
-                         " changes the profile of " + std::to_string(im.profile_changes()) +
-                         " Node(s) and makes " + std::to_string(im.flavor_changes()) +
-                         " profile(s) appear or disappear, more than "
-                         "maxProfileChanges " +
-                         std::to_string(limit) +
-                         "; review the impact and push again with Topogate-Accept-Impact: " +
-                         p.result.impact_baseline_etag);
-    r.impact = p.result.impact;
-    r.impact_baseline_etag = p.result.impact_baseline_etag;
-    r.max_profile_changes = limit;
-    r.served = inv.current();
-    return r;
+    return impact_refusal(inv, p);
   }
   if (!p.candidate) {
     auto r = refusal(push_outcome::invalid, "snapshot is invalid");
     r.errors = std::move(p.result.errors);
     return r;
   }
+
+  if (auto refused = stranded_refusal(e, p, req, opts)) return std::move(*refused);
 
   stored_revision stored;
   if (p.candidate->pruned_nodes.empty()) {

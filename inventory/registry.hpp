@@ -60,6 +60,13 @@ struct registry_deps {
   std::string store_error;
   std::unique_ptr<node_watch> nodes;  // for inventories with nodes_from_api
   std::string nodes_error;
+  // maxStrandedWorkloads: the admitted Workloads a candidate would leave Pending for
+  // inventory `name` (server/workload_impact.hpp), with the answer in words; nullopt with
+  // `why` when it cannot tell (the push is then not refused). Called on the inventory's lane.
+  // Null: the policy is not applied.
+  std::function<std::optional<std::size_t>(std::string_view name, const core::topology_source&,
+                                           const core::snapshot&, std::string& summary)>
+      stranded;
 };
 // The file store when `cfg` asks for one (kubernetes needs the Kubernetes client:
 // inventory/kube.hpp's make_dependencies); nothing else.
@@ -89,6 +96,7 @@ enum class push_outcome {
   invalid,              // the snapshot breaks rules: `errors`
   precondition_failed,  // If-Match does not match, or another replica published first
   impact_refused,       // valid, but over maxProfileChanges without acceptance
+  validated,            // dry run (dryRun=All): valid and within the policy; nothing stored
   unavailable,          // no store, the store failed or did not answer within store.timeout
   busy,                 // max_pushes_in_progress already in progress for this inventory
 };
@@ -165,6 +173,14 @@ class registry {
   push_result push(std::string_view name, std::string_view body,
                    std::optional<std::string> if_match, std::string actor,
                    std::optional<std::string> accept_impact = std::nullopt);
+  // PUT /snapshots/{name}?dryRun=All: the push's answer without the push. Validated on the
+  // inventory's lane against what it serves (its Node list, its baseline, maxProfileChanges
+  // and an acceptance, If-Match against the served ETag), then answered `validated` (with
+  // the candidate and its impact), `invalid`, `impact_refused` or `precondition_failed`.
+  // Nothing is stored, published, counted or recorded in the history, and the store is not
+  // called. `done` as for push_async.
+  void dry_run_async(push_request req, std::function<void(push_result)> done);
+  push_result dry_run(push_request req);
   // The JSON documents of GET /snapshots/{name}/status and /history; nullopt for an
   // unknown inventory.
   [[nodiscard]] std::optional<std::string> status_json(std::string_view name) const;

@@ -127,6 +127,13 @@ struct registry::impl {
   std::string store_error;
   std::unique_ptr<node_watch> nodes_api;
   std::string nodes_error;
+  decltype(registry_deps::stranded) stranded;  // maxStrandedWorkloads (registry.hpp)
+  // The refusal of a valid push by maxStrandedWorkloads (recorded when `record`: not for a
+  // dry run); nullopt when it passes (push.cpp). Lane only, write_mu not held.
+  std::optional<push_result> stranded_refusal(entry& e, const inventory::prepared& p,
+                                              const push_request& req,
+                                              const inventory::offer_options& opts,
+                                              bool record = true);
   // Node changes from the API after the first list: the watch's source of the list waits
   // here and the loop takes the list from it once node_coalesce after the first change of a
   // burst (a scale-up of a thousand Nodes is a handful of copies and re-evaluations, not a
@@ -154,7 +161,8 @@ struct registry::impl {
         store(std::move(deps.store)),
         store_error(std::move(deps.store_error)),
         nodes_api(std::move(deps.nodes)),
-        nodes_error(std::move(deps.nodes_error)) {
+        nodes_error(std::move(deps.nodes_error)),
+        stranded(std::move(deps.stranded)) {
     for (auto& spec : cfg.inventories) {
       auto e = std::make_unique<entry>();
       if (const auto wrong = check_spec(spec); !wrong.empty()) {
@@ -280,5 +288,8 @@ struct registry::impl {
   push_result store_push(entry& e, push_call& call, const push_request& req,
                          const inventory::offer_options& opts);
 };
+
+// The 409 a push over maxProfileChanges gets (push.cpp), for a push and a dry run alike.
+push_result impact_refusal(const inventory& inv, const inventory::prepared& p);
 
 }  // namespace topogate::inventory

@@ -29,6 +29,9 @@ void append_attempt(std::string& out, const attempt& a, std::size_t max_errors) 
   }
   if (a.pruned_nodes != 0) out += ",\"prunedNodes\":" + std::to_string(a.pruned_nodes);
   if (a.impact_refused) out += ",\"impactRefused\":true";
+  if (a.stranded_workloads)
+    out += ",\"strandedWorkloads\":" + std::to_string(*a.stranded_workloads);
+  if (a.stranded_refused) out += ",\"strandedRefused\":true";
   if (a.impact) {
     out += ",\"impact\":";
     out += core::render_impact_json(*a.impact, max_errors);

@@ -419,7 +419,7 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
     check_keys(n, where,
                {"name", "source", "snapshot", "nodes", "nodesFromAPI", "maxAge", "allowEmptyStart",
                 "unknownNodes", "historySize", "readers", "writers", "maxProfileChanges",
-                "driftGracePeriod"});
+                "driftGracePeriod", "workloadImpact", "maxStrandedWorkloads"});
     if (!n["name"]) fail(where, "name is required");
     const std::string name = str(n["name"], where + ".name");
     if (!core::check_dns1123_subdomain(name).empty())
@@ -478,6 +478,21 @@ serve_config parse(const YAML::Node& root, const std::string& base) {
       // 0 (the default) is no limit; see docs/inventory.md "Profile-change impact".
       spec.config.max_profile_changes =
           number(n["maxProfileChanges"], where + ".maxProfileChanges", 1u << 20);
+    }
+
+    if (n["workloadImpact"] && boolean(n["workloadImpact"], where + ".workloadImpact")) {
+      // The answer reads the cluster's Nodes, Pods and Kueue objects through the API.
+      if (!spec.nodes_from_api) fail(where + ".workloadImpact", "needs nodesFromAPI: true");
+      cfg.workload_impact.inventories.push_back(name);
+    }
+    if (n["maxStrandedWorkloads"]) {
+      // Absent is no limit, 0 strands none; counted by the Workload answer, so it needs
+      // workloadImpact.
+      spec.config.max_stranded_workloads =
+          number(n["maxStrandedWorkloads"], where + ".maxStrandedWorkloads", 1u << 20);
+      if (std::find(cfg.workload_impact.inventories.begin(), cfg.workload_impact.inventories.end(),
+                    name) == cfg.workload_impact.inventories.end())
+        fail(where + ".maxStrandedWorkloads", "needs workloadImpact: true");
     }
 
     inventory_auth auth;

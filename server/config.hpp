@@ -70,6 +70,16 @@ struct ownership_check_config {
   std::chrono::milliseconds timeout{10'000};   // one list of sources and Nodes, every call included
 };
 
+// `workloadImpact: true` on inventories that list Nodes through the API: a dry run's answer
+// also says which admitted Workloads the change evicts and which fit again
+// (server/workload_impact.hpp). Off by default (it needs list on Pods and Kueue's objects).
+struct workload_impact_config {
+  std::vector<std::string> inventories;
+  std::chrono::milliseconds timeout{10'000};  // the lists of one dry run, every call included
+};
+
+class dry_run_answer;
+
 struct inventory_auth {
   std::string name;
   credential_files readers;
@@ -95,6 +105,9 @@ struct serve_config {
   audit_config audit;
   std::vector<inventory_auth> auth;
   inventory::registry_config registry;
+  workload_impact_config workload_impact;
+  // Set by serve() when some inventory has workloadImpact (it outlives the server).
+  const dry_run_answer* dry_run = nullptr;
 };
 
 // `base_dir` resolves relative paths (the configuration file's directory). A configuration

@@ -32,11 +32,26 @@ const inventory::revision& shown_revision(const inventory::push_result& r) {
   return r.served ? *r.served : *r.candidate;
 }
 
+// The fields every 200/201 ends with: "size", "prunedNodes", "impact", "warnings".
+void append_revision_tail(std::string& out, const inventory::push_result& r, std::size_t size,
+                          const std::string& size_warning) {
+  out += ",\"size\":" + std::to_string(size);
+  out += ",\"prunedNodes\":[";
+  for (std::size_t i = 0; i < r.candidate->pruned_nodes.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    core::append_json_string(out, r.candidate->pruned_nodes[i]);
+  }
+  out += "]";
+  if (r.impact) out += ",\"impact\":" + core::render_impact_json(*r.impact);
+  out += ",\"warnings\":[";
+  if (!size_warning.empty()) core::append_json_string(out, size_warning);
+  out += "]}";
+}
+
 // {"name","revision","etag","acceptedAt","size","prunedNodes","impact","warnings"}: what was
 // published, and the warnings about it (the same as the Warning headers).
 std::string stored_body(const inventory::push_result& r, std::string_view name,
                         const std::string& size_warning) {
-  const auto& cand = *r.candidate;
   const auto& shown = shown_revision(r);
   std::string out = "{";
   add_str(out, "name", name);
@@ -45,18 +60,26 @@ std::string stored_body(const inventory::push_result& r, std::string_view name,
   out.push_back(',');
   add_str(out, "etag", shown.etag);
   out.push_back(',');
-  add_str(out, "acceptedAt", core::format_rfc3339_ms(cand.accepted_at));
-  out += ",\"size\":" + std::to_string(shown.json_body.size());
-  out += ",\"prunedNodes\":[";
-  for (std::size_t i = 0; i < cand.pruned_nodes.size(); ++i) {
-    if (i != 0) out.push_back(',');
-    core::append_json_string(out, cand.pruned_nodes[i]);
+  add_str(out, "acceptedAt", core::format_rfc3339_ms(r.candidate->accepted_at));
+  append_revision_tail(out, r, shown.json_body.size(), size_warning);
+  return out;
+}
+
+// A dry run's answer (dryRun=All): what the push would publish, nothing stored.
+// {"name","dryRun":"All","revision","etag","size","prunedNodes","impact","warnings"}.
+std::string dry_run_body(const inventory::push_result& r, std::string_view name,
+                         const std::string& size_warning, std::string_view workloads) {
+  std::string out = "{";
+  add_str(out, "name", name);
+  out += ",\"dryRun\":\"All\",";
+  add_str(out, "revision", r.candidate->revision_id);
+  out.push_back(',');
+  add_str(out, "etag", r.candidate->etag);
+  append_revision_tail(out, r, r.candidate->json_body.size(), size_warning);
+  if (!workloads.empty()) {
+    out.pop_back();
+    out += ",\"workloads\":" + std::string(workloads) + "}";
   }
-  out += "]";
-  if (r.impact) out += ",\"impact\":" + core::render_impact_json(*r.impact);
-  out += ",\"warnings\":[";
-  if (!size_warning.empty()) core::append_json_string(out, size_warning);
-  out += "]}";
   return out;
 }
 
@@ -72,7 +95,8 @@ response inventory_not_found(std::string_view name) {
                            "inventory \"" + std::string(name) + "\" not found", name);
 }
 
-response push_response(const inventory::push_result& r, std::string_view name) {
+response push_response(const inventory::push_result& r, std::string_view name,
+                       std::string_view workloads) {
   using inventory::push_outcome;
   switch (r.outcome) {
     case push_outcome::created:
@@ -87,6 +111,15 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       set_etag(res, r.served);
       // As the Kubernetes API server warns (kubectl and client-go print it): code 299, no
       // agent, the text quoted; snapshot_size_warning writes neither quotes nor backslashes.
+      if (!size_warning.empty()) res.insert(http::field::warning, "299 - \"" + size_warning + "\"");
+      return res;
+    }
+    case push_outcome::validated: {
+      if (!r.candidate) break;
+      const std::string size_warning = core::snapshot_size_warning(r.candidate->json_body.size(),
+                                                                   "the revision's canonical JSON");
+      response res =
+          json_response(http::status::ok, dry_run_body(r, name, size_warning, workloads));
       if (!size_warning.empty()) res.insert(http::field::warning, "299 - \"" + size_warning + "\"");
       return res;
     }
@@ -117,7 +150,9 @@ response push_response(const inventory::push_result& r, std::string_view name) {
       if (r.impact) body += ",\"impact\":" + core::render_impact_json(*r.impact);
       body += ",\"acceptImpact\":{\"header\":\"Topogate-Accept-Impact\",\"value\":";
       core::append_json_string(body, r.impact_baseline_etag);
-      body += ",\"maxProfileChanges\":" + std::to_string(r.max_profile_changes) + "}}";
+      body += ",\"maxProfileChanges\":" + std::to_string(r.max_profile_changes) + "}";
+      if (!workloads.empty()) body += ",\"workloads\":" + std::string(workloads);
+      body += "}";
       response res = json_response(http::status::conflict, std::move(body));
       set_etag(res, r.served);
       return res;

@@ -12,7 +12,10 @@
 namespace topogate::server {
 
 // The answer to PUT /snapshots/{name}.
-[[nodiscard]] response push_response(const inventory::push_result& r, std::string_view name);
+// `workloads`: a dry run's Workload answer (a JSON value), added to a 200 or 409 as
+// "workloads" when not empty.
+[[nodiscard]] response push_response(const inventory::push_result& r, std::string_view name,
+                                     std::string_view workloads = {});
 // 404 with a Kubernetes Status naming the inventory (status and history of an unknown one).
 [[nodiscard]] response inventory_not_found(std::string_view name);
 // An error about one inventory: a Status whose details name it (kind Snapshot, group

@@ -85,6 +85,7 @@ router_context server::impl::context(listener_kind kind) {
   ctx.admission = &cfg.admission;
   ctx.push_body_bytes = cfg.limits.push_body_bytes;
   ctx.listener = kind;
+  ctx.dry_run = cfg.dry_run;
   return ctx;
 }
 

@@ -127,6 +127,13 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                               "Valid revisions refused by maxProfileChanges without an accepted "
                               "impact, by trigger.")
                           .Register(r);
+  stranded_refusals_ = &prometheus::BuildCounter()
+                            .Name("topogate_inventory_stranded_refusals_total")
+                            .Help(
+                                "Valid pushes refused by maxStrandedWorkloads (the admitted "
+                                "Workloads the change would leave Pending) without an accepted "
+                                "impact.")
+                            .Register(r);
   profiles_ = &prometheus::BuildGauge()
                    .Name("topogate_inventory_profiles")
                    .Help("Distinct profiles among the managed Nodes of the served revision.")
@@ -318,6 +325,10 @@ void metrics::reconcile_attempt(std::string_view inventory, bool accepted) {
 }
 
 void metrics::profile_impact(std::string_view inventory, const inventory::attempt& a) {
+  if (a.stranded_refused) {
+    stranded_refusals_->Add({{"inventory", std::string(inventory)}}).Increment();
+    return;
+  }
   if (!a.impact) return;
   // Fixed label values: the origin "file:/path" would put a path in a label.
   const std::string trigger = a.origin.starts_with("file:") ? "file"

@@ -93,6 +93,7 @@ class metrics {
   prometheus::Family<prometheus::Counter>* profile_changes_;
   prometheus::Family<prometheus::Counter>* flavor_changes_;
   prometheus::Family<prometheus::Counter>* impact_refusals_;
+  prometheus::Family<prometheus::Counter>* stranded_refusals_;
   prometheus::Family<prometheus::Gauge>* profiles_;
   prometheus::Family<prometheus::Counter>* rejections_;
   prometheus::Family<prometheus::Counter>* admission_denials_;

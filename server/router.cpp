@@ -470,7 +470,8 @@ response read_history(const route_call& c) {
   return from_document(c.ctx.registry->history_json(c.name), c.name);
 }
 
-// PUT /snapshots/{name}: a push, validated and stored on the inventory's lane.
+// PUT /snapshots/{name}: a push, validated and stored on the inventory's lane; with
+// ?dryRun=All validated there and answered, nothing stored.
 response push(const route_call& c) {
   if (auto denied = authorize(c.req, c.peer, c.ctx, c.name, access::write, c.info))
     return std::move(*denied);
@@ -480,20 +481,33 @@ response push(const route_call& c) {
   // Topogate-Accept-Impact: "*" or the served ETag a 409 reported (docs/inventory.md).
   if (auto ai = header(c.req, "Topogate-Accept-Impact"); !ai.empty())
     push.accept_impact = std::string(ai);
+  // dryRun=All (the Kubernetes convention): the answer of the push, nothing stored.
+  bool dry = false;
+  if (const auto v = query_param(c.query, "dryRun", &dry); dry && v != "All")
+    return error_response(http::status::bad_request,
+                          "dryRun must be All (the only value Kubernetes defines)");
   if (c.later != nullptr) {
-    // Validated and stored on the inventory's lane; this thread goes on serving.
-    *c.later = [reg = c.ctx.registry, push = std::move(push)](deliver_fn deliver) mutable {
+    // Validated (and, but for a dry run, stored) on the inventory's lane; this thread goes
+    // on serving.
+    const auto run = dry ? &inventory::registry::dry_run_async : &inventory::registry::push_async;
+    const dry_run_answer* extra = dry ? c.ctx.dry_run : nullptr;
+    *c.later = [reg = c.ctx.registry, run, extra,
+                push = std::move(push)](deliver_fn deliver) mutable {
       std::string inv = push.name;
-      reg->push_async(std::move(push), [deliver = std::move(deliver),
-                                        inv = std::move(inv)](inventory::push_result r) {
-        response out = push_response(r, inv);
+      (reg->*run)(std::move(push), [deliver = std::move(deliver), extra,
+                                    inv = std::move(inv)](inventory::push_result r) {
+        const std::string workloads = extra ? extra->workloads(inv, r) : std::string();
+        response out = push_response(r, inv, workloads);
         finish(out, http::verb::put);
         deliver(std::move(out));
       });
     };
     return {};
   }
-  return push_response(c.ctx.registry->push(std::move(push)), c.name);
+  if (!dry) return push_response(c.ctx.registry->push(std::move(push)), c.name);
+  const auto r = c.ctx.registry->dry_run(std::move(push));
+  return push_response(r, c.name,
+                       c.ctx.dry_run ? c.ctx.dry_run->workloads(c.name, r) : std::string());
 }
 
 constexpr std::uint8_t get_head = method_get | method_head;

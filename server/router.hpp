@@ -25,7 +25,8 @@
 
 namespace topogate::inventory {
 class registry;
-}
+struct push_result;
+}  // namespace topogate::inventory
 
 namespace topogate::server {
 
@@ -42,6 +43,16 @@ struct health_state {
 
 enum class listener_kind { tls, plain_health };
 
+// What a dry run's answer adds (server/workload_impact.hpp): for `inventory` and the dry
+// run's result, the JSON value of its "workloads" member, "" for none. Called on the
+// inventory's lane, never on a request thread.
+class dry_run_answer {
+ public:
+  virtual ~dry_run_answer() = default;
+  [[nodiscard]] virtual std::string workloads(std::string_view inventory,
+                                              const inventory::push_result& r) const = 0;
+};
+
 struct router_context {
   inventory::registry* registry = nullptr;
   std::shared_ptr<const auth_state> auth;
@@ -51,6 +62,7 @@ struct router_context {
   const admission::options* admission = nullptr;  // null: the defaults
   std::size_t push_body_bytes = 1u << 20;
   listener_kind listener = listener_kind::tls;
+  const dry_run_answer* dry_run = nullptr;  // optional: the Workload answer of a dry run
 };
 
 // Filled by handle() for the access log and the request metrics.

@@ -14,6 +14,7 @@
 #include "server/ownership_view.hpp"
 #include "server/server.hpp"
 #include "server/tls.hpp"
+#include "server/workload_impact.hpp"
 
 namespace topogate::server {
 
@@ -126,10 +127,27 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   obs.on_log = [](std::string_view level, std::string_view inv, std::string_view message) {
     log(level_of(level), message, {{"component", "inventory"}, {"inventory", inv}});
   };
+  // workloadImpact: located as for the audit; each dry run (and each push to an inventory
+  // with maxStrandedWorkloads) lists what it needs.
+  std::unique_ptr<cluster_lister> lister;
+  std::unique_ptr<workload_impact> workloads;
+  if (!cfg.workload_impact.inventories.empty()) {
+    core::result<std::unique_ptr<cluster_lister>> made =
+        core::fail(core::errc::invalid_argument, "this build has no Kubernetes client");
+    if (hooks.make_cluster_lister) made = hooks.make_cluster_lister(cfg);
+    if (!made) {
+      log(log_level::error,
+          "workloadImpact: no Kubernetes API to list from (store.apiServer, or run in a Pod)",
+          {{"error", made.error().message}});
+      return 2;
+    }
+    lister = std::move(*made);
+  }
   std::unique_ptr<inventory::registry> reg;
   try {
     auto deps = hooks.dependencies ? hooks.dependencies(cfg)
                                    : inventory::make_file_dependencies(cfg.registry.store);
+    if (lister) deps.stranded = stranded_counter(*lister, cfg.workload_impact.timeout);
     reg = std::make_unique<inventory::registry>(cfg.registry, std::move(deps),
                                                 inventory::system_clock(), std::move(obs));
     // Returns at once: the store and the Kubernetes API are read in the background.
@@ -137,6 +155,10 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
   } catch (const std::exception& e) {
     log(log_level::error, "cannot start the inventories", {{"error", e.what()}});
     return 1;
+  }
+  if (lister) {
+    workloads = std::make_unique<workload_impact>(cfg.workload_impact, std::move(lister), *reg);
+    cfg.dry_run = workloads.get();
   }
   server srv(cfg, *reg, m, creds, &gate);
   if (auto listening = srv.listen(); !listening) {

@@ -15,6 +15,7 @@ namespace topogate::server {
 
 class audit_source;
 class ownership_watch;
+class cluster_lister;
 class token_reviewer;
 
 struct serve_hooks {
@@ -37,6 +38,10 @@ struct serve_hooks {
   // Unset: that mode stops the start.
   std::function<core::result<std::unique_ptr<token_reviewer>>(const serve_config&)>
       make_token_reviewer;
+  // Builds the lister of a dry run's Workload answer when an inventory has workloadImpact
+  // (cli/serve.cpp, on cli/diagnose_kube.hpp). Unset: that setting stops the start.
+  std::function<core::result<std::unique_ptr<cluster_lister>>(const serve_config&)>
+      make_cluster_lister;
 };
 
 // Exit status: 0 after a clean shutdown, 1 when the server could not start, 2 for

@@ -90,6 +90,7 @@ node_watch = any(i.get("nodesFromAPI") for i in invs)
 metrics_kube = cfg.get("metrics", {}).get("auth") == "kubernetes"
 audit = bool(cfg.get("audit", {}).get("enabled"))
 ownership_check = bool(cfg.get("admission", {}).get("ownershipCheck", {}).get("enabled"))
+workload_impact = any(i.get("workloadImpact") for i in invs)
 
 
 def rule_set(rules):
@@ -106,6 +107,12 @@ expected_roles = {  # name suffix -> (rendered when, its rules)
     "-audit": (audit, [{"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources", "modeldeployments"],
                         "verbs": ["list"]},
                        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]),
+    "-workload-impact": (workload_impact, [
+        {"apiGroups": [""], "resources": ["nodes", "pods", "limitranges", "namespaces"], "verbs": ["list"]},
+        {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["list"]},
+        {"apiGroups": ["kueue.x-k8s.io"],
+         "resources": ["topologies", "resourceflavors", "clusterqueues", "localqueues", "workloads"], "verbs": ["list"]},
+        {"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources", "modeldeployments"], "verbs": ["list"]}]),
     "-ownership-check": (ownership_check, [
         {"apiGroups": ["worker.gpustack.ai"], "resources": ["topologysources"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]),

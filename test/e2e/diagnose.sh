@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `topogate diagnose chain|pending` online, against a real kube-apiserver
+# `topogate diagnose chain|pending|change` online, against a real kube-apiserver
 # (control-plane.sh) with the Kueue CRDs (sigs.k8s.io/kueue v0.17.0, from the Go
 # module proxy) and the chart's CRDs installed. The runbook scenarios of
 # test/fixtures/diagnose/ are created with kubectl (objects, then their status
@@ -216,6 +216,92 @@ same_report "broken chain: findings" 1 "$fx/broken-chain" chain
 tg chain --kubeconfig "$KUBECONFIG" --output json >"$work/chain.json" || true
 found=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$work/chain.json")
 [[ $found == 8 ]] && pass "broken chain: 8 findings online" || fail "broken chain: $found findings online"
+
+section "online: a hierarchy change before it is published (diagnose change)"
+unload_scenario "$fx/broken-chain" && pass "broken-chain objects deleted" || fail "broken-chain objects remain"
+n=$(load_scenario "$fx/change-zone-rack")
+pass "change-zone-rack: $n objects created with kubectl"
+# Kueue's queue order reads each Workload's creationTimestamp and UID, which the API set:
+# the offline side is a kubectl dump of the live objects, not the fixture files.
+mkdir -p "$work/change-dump"
+for r in nodes pods topologies.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io \
+  localqueues.kueue.x-k8s.io workloads.kueue.x-k8s.io topologysources.worker.gpustack.ai; do
+  k get "$r" -A -o json >"$work/change-dump/$r.json"
+done
+same_report "zone -> zone + rack: one pair stranded" 1 "$work/change-dump" change \
+  --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json"
+same_report "same profiles: nothing evicted" 0 "$work/change-dump" change --revision "$fx/change-zone-rack-same.yaml"
+tg change --revision "$fx/change-zone-rack-revision.yaml" --source "$fx/change-zone-rack-source.json" \
+  --kubeconfig "$KUBECONFIG" --output json >"$work/change.json" || true
+got=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print(s["evicted"], s["admittedAgain"], s["stranded"])' "$work/change.json")
+[[ $got == "2 1 1" ]] && pass "zone -> zone + rack online: evicted 2, admitted again 1, stranded 1" ||
+  fail "zone -> zone + rack online: $got"
+
+section "online: a dry run's Workload answer (workloadImpact) and maxStrandedWorkloads"
+# topogate serves an inventory for the rack source with nodesFromAPI, workloadImpact and
+# maxStrandedWorkloads 0; a dry run of the rack revision answers the push's 409 with the
+# Workload answer the command gives and stores nothing; the push itself is refused and
+# recorded, and published once it accepts the impact.
+export CERTS_QUIET=1
+pki="$work/pki"
+"$repo/certs/make-ca.sh" --out "$pki" --name ca --cn "topogate e2e diagnose CA" >/dev/null
+"$repo/certs/make-server-cert.sh" --ca-cert "$pki/ca.crt" --ca-key "$pki/ca.key" --out "$pki" \
+  --name serving --ip 127.0.0.1 --dns localhost --days 2 >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'dry-run-writer-token-0123456789abcdef\n' >"$work/writer.token"
+cat >"$work/serve.yaml" <<CFG
+listen: {address: 127.0.0.1, port: $port}
+tls: {certFile: $pki/serving.crt, keyFile: $pki/serving.key}
+store: {type: file, directory: $work/store, apiServer: $TOPOGATE_CP_URL, tokenFile: $TOPOGATE_CP_ADMIN_TOKEN_FILE, caFile: $TOPOGATE_CP_CA}
+inventories:
+  - name: racks
+    source: $fx/change-zone-rack-source.json
+    nodesFromAPI: true
+    workloadImpact: true
+    maxStrandedWorkloads: 0
+    allowEmptyStart: true
+    readers: {bearerTokenFiles: [$work/writer.token]}
+    writers: {bearerTokenFiles: [$work/writer.token]}
+CFG
+"$topogate" serve --config "$work/serve.yaml" >"$work/serve.log" 2>&1 &
+serve_pid=$!
+stop_serve() { kill "$serve_pid" 2>/dev/null || true; }
+e2e_on_exit stop_serve
+put_racks() { # FILE QUERY [HEADER...]
+  local f=$1 q=$2; shift 2
+  curl -sS --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$work/writer.token")" -X PUT \
+    -H 'Content-Type: application/yaml' "$@" --data-binary @"$f" -o "$work/dry.json" -w '%{http_code}' \
+    "https://127.0.0.1:$port/snapshots/racks$q" 2>/dev/null || echo 000
+}
+poll 30 test -n "$(curl -sS --cacert "$pki/ca.crt" "https://127.0.0.1:$port/healthz" 2>/dev/null)" || true
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "?dryRun=All")
+got=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); s = d["workloads"]["summary"]
+print(d["reason"], s["evicted"], s["admittedAgain"], s["stranded"])' "$work/dry.json" 2>&1 || true)
+[[ $code == 409 && $got == "Conflict 2 1 1" ]] && pass "dry run of the rack revision: 409 (maxStrandedWorkloads 0), evicted 2, admitted again 1, stranded 1" ||
+  fail "dry run: HTTP $code, $got; $(tail -n 3 "$work/serve.log")"
+python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))["workloads"]; b = json.load(open(sys.argv[2]))
+sys.exit(0 if a == b else 1)' "$work/dry.json" "$work/change.json" && pass "the dry run's Workload answer equals diagnose change's" ||
+  fail "the dry run's Workload answer differs from diagnose change's"
+[[ -z $(ls -A "$work/store" 2>/dev/null) ]] && pass "the dry run stored nothing" || fail "the store holds $(ls "$work/store")"
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "")
+[[ $code == 409 ]] && grep -q "would leave 1 admitted Workload(s) Pending" "$work/dry.json" &&
+  pass "the push is refused: it would strand 1 Workload" || fail "push: HTTP $code $(head -c 300 "$work/dry.json")"
+code=$(put_racks "$fx/change-zone-rack-revision.yaml" "" -H 'Topogate-Accept-Impact: *')
+[[ $code == 201 ]] && pass "accepted (Topogate-Accept-Impact: *): published" || fail "accepted push: HTTP $code $(head -c 300 "$work/dry.json")"
+curl -sS --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$work/writer.token")" \
+  "https://127.0.0.1:$port/snapshots/racks/history" -o "$work/history.json" 2>/dev/null || true
+python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["items"]
+sys.exit(0 if h[0]["result"] == "accepted" and h[1].get("strandedRefused") and h[1]["strandedWorkloads"] == 1 else 1)' \
+  "$work/history.json" && pass "history: the refusal with strandedWorkloads 1, then the published revision" ||
+  fail "history: $(head -c 400 "$work/history.json")"
+curl -sS --cacert "$pki/ca.crt" "https://127.0.0.1:$port/metrics" -o "$work/metrics.txt" 2>/dev/null || true
+grep -q '^topogate_inventory_stranded_refusals_total{inventory="racks"} 1' "$work/metrics.txt" &&
+  pass "metrics: 1 stranded refusal" ||
+  fail "metrics: $(grep -c . "$work/metrics.txt") lines, $(grep stranded "$work/metrics.txt" | head -3)"
+kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true
 
 echo "diagnose: $((checks - fails)) passed, $fails failed in $((SECONDS - t_start)) s"
 ((fails == 0))

@@ -130,6 +130,7 @@ lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 c = next((l for l in lines if l.get("change") == "hierarchy"), None)
 ws = {l["workload"].split("/")[1]: l for l in lines if l.get("phase") == "after-change"}
 before = {l["workload"].split("/")[1]: l for l in lines if "workload" in l and "phase" not in l}
+agreement = next((l for l in lines if l.get("phase") == "agreement"), {})
 sys.exit(0 if c is not None and eval(sys.argv[2]) else 1)
 PY
 }
@@ -145,6 +146,8 @@ cx evicted 'sorted(c["evicted"]) == ["pair-1", "pair-2"]' "Kueue evicted both pa
 cx readmitted 'sorted(w["readmitted"] for w in ws.values()) == [False, True]' \
   "exactly one pair readmitted: zone-b is now split between the rack and the zone profile"
 cx agree 'all(w["agree"] for w in ws.values())' "diagnose agrees with Kueue on both after the change"
+cx prediction 'agreement.get("agree") is True and len(agreement["observed"]["stranded"]) == 1' \
+  "diagnose change's prediction before the change (evicted 2, admitted again 1, stranded 1) names what Kueue did"
 
 # One scenario per input diagnose's step 7 follows (docs/operations.md, "The TAS lab"): each
 # Workload decided by the real Kueue, diagnose's verdict agreeing, every `expect` met (exit 3

@@ -44,12 +44,12 @@ inventories:
 """
 
 
-def put(srv, pki, body, *headers):
+def put(srv, pki, body, *headers, url_suffix=""):
     args = ["--cacert", str(pki.ca), "-X", "PUT", "-H", f"Authorization: Bearer {WRITER_TOKEN}",
             "-H", "Content-Type: application/yaml", "--data-binary", body]
     for h in headers:
         args += ["-H", h]
-    code, text, err, _ = curl(*args, f"{srv.url}/snapshots/dc")
+    code, text, err, _ = curl(*args, f"{srv.url}/snapshots/dc{url_suffix}")
     return code, (json.loads(text) if text else None), err
 
 

@@ -19,6 +19,7 @@
 #include "core/nodes.hpp"
 #include "core/topology_source.hpp"
 #include "inventory/inventory.hpp"
+#include "inventory/registry.hpp"
 
 namespace topogate::inventory::testing {
 
@@ -45,6 +46,19 @@ inline inventory_config config(std::string name = "dc") {
   c.name = std::move(name);
   c.source = source();
   return c;
+}
+
+// One push inventory `inv` with a file store in `store_dir`, resynced rarely.
+inline registry_config push_registry(const std::string& store_dir,
+                                     inventory_config inv = config()) {
+  registry_config cfg;
+  inventory_spec spec;
+  spec.config = std::move(inv);
+  cfg.inventories.push_back(std::move(spec));
+  cfg.store.type = store_config::kind::file;
+  cfg.store.directory = store_dir;
+  cfg.resync_interval = std::chrono::seconds(3600);
+  return cfg;
 }
 
 // `nodes` worker-0..worker-(n-1), region-a, two zones, racks of four.

@@ -1,5 +1,7 @@
 // inventories[].maxProfileChanges: absent is no limit; a non-negative integer up to 2^20.
 // inventories[].driftGracePeriod: absent is 5m; a duration from 1s to 24h.
+// inventories[].workloadImpact: absent or false is off; true needs nodesFromAPI.
+// inventories[].maxStrandedWorkloads: absent is no limit, 0 strands none; it needs workloadImpact.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -91,6 +93,45 @@ TEST_F(ImpactConfig, DriftGracePeriodFromOneSecondToADay) {
     EXPECT_NE(cfg.error().message.find("driftGracePeriod"), std::string::npos)
         << bad << ": " << cfg.error().message;
   }
+}
+
+TEST_F(ImpactConfig, WorkloadImpactNeedsNodesFromAPI) {
+  auto cfg = parse("");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_TRUE(cfg->workload_impact.inventories.empty());
+  cfg = parse("    workloadImpact: false\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_TRUE(cfg->workload_impact.inventories.empty());
+  cfg = parse("    workloadImpact: true\n");
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("inventories[dc].workloadImpact"), std::string::npos)
+      << cfg.error().message;
+  EXPECT_NE(cfg.error().message.find("nodesFromAPI"), std::string::npos) << cfg.error().message;
+  cfg = parse("    nodesFromAPI: true\n    workloadImpact: true\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->workload_impact.inventories, std::vector<std::string>{"dc"});
+}
+
+TEST_F(ImpactConfig, MaxStrandedWorkloadsNeedsWorkloadImpact) {
+  auto cfg = parse("");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_FALSE(cfg->registry.inventories[0].config.max_stranded_workloads.has_value());
+  cfg = parse("    maxStrandedWorkloads: 0\n");
+  ASSERT_FALSE(cfg);  // a limit of 0 is a limit: it needs workloadImpact as well
+  cfg = parse("    maxStrandedWorkloads: 2\n");
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("inventories[dc].maxStrandedWorkloads"), std::string::npos)
+      << cfg.error().message;
+  cfg = parse("    nodesFromAPI: true\n    workloadImpact: true\n    maxStrandedWorkloads: 2\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->registry.inventories[0].config.max_stranded_workloads,
+            std::optional<std::size_t>(2));
+  cfg = parse("    nodesFromAPI: true\n    workloadImpact: true\n    maxStrandedWorkloads: 0\n");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->registry.inventories[0].config.max_stranded_workloads,
+            std::optional<std::size_t>(0));
+  cfg = parse("    nodesFromAPI: true\n    workloadImpact: true\n    maxStrandedWorkloads: -1\n");
+  EXPECT_FALSE(cfg);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -507,6 +509,72 @@ TEST_F(InventoryHttp, EveryOutcomeHasItsStatus) {
     }
     EXPECT_EQ(has_header(res, http::field::retry_after), row.retry_after);
   }
+}
+
+// Every file of a store directory and its bytes.
+std::vector<std::pair<std::string, std::string>> files_of(const std::filesystem::path& d) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(d))
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      out.emplace_back(e.path().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// PUT ?dryRun=All: the answer of the push (200 with the revision and its impact, 412, 422),
+// and nothing stored, published or recorded.
+TEST_F(InventoryHttp, DryRunAnswersThePushAndStoresNothing) {
+  auto& reg = start(push_config(dir / "store"));
+  const auto first = reg.push("dc", t::snapshot_json("p-1"), std::nullopt, "ci-bot");
+  ASSERT_EQ(first.outcome, push_outcome::created) << describe(first);
+  const inv::inventory& one = *reg.find("dc");
+  const auto store = files_of(dir / "store");
+  ASSERT_FALSE(store.empty());
+  const auto attempts = one.attempts_recorded();
+  const auto served = one.current();
+  auto unchanged = [&] {
+    EXPECT_EQ(one.current(), served);
+    EXPECT_EQ(one.attempts_recorded(), attempts);
+    EXPECT_EQ(files_of(dir / "store"), store);
+  };
+
+  const auto dry = reg.dry_run({"dc", t::snapshot_json("p-2", 8), std::nullopt, "ci-bot", {}});
+  ASSERT_EQ(dry.outcome, push_outcome::validated) << describe(dry);
+  ASSERT_NE(dry.candidate, nullptr);
+  EXPECT_EQ(dry.candidate->revision_id, "p-2");
+  ASSERT_NE(dry.impact, nullptr) << "four Nodes joined: an impact against p-1";
+  const auto res = push_response(dry, "dc");
+  EXPECT_EQ(res.result_int(), 200u);
+  EXPECT_FALSE(has_header(res, http::field::etag));  // nothing new is served
+  const auto text = body_of(res);
+  json_doc doc(text);
+  ASSERT_TRUE(doc.ok) << text;
+  EXPECT_EQ(str(doc.root["dryRun"]), "All") << text;
+  EXPECT_EQ(str(doc.root["revision"]), "p-2") << text;
+  EXPECT_EQ(str(doc.root["etag"]), dry.candidate->etag) << text;
+  EXPECT_NE(text.find(",\"impact\":" + core::render_impact_json(*dry.impact)), std::string::npos);
+  unchanged();
+
+  const auto stale =
+      reg.dry_run({"dc", t::snapshot_json("p-2", 8), std::string("\"nope\""), "ci-bot", {}});
+  ASSERT_EQ(stale.outcome, push_outcome::precondition_failed) << describe(stale);
+  EXPECT_EQ(push_response(stale, "dc").result_int(), 412u);
+  const auto matching = reg.dry_run({"dc", t::snapshot_json("p-2", 8), served->etag, "ci-bot", {}});
+  EXPECT_EQ(matching.outcome, push_outcome::validated) << describe(matching);
+  const auto bad = reg.dry_run({"dc", "nodes: 3", std::nullopt, "ci-bot", {}});
+  ASSERT_EQ(bad.outcome, push_outcome::invalid) << describe(bad);
+  EXPECT_EQ(push_response(bad, "dc").result_int(), 422u);
+  EXPECT_EQ(reg.dry_run({"nope", t::snapshot_json("p"), std::nullopt, "w", {}}).outcome,
+            push_outcome::not_found);
+  unchanged();
+
+  // The same body pushed is published: the dry run's answer was the push's.
+  const auto pushed = reg.push("dc", t::snapshot_json("p-2", 8), std::nullopt, "ci-bot");
+  ASSERT_EQ(pushed.outcome, push_outcome::stored) << describe(pushed);
+  EXPECT_EQ(pushed.served->etag, dry.candidate->etag);
+  EXPECT_NE(files_of(dir / "store"), store);
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ app.kubernetes.io/part-of: topogate
 {{- range .Values.inventories -}}{{- if .nodesFromAPI -}}true{{- end -}}{{- end -}}
 {{- end -}}
 
+{{/* "true" when an inventory answers dry runs with the Workload answer (workloadImpact). */}}
+{{- define "topogate.workloadImpact" -}}
+{{- range .Values.inventories -}}{{- if .workloadImpact -}}true{{- end -}}{{- end -}}
+{{- end -}}
+
 {{/* "true" when topogate talks to the Kubernetes API at all. */}}
 {{- define "topogate.usesAPI" -}}
 {{- if or (eq .Values.store.type "kubernetes") (include "topogate.nodeWatch" .) (eq .Values.metrics.auth "kubernetes") .Values.audit.enabled .Values.ownershipCheck.enabled -}}true{{- end -}}
@@ -145,6 +150,7 @@ spec:
 {{- $_ := set $inv "snapshot" (printf "/var/run/topogate/inventories/%s/snapshot/%s" $v.name (.key | default "snapshot.yaml")) -}}
 {{- end -}}
 {{- if .nodesFromAPI -}}{{- $_ := set $inv "nodesFromAPI" true -}}{{- end -}}
+{{- if .workloadImpact -}}{{- $_ := set $inv "workloadImpact" true -}}{{- end -}}
 {{- with .unknownNodes -}}{{- $_ := set $inv "unknownNodes" . -}}{{- end -}}
 {{- with .maxAge -}}{{- $_ := set $inv "maxAge" . -}}{{- end -}}
 {{- if .allowEmptyStart -}}{{- $_ := set $inv "allowEmptyStart" true -}}{{- end -}}

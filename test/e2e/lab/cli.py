@@ -16,10 +16,12 @@ Usage: tas-lab.sh up [SCENARIO.json]   start (idempotent) and load the base inve
                                       scenario is not met.
        tas-lab.sh change [--keep] SCENARIO.json
                                       the runbook's live hierarchy change, rehearsed: run's
-                                      steps, then the scenario's `change` published through
+                                      steps, then `diagnose change`'s prediction (before the
+                                      change), the scenario's `change` published through
                                       topogate; prints the profile impact against the Nodes
                                       relabelled, and which Workloads Kueue evicted and
-                                      readmitted (exit 3 when they disagree or an
+                                      readmitted, then the prediction against them (`agree`;
+                                      exit 3 when the impact and the cluster disagree or an
                                       expectation is not met)
        tas-lab.sh dump DIR            the loaded scenario's objects (after run --keep) as
                                       `kubectl get -o json` lists, one file a kind, for
@@ -178,6 +180,9 @@ def cmd_change(lab, *args):
     before = objects.node_profiles(api)
     write(lab.path("profiles-before.json"), json.dumps(before, sort_keys=True) + "\n")
     objects.write_inventory(t, lab.path("topogate"))
+    # What an operator asks before publishing: the prediction, on the cluster as it is.
+    predicted = record.predict_change(s, lab.path("topogate", "snapshot.yaml"),
+                                      lab.path("topogate", "topologysource.yaml"))
     lab.start_topogate()
     impact = lab.topogate_status()
     with open(lab.path("impact.json"), "wb") as f:
@@ -198,6 +203,7 @@ def cmd_change(lab, *args):
         rc = 3
     if not record.after_change(api, s, t, held0, evicted):
         rc = 3
+    record.change_agreement(api, s, predicted, evicted)
     finish(lab, keep)
     return rc
 

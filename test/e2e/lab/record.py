@@ -254,6 +254,40 @@ def impact_lines(s, status, before, after):
             "relabelled": relabelled, "impactMatchesCluster": matches}
 
 
+def predict_change(s, revision, source):
+    """`diagnose change` on the cluster as it is, before the revision is applied: which admitted
+    Workloads the migration evicts and which the new hierarchy admits again. Printed as the
+    prediction line; returns the report (None when the command failed)."""
+    r = topogate("change", "--revision", revision, "--source", source)
+    try:
+        rep = json.loads(r.stdout)
+    except ValueError:
+        print(json.dumps({"scenario": s["name"], "phase": "prediction", "error": r.stderr.strip()[:500]}), flush=True)
+        return None
+    print(json.dumps({"scenario": s["name"], "phase": "prediction", "summary": rep.get("summary"),
+                      "workloads": {w["workload"]: {"evicted": w["evicted"], "admittedAgain": w["admittedAgain"],
+                                                    "podSets": [p["verdict"] for p in w["podSets"]]}
+                                    for w in rep.get("workloads") or []}}), flush=True)
+    return rep
+
+
+def change_agreement(api, s, predicted, evicted):
+    """The prediction against what Kueue did: the Workloads evicted, admitted again and still
+    Pending, each side; `agree` when the three sets are equal."""
+    held = reserved(api, s)
+    observed = {"evicted": sorted(f"{NS}/{n}" for n in evicted),
+                "admittedAgain": sorted(f"{NS}/{n}" for n in evicted if n in held),
+                "stranded": sorted(f"{NS}/{n}" for n in evicted if n not in held)}
+    ws = (predicted or {}).get("workloads") or []
+    pred = {"evicted": sorted(w["workload"] for w in ws if w["evicted"]),
+            "admittedAgain": sorted(w["workload"] for w in ws if w["evicted"] and w["admittedAgain"]),
+            "stranded": sorted(w["workload"] for w in ws if w["evicted"] and not w["admittedAgain"])}
+    line = {"scenario": s["name"], "phase": "agreement", "predicted": pred, "observed": observed,
+            "agree": predicted is not None and pred == observed}
+    print(json.dumps(line), flush=True)
+    return line["agree"]
+
+
 def after_change(api, s, t, held0, evicted, timeout=60.0, settle=1.5):
     """One line per Workload after the change: Kueue's decision and diagnose's verdict again,
     `expectAfterChange` checked against the changed scenario T. False when one is not met."""
