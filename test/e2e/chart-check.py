@@ -172,6 +172,15 @@ def leaves(d, prefix=""):
             yield f"{prefix}{k}", v
 
 
+# Each inventory setting the values give reaches the configuration as given (0 included:
+# maxStrandedWorkloads 0 strands none).
+for v_inv in case_values.get("inventories") or []:
+    rendered = next((i for i in invs if i.get("name") == v_inv.get("name")), {})
+    for key in ("historySize", "maxProfileChanges", "maxStrandedWorkloads", "driftGracePeriod",
+                "unknownNodes", "maxAge"):
+        if key in v_inv:
+            check(rendered.get(key) == v_inv[key],
+                  f"{v_inv.get('name')}.{key}: {rendered.get(key)!r} rendered, {v_inv[key]!r} given")
 rule_on = (case_values.get("prometheusRule") or {}).get("enabled", False)
 rules = by_kind.get("PrometheusRule", [])
 check(len(rules) == (1 if rule_on else 0), f"{len(rules)} PrometheusRules, prometheusRule.enabled={rule_on}")

@@ -155,10 +155,11 @@ for inv in cfg.get("inventories") or []:  # none: a webhook-only install
         if "clientCAFile" in r:
             r["clientCAFile"] = local(r["clientCAFile"])
             put(r["clientCAFile"], open(ca).read())
-# Reviews of metrics.auth kubernetes and the audit need to know where the API is (in a
-# cluster, the ServiceAccount's): here an address nothing answers on, so topogate starts
-# and only those calls fail.
-if cfg.get("metrics", {}).get("auth") == "kubernetes" or cfg.get("audit", {}).get("enabled"):
+# Reviews of metrics.auth kubernetes, the audit and a dry run's Workload answer
+# (workloadImpact) need to know where the API is (in a cluster, the ServiceAccount's): here
+# an address nothing answers on, so topogate starts and only those calls fail.
+if (cfg.get("metrics", {}).get("auth") == "kubernetes" or cfg.get("audit", {}).get("enabled")
+        or any(i.get("workloadImpact") for i in cfg.get("inventories") or [])):
     store = cfg.setdefault("store", {})
     if "apiServer" not in store:
         store.update(apiServer="https://127.0.0.1:9", caFile=ca, tokenFile=os.path.join(root, "run/sa-token"))

@@ -154,6 +154,11 @@ spec:
 {{- with .unknownNodes -}}{{- $_ := set $inv "unknownNodes" . -}}{{- end -}}
 {{- with .maxAge -}}{{- $_ := set $inv "maxAge" . -}}{{- end -}}
 {{- if .allowEmptyStart -}}{{- $_ := set $inv "allowEmptyStart" true -}}{{- end -}}
+{{- /* Numbers where 0 means something (maxStrandedWorkloads: 0 strands none): passed when set. */ -}}
+{{- range $key := list "historySize" "maxProfileChanges" "maxStrandedWorkloads" -}}
+{{- if hasKey $v $key -}}{{- $_ := set $inv $key (index $v $key) -}}{{- end -}}
+{{- end -}}
+{{- with .driftGracePeriod -}}{{- $_ := set $inv "driftGracePeriod" . -}}{{- end -}}
 {{- range $role := list "readers" "writers" -}}
 {{- $c := include "topogate.credConfig" (dict "root" $root "inv" $v "role" $role) | fromYaml -}}
 {{- if $c -}}{{- $_ := set $inv $role $c -}}{{- end -}}
