@@ -351,17 +351,33 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     store_state latest;
     const auto loaded = store->load(name, latest, call.deadline);
     ps.note_store_call(!loaded.failed_with(core::errc::unavailable));
-    if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) break;
+    if (!loaded.ok() && !loaded.failed_with(core::errc::damaged)) {
+      // The newest version cannot be read (the API restarting, a timeout): nothing was
+      // written, and no precondition was given, so the answer is the store's (503), not 412.
+      saved = core::fail(core::errc::unavailable,
+                         "the store's newest version could not be read: " + loaded.error().message);
+      break;
+    }
     saved =
         store->save(name, stored, latest.rev ? latest.rev->version : std::string(), call.deadline);
     ps.note_store_call(!saved.failed_with(core::errc::unavailable));
   }
   std::lock_guard lk(e.write_mu);
-  if (saved.failed_with(core::errc::conflict)) {
+  if (saved.failed_with(core::errc::conflict) && req.if_match) {
     inv.record_failure(opts, "another replica published first (store conflict)");
     report(e, before);
     return refusal(push_outcome::precondition_failed,
                    "another revision was published concurrently; fetch it and retry");
+  }
+  if (saved.failed_with(core::errc::conflict)) {
+    // Without If-Match there is no precondition to fail: the store kept changing under every
+    // retry. Nothing was written; the writer may send it again.
+    inv.record_failure(opts, "store: another version each time it was written (store conflict)");
+    report(e, before);
+    return refusal(push_outcome::unavailable,
+                   "revision not stored, nothing changed: the store changed under each of 9 "
+                   "writes; send it again",
+                   std::chrono::seconds(1));
   }
   if (!saved.ok()) {
     const std::string& message = saved.error().message;

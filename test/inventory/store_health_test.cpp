@@ -21,11 +21,12 @@ class switchable_store final : public revision_store {
 
   std::atomic<bool> down{false};
   std::atomic<bool> conflict{false};
+  std::atomic<bool> loads_down{false};  // reads fail, writes still answer
 
   [[nodiscard]] std::string describe() const override { return "switchable:" + inner_->describe(); }
   core::result<void> load(const std::string& inv, store_state& out,
                           store_deadline deadline) override {
-    if (down) return core::fail(core::errc::unavailable, "store down");
+    if (down || loads_down) return core::fail(core::errc::unavailable, "store down");
     return inner_->load(inv, out, deadline);
   }
   core::result<std::string> save(const std::string& inv, const stored_revision& rev,
@@ -102,6 +103,30 @@ TEST(StoreAvailable, AConflictIsAnAnswer) {
   const auto r = f.reg->push("pushed", testing::snapshot_json("p-2"), served, "w");
   EXPECT_EQ(r.outcome, push_outcome::precondition_failed);
   EXPECT_EQ(f.reg->store_available("pushed"), std::optional<bool>(true));
+}
+
+// Without If-Match a conflict is retried over the store's newest version. When that version
+// cannot be read (the API restarting), or the store changes under every retry, nothing is
+// written and there is no precondition to have failed: 503, never 412, and the served
+// revision stays.
+TEST(StoreAvailable, AnUnconditionalPushIsNeverAPreconditionFailure) {
+  fixture f(false);
+  f.reg->start();
+  ASSERT_EQ(f.push("p-1"), push_outcome::created);
+  const auto served = f.reg->find("pushed")->current()->etag;
+  f.store->conflict = true;
+  f.store->loads_down = true;
+  EXPECT_EQ(f.push("p-2"), push_outcome::unavailable);
+  EXPECT_EQ(f.reg->find("pushed")->current()->etag, served);
+  f.store->loads_down = false;
+  EXPECT_EQ(f.push("p-3"), push_outcome::unavailable);
+  EXPECT_EQ(f.reg->find("pushed")->current()->etag, served);
+  // With If-Match the same conflict is a 412.
+  EXPECT_EQ(f.reg->push("pushed", testing::snapshot_json("p-4"), served, "w").outcome,
+            push_outcome::precondition_failed);
+  f.store->conflict = false;
+  EXPECT_EQ(f.push("p-5"), push_outcome::stored);
+  EXPECT_NE(f.reg->find("pushed")->current()->etag, served);
 }
 
 TEST(StoreAvailable, AStoreDownAtStartIsReportedWhileTheFirstLoadIsRetried) {
