@@ -67,17 +67,25 @@ std::string render_snapshot_json(const snapshot& snap);
 // The same, and in `members` where each Node's member ("name":{...}) starts, in the order
 // rendered (by name), then one more offset: the `}` that closes "nodes".
 std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t>* members);
+// Bytes [from, to) of one text copied unchanged to [at, at + to - from) of another.
+struct copied_bytes {
+  std::size_t from = 0;
+  std::size_t to = 0;
+  std::size_t at = 0;
+};
 // From a rendering and its `members`: the bytes render_snapshot_json gives for the same
 // snapshot under `revision` without the Nodes at the member indices `drop` (increasing)
 // and with the Nodes `insert` (each placed before the old member at its index, n for the
 // end; increasing, names in order), without rendering the others again; `members_out`
-// (may be null) gets the new offsets.
+// (may be null) gets the new offsets, and `copied` (may be null) the runs of `body` copied
+// unchanged (the header when it is the same, each run of kept members, the closing braces),
+// in order and merged where contiguous.
 std::string splice_rendered_nodes(
     std::string_view body, const std::vector<std::uint32_t>& members,
     const std::vector<std::size_t>& drop,
     const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
     std::string_view api_version, std::string_view revision,
-    std::vector<std::uint32_t>* members_out);
+    std::vector<std::uint32_t>* members_out, std::vector<copied_bytes>* copied = nullptr);
 // S6 for one Node: each read-only parent (topology.kubernetes.io/region, /zone) the snapshot
 // gives `n` equals the label of `node` (null: no such Node, which fails when there is one).
 [[nodiscard]] bool read_only_parents_match(const snapshot_node& n, const cluster_node* node);

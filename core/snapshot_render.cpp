@@ -202,7 +202,7 @@ std::string splice_rendered_nodes(
     const std::vector<std::size_t>& drop,
     const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
     std::string_view api_version, std::string_view revision,
-    std::vector<std::uint32_t>* members_out) {
+    std::vector<std::uint32_t>* members_out, std::vector<copied_bytes>* copied) {
   const std::size_t n = members.empty() ? 0 : members.size() - 1;
   // The header and the Nodes rendered anew go through the writer; the kept runs of the old
   // rendering are appended as they are (no buffer of the whole size filled first).
@@ -231,6 +231,21 @@ std::string splice_rendered_nodes(
   }
   std::string out = std::move(head).finish();
   out.reserve(out.size() + body.size() + fresh.size() + insert.size() + 2);
+  const auto copy = [&](std::size_t from, std::size_t to) {
+    if (copied != nullptr && to > from) {
+      if (!copied->empty() && copied->back().to == from &&
+          copied->back().at + (from - copied->back().from) == out.size())
+        copied->back().to = to;
+      else
+        copied->push_back({from, to, out.size()});
+    }
+    out.append(body.substr(from, to - from));
+  };
+  if (copied != nullptr) {
+    copied->clear();
+    // The header as it was (the same revision id): its bytes count as copied.
+    if (body.starts_with(out)) copied->push_back({0, out.size(), 0});
+  }
   if (members_out != nullptr) {
     members_out->clear();
     members_out->reserve(n + insert.size() + 1);
@@ -270,11 +285,14 @@ std::string splice_rendered_nodes(
       for (std::size_t i = k; i < run_end; ++i)
         members_out->push_back(static_cast<std::uint32_t>(members[i] + shift));
     }
-    out.append(body.substr(from, to - from));
+    copy(from, to);
     k = run_end;
   }
   if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(out.size()));
-  out.append("}}");
+  if (n < members.size() && body.substr(members[n]) == "}}")
+    copy(members[n], body.size());
+  else
+    out.append("}}");
   return out;
 }
 

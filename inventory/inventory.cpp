@@ -5,7 +5,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -220,23 +219,7 @@ inventory::inventory(inventory_config cfg, const clock& clk) : cfg_(std::move(cf
 }
 
 std::string inventory::etag_of(std::string_view json_body) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  // SHA-256 of the canonical JSON: the same revision yields the same ETag on every replica.
-  if (EVP_Digest(json_body.data(), json_body.size(), md, &len, EVP_sha256(), nullptr) != 1) {
-    // Only an OpenSSL initialisation failure gets here; an ETag that can never match is safe.
-    return "\"unavailable\"";
-  }
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 + 2 * len);
-  out.push_back('"');
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 0x0f]);
-  }
-  out.push_back('"');
-  return out;
+  return body_digest::of(json_body).etag();
 }
 
 bool inventory::if_match_matches(std::string_view header, const std::string* current_etag) {
@@ -302,7 +285,9 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
     ev.errors.push_back(core::too_long("S10", "", rev->json_body.size(), core::max_snapshot_bytes));
     return ev;
   }
-  rev->etag = etag_of(rev->json_body);
+  auto digest = std::make_shared<const body_digest>(body_digest::of(rev->json_body));
+  rev->etag = digest->etag();
+  if (selected != nullptr) rev->digest = std::move(digest);  // kept with `members`
   rev->revision_id = served->revision;
   rev->accepted_revision_id = snap.revision;
   rev->node_count = served->nodes.size();

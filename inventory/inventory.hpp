@@ -20,6 +20,7 @@
 #include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
+#include "inventory/etag.hpp"
 
 namespace topogate::inventory {
 
@@ -55,7 +56,7 @@ void release_freed_memory();
 // in a packed form, decoded again on the rare Node-list change that re-validates it.
 struct revision {
   std::string revision_id;  // snapshot.revision (suffixed when pruned)
-  std::string etag;         // quoted strong ETag: "\"" + hex digest of json_body + "\""
+  std::string etag;         // quoted strong ETag: "\"" + hex digest of json_body + "\"" (etag.hpp)
   std::string json_body;    // canonical JSON rendering, rendered once
   // The same as YAML: rendered from json_body on the first call (once per revision, never
   // per request, thread-safe), then kept for the revision's lifetime.
@@ -91,6 +92,9 @@ struct revision {
   std::shared_ptr<const std::vector<std::uint32_t>> members;
   bool accepted_sorted = false;
   bool accepted_canonical = false;  // and each Node's labels by key (json_body decodes to it)
+  // json_body's chunked digest (the ETag), kept with `members`: a Node change re-hashes only
+  // the bytes it changed.
+  std::shared_ptr<const body_digest> digest;
   // For each level but the first, each value's first carrier among the Nodes served when
   // the revision was last evaluated in full (its index in accepted_decoded's Nodes, whose
   // strings the keys view). What a Node joining is checked against (S9).
@@ -243,7 +247,7 @@ class inventory {
   // The revision the consumer saw last (current(), or the last one served before a 503).
   [[nodiscard]] std::shared_ptr<const revision> last_served() const;
 
-  // "sha256 hex" ETag of a body, as every replica computes it.
+  // The ETag of a body (body_digest), as every replica computes it.
   [[nodiscard]] static std::string etag_of(std::string_view json_body);
   // RFC 9110 §13.1.1 If-Match with strong comparison: "*" matches any current revision,
   // otherwise a comma-separated list of entity tags (weak tags never match).

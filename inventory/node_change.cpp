@@ -223,12 +223,18 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
     rev->revision_id =
         pruned.empty() ? snap.revision : snap.revision + "+pruned-" + std::to_string(pruned.size());
     std::vector<std::uint32_t> members;
-    rev->json_body = core::splice_rendered_nodes(cur.json_body, *cur.members, drop, insert,
-                                                 snap.api_version, rev->revision_id, &members);
+    std::vector<core::copied_bytes> copied;
+    rev->json_body =
+        core::splice_rendered_nodes(cur.json_body, *cur.members, drop, insert, snap.api_version,
+                                    rev->revision_id, &members, &copied);
     // S10 as served: a Node back may take the rendering past what the consumer reads.
     if (rev->json_body.size() > core::max_snapshot_bytes) return std::nullopt;
     rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
-    rev->etag = etag_of(rev->json_body);
+    // Only the chunks around the Nodes that left or joined (and the header) are hashed again.
+    rev->digest = std::make_shared<const body_digest>(
+        cur.digest ? body_digest::update(*cur.digest, rev->json_body, copied)
+                   : body_digest::of(rev->json_body));
+    rev->etag = rev->digest->etag();
     rev->accepted_revision_id = snap.revision;
     rev->node_count = cur.node_count - drop.size() + insert.size();
     if (!pruned.empty() || !cur.accepted_canonical) {

@@ -460,11 +460,37 @@ TEST(NodeChange, SplicedMembersRenderAsTheSnapshotThen) {
     for (std::size_t i = 0; i < snap.nodes.size(); ++i)
       if (in[i]) then.nodes.push_back(snap.nodes[i]);
     std::vector<std::uint32_t> out;
-    const std::string cut = core::splice_rendered_nodes(served_body, served_members, c.drop, insert,
-                                                        snap.api_version, then.revision, &out);
+    std::vector<core::copied_bytes> copied;
+    const std::string cut =
+        core::splice_rendered_nodes(served_body, served_members, c.drop, insert, snap.api_version,
+                                    then.revision, &out, &copied);
     std::vector<std::uint32_t> expected;
     EXPECT_EQ(cut, core::render_snapshot_json(then, &expected));
     EXPECT_EQ(out, expected);
+    // The runs said to be copied are, in order in both texts; what is not in one is new
+    // (the header, whose revision changed, the members inserted, the commas between runs).
+    std::size_t from = 0;
+    std::size_t at = 0;
+    std::size_t same = 0;
+    for (const core::copied_bytes& r : copied) {
+      ASSERT_LE(from, r.from);
+      ASSERT_LE(at, r.at);
+      ASSERT_LT(r.from, r.to);
+      ASSERT_LE(r.to, served_body.size());
+      ASSERT_LE(r.at + (r.to - r.from), cut.size());
+      EXPECT_EQ(served_body.substr(r.from, r.to - r.from), cut.substr(r.at, r.to - r.from));
+      from = r.to;
+      at = r.at + (r.to - r.from);
+      same += r.to - r.from;
+    }
+    // Every kept member is in a run but for a comma at each place a run ends.
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k + 1 < served_members.size(); ++k)
+      if (std::find(c.drop.begin(), c.drop.end(), k) == c.drop.end())
+        kept += served_members[k + 1] - served_members[k];
+    EXPECT_GE(same + c.drop.size() + insert.size() + 1, kept);
+    EXPECT_EQ(body_digest::update(body_digest::of(served_body), cut, copied).etag(),
+              inventory::etag_of(cut));
   }
   // Every Node dropped: an empty "nodes" object.
   std::vector<std::size_t> all(snap.nodes.size());

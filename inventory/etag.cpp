@@ -1,0 +1,137 @@
+#include "inventory/etag.hpp"
+
+#include <openssl/evp.h>
+
+#include <memory>
+
+namespace topogate::inventory {
+
+namespace {
+
+// The gear table: 256 fixed 64-bit values (splitmix64 from seed 0). Part of the ETag's
+// definition: changing it changes every ETag.
+constexpr std::array<std::uint64_t, 256> gear_table() {
+  std::array<std::uint64_t, 256> t{};
+  std::uint64_t x = 0;
+  for (auto& v : t) {
+    x += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    v = z ^ (z >> 31);
+  }
+  return t;
+}
+constexpr auto gear = gear_table();
+// A chunk ends where the hash's top 12 bits are zero: about every 4 KiB. The hash is shifted
+// left once per byte, so bit 63 depends on the last 64 bytes and no earlier one.
+constexpr unsigned cut_shift = 64 - 12;
+constexpr std::size_t window = 64;
+
+const EVP_MD* sha256() {
+  static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+struct md_ctx_free {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+bool hash(std::string_view bytes, unsigned char* out) {
+  thread_local std::unique_ptr<EVP_MD_CTX, md_ctx_free> ctx(EVP_MD_CTX_new());
+  const EVP_MD* md = sha256();
+  unsigned int len = 0;
+  return md != nullptr && ctx && EVP_DigestInit_ex2(ctx.get(), md, nullptr) == 1 &&
+         EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) == 1 &&
+         EVP_DigestFinal_ex(ctx.get(), out, &len) == 1 && len == 32;
+}
+
+}  // namespace
+
+void body_digest::cut(std::string_view body, std::size_t from, std::size_t to) {
+  const auto* b = reinterpret_cast<const unsigned char*>(body.data());
+  std::uint64_t h = 0;
+  // The hash at a byte covers the 64 bytes ending there: start 64 bytes early.
+  for (std::size_t i = from > window ? from - window : 0; i < from; ++i) h = (h << 1) + gear[b[i]];
+  std::size_t start = from;
+  const auto add = [&](std::size_t end) {
+    sum s{};
+    ok_ = hash(body.substr(start, end - start), s.data()) && ok_;
+    hashed_ += end - start;
+    ends_.push_back(static_cast<std::uint32_t>(end));
+    sums_.push_back(s);
+    start = end;
+  };
+  for (std::size_t i = from; i + 1 < to; ++i) {
+    h = (h << 1) + gear[b[i]];
+    if ((h >> cut_shift) == 0) add(i + 1);
+  }
+  if (to > start) add(to);
+}
+
+void body_digest::finish() {
+  const std::string_view all(reinterpret_cast<const char*>(sums_.data()),
+                             sums_.size() * sizeof(sum));
+  ok_ = hash(all, root_.data()) && ok_;
+}
+
+body_digest body_digest::of(std::string_view body) {
+  body_digest d;
+  d.ends_.reserve(body.size() / 2048 + 2);
+  d.sums_.reserve(body.size() / 2048 + 2);
+  d.cut(body, 0, body.size());
+  d.finish();
+  return d;
+}
+
+body_digest body_digest::update(const body_digest& before, std::string_view body,
+                                std::span<const kept> runs) {
+  body_digest d;
+  d.ends_.reserve(before.ends_.size() + 8);
+  d.sums_.reserve(before.ends_.size() + 8);
+  std::size_t done = 0;  // the new body is cut up to here
+  std::size_t r = 0;
+  std::size_t start = 0;  // where the old chunk starts
+  for (std::size_t j = 0; j < before.ends_.size(); start = before.ends_[j], ++j) {
+    const std::size_t end = before.ends_[j];
+    // A chunk keeps its sum when its bytes and the 64 before them (what decides where it
+    // starts and that it has no end inside) were copied as one run; one that starts within
+    // 64 bytes of the body's start, only when nothing came before it in either body.
+    const std::size_t reach = start > window ? start - window : 0;
+    while (r < runs.size() && runs[r].to < end) ++r;
+    if (r == runs.size()) break;
+    const kept& k = runs[r];
+    if (k.from > reach || end > k.to) continue;
+    if (start < window && (k.from != 0 || k.at != 0)) continue;
+    const std::size_t at = start - k.from + k.at;
+    const std::size_t at_end = end - k.from + k.at;
+    // The old body's last chunk ends with the body, not by the hash: the same in the new
+    // body only when that ends there too.
+    if (j + 1 == before.ends_.size() && at_end != body.size()) continue;
+    if (at_end > body.size() || at < done) continue;  // runs out of order: cut anew
+    if (at > done) d.cut(body, done, at);
+    d.ends_.push_back(static_cast<std::uint32_t>(at_end));
+    d.sums_.push_back(before.sums_[j]);
+    done = at_end;
+  }
+  if (done < body.size()) d.cut(body, done, body.size());
+  d.ok_ = d.ok_ && before.ok_;
+  d.finish();
+  return d;
+}
+
+std::string body_digest::etag() const {
+  if (!ok_) return "\"unavailable\"";
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 + 2 * root_.size());
+  out.push_back('"');
+  for (const unsigned char c : root_) {
+    out.push_back(hex[c >> 4]);
+    out.push_back(hex[c & 0x0f]);
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace topogate::inventory

@@ -1,0 +1,159 @@
+// The ETag's digest (inventory/etag.hpp): its value pinned to the definition in
+// docs/inventory.md (computed by an independent implementation of it), and an update after
+// edits equal to the digest of the new bytes, hashing only what is near the edits.
+
+#include "inventory/etag.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "inventory/inventory.hpp"
+
+namespace topogate::inventory {
+namespace {
+
+// A body shaped like a rendering: ~3,000 members of one label each.
+std::string members_body(std::size_t n) {
+  std::string b = R"({"apiVersion":"v1","revision":"r","nodes":{)";
+  char buf[96];
+  for (std::size_t i = 0; i < n; ++i) {
+    const int len = std::snprintf(buf, sizeof buf,
+                                  R"(%s"node-%05zu":{"topology.kubernetes.io/zone":"zone-%zu"})",
+                                  i == 0 ? "" : ",", i, i % 7);
+    b.append(buf, static_cast<std::size_t>(len));
+  }
+  return b + "}}";
+}
+
+TEST(BodyDigest, ValuesFollowTheDefinition) {
+  // SHA-256 over the SHA-256 of each content-defined chunk, computed independently.
+  const std::string body = members_body(3000);
+  ASSERT_EQ(body.size(), 162044u);
+  const body_digest d = body_digest::of(body);
+  EXPECT_EQ(d.etag(), "\"4a40cc848a4e02bab60c9a132b96f76fc619a7f64e737ea7ee310fbdb41c38c2\"");
+  EXPECT_EQ(d.chunks(), 37u);
+  EXPECT_EQ(d.size(), body.size());
+  EXPECT_EQ(d.hashed(), body.size());
+  // No chunk at all: SHA-256 of nothing. One byte: one chunk.
+  EXPECT_EQ(body_digest::of("").etag(),
+            "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"");
+  EXPECT_EQ(body_digest::of("x").etag(),
+            "\"0a325ca303eb3014c43ae004970f343634db176fa1697bcc8c9efac94626488d\"");
+  EXPECT_EQ(inventory::etag_of(body), d.etag());
+}
+
+TEST(BodyDigest, EveryByteCounts) {
+  const std::string body = members_body(500);
+  const std::string tag = body_digest::of(body).etag();
+  for (std::size_t at : {std::size_t{0}, body.size() / 3, body.size() - 1}) {
+    std::string other = body;
+    other[at] ^= 1;
+    EXPECT_NE(body_digest::of(other).etag(), tag) << at;
+  }
+  EXPECT_NE(body_digest::of(body + " ").etag(), tag);
+  EXPECT_NE(body_digest::of(body.substr(1)).etag(), tag);
+}
+
+TEST(BodyDigest, ChunksAreAboutFourKibibytes) {
+  std::mt19937_64 rng(7);
+  std::string body(1 << 20, '\0');
+  for (char& c : body) c = static_cast<char>(rng());
+  const body_digest d = body_digest::of(body);
+  EXPECT_GT(d.chunks(), (1u << 20) / 8192);
+  EXPECT_LT(d.chunks(), (1u << 20) / 2048);
+}
+
+// Random edits of a body: the new body, and the runs of the old one it copies.
+struct edited {
+  std::string body;
+  std::vector<body_digest::kept> runs;
+};
+
+edited edit(const std::string& old, std::mt19937_64& rng, std::size_t edits, std::size_t most) {
+  // Edit points, increasing; between them the old bytes are copied.
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < edits; ++i) at.push_back(rng() % (old.size() + 1));
+  std::sort(at.begin(), at.end());
+  edited e;
+  std::size_t from = 0;
+  const auto copy = [&](std::size_t to) {
+    if (to <= from) return;
+    e.runs.push_back({from, to, e.body.size()});
+    e.body.append(old, from, to - from);
+  };
+  for (const std::size_t p : at) {
+    if (p < from) continue;
+    copy(p);
+    const std::size_t removed = std::min<std::size_t>(rng() % (most + 1), old.size() - p);
+    const std::size_t added = rng() % (most + 1);
+    for (std::size_t k = 0; k < added; ++k) e.body.push_back(static_cast<char>('a' + rng() % 26));
+    from = p + removed;
+  }
+  copy(old.size());
+  return e;
+}
+
+TEST(BodyDigest, AnUpdateEqualsTheDigestOfTheNewBytes) {
+  std::mt19937_64 rng(2026);
+  const std::string base = members_body(3000);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t edits = 1 + rng() % 4;
+    const std::size_t most = round % 3 == 0 ? 3 : round % 3 == 1 ? 100 : 9000;
+    const std::string old = round % 10 == 0 ? base.substr(0, rng() % 200) : base;
+    const edited e = edit(old, rng, edits, most);
+    const body_digest before = body_digest::of(old);
+    const body_digest after = body_digest::update(before, e.body, e.runs);
+    const body_digest full = body_digest::of(e.body);
+    ASSERT_EQ(after.etag(), full.etag()) << "round " << round;
+    ASSERT_EQ(after.chunks(), full.chunks()) << "round " << round;
+    ASSERT_EQ(after.size(), e.body.size());
+  }
+}
+
+TEST(BodyDigest, AnUpdateHashesOnlyNearTheEdits) {
+  std::mt19937_64 rng(5);
+  const std::string old = members_body(20000);  // ~1 MiB
+  const body_digest before = body_digest::of(old);
+  for (int round = 0; round < 20; ++round) {
+    const edited e = edit(old, rng, 2, 80);
+    const body_digest after = body_digest::update(before, e.body, e.runs);
+    ASSERT_EQ(after.etag(), body_digest::of(e.body).etag());
+    // Two edits: at most the chunks around each (a few average chunks), not the body.
+    EXPECT_LT(after.hashed(), 64u * 1024) << "round " << round;
+    EXPECT_GT(after.hashed(), 0u);
+  }
+  // Nothing copied: everything is hashed again, and the value is the same.
+  const body_digest none = body_digest::update(before, old, {});
+  EXPECT_EQ(none.hashed(), old.size());
+  EXPECT_EQ(none.etag(), before.etag());
+  // Everything copied: nothing is.
+  const std::vector<body_digest::kept> all = {{0, old.size(), 0}};
+  const body_digest same = body_digest::update(before, old, all);
+  EXPECT_EQ(same.hashed(), 0u);
+  EXPECT_EQ(same.etag(), before.etag());
+}
+
+TEST(BodyDigest, BytesBeforeAChunkDecideWhetherItIsKept) {
+  // One byte prepended shifts every chunk but changes none of their bytes: all but those
+  // within 64 bytes of the start keep their sums.
+  const std::string old = members_body(3000);
+  const std::string now = "x" + old;
+  const std::vector<body_digest::kept> runs = {{0, old.size(), 1}};
+  const body_digest after = body_digest::update(body_digest::of(old), now, runs);
+  EXPECT_EQ(after.etag(), body_digest::of(now).etag());
+  EXPECT_LT(after.hashed(), 16u * 1024);
+  // Appended: the last chunk, which ended with the body, is cut again.
+  const std::string longer = old + ",";
+  const std::vector<body_digest::kept> head = {{0, old.size(), 0}};
+  const body_digest grown = body_digest::update(body_digest::of(old), longer, head);
+  EXPECT_EQ(grown.etag(), body_digest::of(longer).etag());
+  EXPECT_GT(grown.hashed(), 0u);
+  EXPECT_LT(grown.hashed(), 32u * 1024);
+}
+
+}  // namespace
+}  // namespace topogate::inventory
