@@ -23,6 +23,11 @@ node_labels::storage& node_labels::edit() {
   return *p_;
 }
 
+const std::string& node_name::empty_string() noexcept {
+  static const std::string empty;
+  return empty;
+}
+
 const std::string* cluster_node::label(std::string_view key) const noexcept {
   auto it = std::lower_bound(labels.begin(), labels.end(), key,
                              [](const auto& l, std::string_view k) { return l.first < k; });

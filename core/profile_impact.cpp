@@ -188,7 +188,7 @@ struct profile_rules {
   std::size_t assign(const source_node& n, node_assignment& a) const {
     std::vector<std::string> values;
     const std::size_t depth = assign(n, values);
-    a.node = std::string(n.name);
+    a.node = n.cluster != nullptr ? n.cluster->name : node_name(n.name);
     a.level_values = values.empty()
                          ? nullptr
                          : std::make_shared<const std::vector<std::string>>(std::move(values));

@@ -25,7 +25,7 @@ struct assigned_profile {
 };
 
 struct node_assignment {
-  std::string node;
+  node_name node;             // shared with the Node list's entry when it has the Node
   std::uint32_t profile = 0;  // index into profile_assignment::profiles
   // One value per level of the profile, kubernetes.io/hostname excluded; shared by the
   // copies (an assignment updated for a few Nodes copies every other entry).

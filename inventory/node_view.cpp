@@ -50,7 +50,7 @@ bool node_view::same_kept(simdjson::dom::element node, const labels& have) const
 }
 
 void node_view::add_listed(simdjson::dom::element node) {
-  listing_[std::string(name_of(node))] = kept_labels(node);
+  listing_[core::node_name(name_of(node))] = kept_labels(node);
 }
 
 void node_view::finish_list() {
@@ -92,7 +92,7 @@ bool node_view::apply(std::string_view type, simdjson::dom::element node) {
     changed(name);
     return true;
   }
-  nodes_.emplace(std::string(name), kept_labels(node));
+  nodes_.emplace(core::node_name(name), kept_labels(node));
   changed(name);
   return true;
 }

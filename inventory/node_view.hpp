@@ -51,8 +51,8 @@ class node_view {
   void changed(std::string_view name);
 
   node_watch::label_filter keep_;
-  std::map<std::string, labels, std::less<>> nodes_;
-  std::map<std::string, labels, std::less<>> listing_;
+  std::map<core::node_name, labels, std::less<>> nodes_;
+  std::map<core::node_name, labels, std::less<>> listing_;
   std::uint64_t taken_ = 0;           // the id of the list last taken (0: none yet)
   bool changes_known_ = false;        // changed_ holds every change since that list
   std::vector<std::string> changed_;  // names, in event order, repeats allowed
