@@ -298,6 +298,31 @@ std::string preemption_message(int more, int n) {
          " workload(s)";
 }
 
+// A Workload holding `cpu` of flavor f in ClusterQueue `queue`.
+struct held_cpu {
+  const char* name;
+  const char* queue;
+  std::int64_t cpu;
+};
+
+// `c` with `held`, each reserved an hour after the one before (from 10:00), and w (priority
+// 100) asking for `pods` Pods of 1 CPU in one zone.
+cluster_objects with_held(cluster_objects c, const std::vector<held_cpu>& held, std::int64_t pods) {
+  int hour = 10;
+  for (const auto& h : held)
+    hold(c, h.name, h.queue, h.cpu).quota_reserved_at =
+        "2026-12-01T" + std::to_string(hour++) + ":00:00Z";
+  add_workload(c, "w", {make_podset("main", pods, 1000)}).priority = 100;
+  return c;
+}
+
+// w's decision: Pending the preemption of `targets` with `more` CPUs more needed.
+void expect_preempts(const cluster_objects& c, int more, const std::vector<std::string>& targets) {
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.message, preemption_message(more, static_cast<int>(targets.size())));
+  EXPECT_EQ(k.preempts, targets);
+}
+
 // Kueue takes the lower-priority Workloads, the most recently reserved first, until the
 // request fits, then gives back those not needed: 4 CPUs take low2 and low; 3 CPUs take low
 // alone (low2 given back); high (a higher priority) is never taken.
@@ -321,6 +346,19 @@ TEST(KueuePreemption, LowerPriorityTakenInKueuesOrderFewestKept) {
   c = preemption_cluster(6000);
   EXPECT_EQ(decide(c, "w").message, cpu_more_needed(6));
   EXPECT_TRUE(decide(c, "w").preempts.empty());
+}
+
+// Candidates removed in turn each free their own usage, and one given back takes it again:
+// a (1 CPU, reserved last), b (1 CPU) and c (4 CPUs, reserved first) fill q's 6; w (5 Pods of
+// 1 CPU) removes a, b, then c, gives b back (5 free) and keeps a (without it only 4 are free).
+// Asking for 4, a is given back too.
+TEST(KueuePreemption, RemovalsAndGiveBacksEachMoveTheirOwnUsage) {
+  auto q = tas_cluster();
+  q.cluster_queues[0].flavors[0].nominal["cpu"] = 6000;
+  q.cluster_queues[0].within_cluster_queue = "LowerPriority";
+  const std::vector<held_cpu> held{{"c", "q", 4000}, {"b", "q", 1000}, {"a", "q", 1000}};
+  expect_preempts(with_held(q, held, 5), 5, {"default/a", "default/c"});
+  expect_preempts(with_held(q, held, 4), 4, {"default/c"});
 }
 
 // No preemption: policy Never (the default), an equal priority, a request above nominalQuota
@@ -527,6 +565,19 @@ TEST(KueueReclaim, NotFromAQueueWithinItsNominalQuota) {
   const auto k = decide(c, "w");
   EXPECT_EQ(k.message, cpu_more_needed(2));
   EXPECT_TRUE(k.preempts.empty());
+}
+
+// Two Workloads reclaimed from another ClusterQueue in turn: lender (nominal 0 here) borrows
+// all it uses, b1 (2 CPUs, reserved last) and b2 (3 CPUs), from q's 6. Asking for 5 (1
+// free), removing b1 leaves 3 free, b2 too 6, and b1 is kept (without it 4); asking for 4, b1
+// is given back.
+TEST(KueueReclaim, TwoBorrowersReclaimedInTurn) {
+  auto q = cohort_cluster(0);
+  q.cluster_queues[0].reclaim_within_cohort = "Any";
+  q.workloads.clear();
+  const std::vector<held_cpu> held{{"b2", "lender", 3000}, {"b1", "lender", 2000}};
+  expect_preempts(with_held(q, held, 5), 4, {"default/b1", "default/b2"});
+  expect_preempts(with_held(q, held, 4), 3, {"default/b2"});
 }
 
 // Beyond q's nominalQuota Kueue simulates preemption only with borrowWithinCohort; a
