@@ -89,14 +89,15 @@ struct queued {
 };
 
 // Kueue's queue order (pkg/cache/queue's baseCompareFunc): the higher priority first; then
-// the queue-ordering timestamp, which for a Workload evicted because its ClusterQueue stopped
-// is its creationTimestamp, as for one that was waiting (Ordering.GetQueueOrderTimestamp: only
-// a PodsReady timeout or an AdmissionCheck eviction orders by the eviction); then the UID.
+// the queue-ordering timestamp (workload::queue_order_at), which for a Workload evicted
+// because its ClusterQueue stopped is its creationTimestamp, as for one that was waiting
+// (Ordering.GetQueueOrderTimestamp: only a PodsReady timeout or an AdmissionCheck eviction
+// orders by the eviction's time); then the UID.
 bool before(const queued& a, const queued& b) {
   const auto pa = a.w->priority.value_or(0), pb = b.w->priority.value_or(0);
   if (pa != pb) return pa > pb;
   // RFC 3339 times of one layout (the API's, in seconds) order as strings.
-  if (a.w->created_at != b.w->created_at) return a.w->created_at < b.w->created_at;
+  if (a.w->queue_order_at != b.w->queue_order_at) return a.w->queue_order_at < b.w->queue_order_at;
   if (a.w->uid != b.w->uid) return a.w->uid < b.w->uid;
   return ns_name(a.w->namespace_, a.w->name) < ns_name(b.w->namespace_, b.w->name);
 }
@@ -397,8 +398,9 @@ change_report diagnose_change(const cluster_objects& c, const core::topology_sou
     r.notes.push_back("no ClusterQueue's flavor set changes: nothing is drained or evicted");
   if (!order.empty())
     r.notes.push_back(
-        "taken in Kueue's queue order: priority, then creationTimestamp (a ClusterQueue's drain "
-        "does not change it), then UID");
+        "taken in Kueue's queue order: priority, then the queue-order time (creationTimestamp, "
+        "or the time of an eviction by a PodsReady timeout or an AdmissionCheck; a ClusterQueue's "
+        "drain changes neither), then UID");
   return r;
 }
 

@@ -372,7 +372,6 @@ void read_workload(cluster_objects& c, const doc_node& o, const std::string& pat
   w.owners = owners_of(o);
   w.queue_name = text_of(at(o, {"spec", "queueName"}));
   w.uid = text_of(at(o, {"metadata", "uid"}));
-  w.created_at = text_of(at(o, {"metadata", "creationTimestamp"}));
   w.priority = int_of(at(o, {"spec", "priority"}));
   if (const doc_node* sets = at(o, {"spec", "podSets"}); sets && sets->is_sequence()) {
     for (std::size_t i = 0; i < sets->items.size(); ++i) {

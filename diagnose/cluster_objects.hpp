@@ -241,7 +241,6 @@ struct workload {
   std::vector<owner_ref> owners;
   std::string queue_name;
   std::string uid;                       // metadata.uid
-  std::string created_at;                // metadata.creationTimestamp (RFC 3339, seconds)
   std::optional<std::int64_t> priority;  // spec.priority (Kueue sets it from the priority class)
   std::string quota_reserved_at;         // the QuotaReserved condition's lastTransitionTime
   // Kueue's queue-order timestamp (workload.Ordering.GetQueueOrderTimestamp, RFC 3339): the
