@@ -105,6 +105,25 @@ core::result<void> list_diagnose_objects(kube::client& api, diagnose::cluster_ob
   return {};
 }
 
+void list_notes::note(const std::string& text) { notes_.push_back(text); }
+
+void list_notes::warn(const core::error_list& errors) {
+  for (const auto& e : errors)
+    if (field_errors_++ < max_field_errors)
+      notes_.push_back("a listed object is read without a field: " + e.to_string());
+}
+
+std::vector<std::string> list_notes::take() {
+  std::vector<std::string> out = std::move(notes_);
+  notes_.clear();
+  if (field_errors_ > max_field_errors)
+    out.push_back(std::to_string(field_errors_ - max_field_errors) +
+                  " more listed fields are not read (the first " +
+                  std::to_string(max_field_errors) + " are named)");
+  field_errors_ = 0;
+  return out;
+}
+
 namespace {
 
 class kube_cluster_lister final : public server::cluster_lister {
@@ -123,10 +142,12 @@ class kube_cluster_lister final : public server::cluster_lister {
     return calls_.run<diagnose::cluster_objects>(
         [&](kube::client& api) -> core::result<diagnose::cluster_objects> {
           diagnose::cluster_objects objects;
+          list_notes notes;
           auto listed = list_diagnose_objects(
-              api, objects, pages, false, [](const std::string&) {},
-              [](const core::error_list&) {});
+              api, objects, pages, false, [&](const std::string& n) { notes.note(n); },
+              [&](const core::error_list& e) { notes.warn(e); });
           if (!listed) return std::move(listed).error();
+          objects.list_notes = notes.take();
           return objects;
         });
   }
