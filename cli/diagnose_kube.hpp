@@ -21,6 +21,12 @@
 
 namespace topogate::cli {
 
+// Every page of `path` added to `objects`, the field errors (their paths under `path`) to
+// `warn`; false when the API does not serve it (404).
+core::result<bool> list_diagnose_path(kube::client& api, diagnose::cluster_objects& objects,
+                                      const std::string& path, const kube::list_options& pages,
+                                      const std::function<void(const core::error_list&)>& warn);
+
 // Adds every listed object to `objects`. A kind that only refines the answer and that the
 // caller may not list (403), or a kind the API does not serve, is a `note`; field errors go
 // to `warn`. `nfd_hop`: NodeFeatures too, when a writing TopologySource was listed.
