@@ -118,6 +118,10 @@ class cohort_quota {
   [[nodiscard]] bool borrows(const flavor_resource& fr, std::int64_t val) const;
   [[nodiscard]] bool in_cohort() const noexcept { return path_.size() > 1; }
   [[nodiscard]] std::int64_t usage(const flavor_resource& fr) const;
+  // The Cohorts of a cycle of parents above the ClusterQueue, from the first met again to it
+  // again ("a", "b", "a"), which Kueue refuses and the path cuts where it closes; empty when
+  // none.
+  [[nodiscard]] const std::vector<std::string>& cycle() const noexcept { return cycle_; }
   [[nodiscard]] std::int64_t nominal(const flavor_resource& fr) const;
 
  private:
@@ -132,6 +136,7 @@ class cohort_quota {
   [[nodiscard]] std::int64_t potential_at(std::size_t i, const flavor_resource& fr) const;
   // The ClusterQueue, then its cohort and the cohort's parents up to the root.
   std::vector<member> path_;
+  std::vector<std::string> cycle_;
 };
 
 // What a Workload holding a reservation uses, per flavor and resource (its admission's counts).

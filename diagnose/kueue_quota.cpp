@@ -379,8 +379,14 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
     return m;
   };
   path_.push_back(queue_node(q));
-  std::set<std::string> seen;
-  for (std::string name = q.cohort; !name.empty() && seen.insert(name).second;) {
+  std::vector<std::string> up;  // the cohorts of the path, in order
+  for (std::string name = q.cohort; !name.empty();) {
+    if (auto again = std::find(up.begin(), up.end(), name); again != up.end()) {
+      cycle_.assign(again, up.end());
+      cycle_.push_back(name);
+      break;
+    }
+    up.push_back(name);
     path_.push_back(cohort_node(name));
     const cohort_object* k = c.cohort(name);
     name = k ? k->parent : std::string();

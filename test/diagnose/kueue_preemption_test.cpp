@@ -365,6 +365,27 @@ TEST(KueueCohort, CohortObjectsOwnQuotaAndParents) {
   EXPECT_FALSE(decide(c, "w").admissible);
 }
 
+// A cycle of parents, which Kueue refuses, is named in a note: pool -> org -> pool, and a
+// Cohort its own parent; a tree without one has no such note.
+TEST(KueueCohort, ACycleOfParentsIsNamed) {
+  auto c = cohort_cluster(1000);
+  c.cohorts.push_back(cohort_with("pool", "org", 1000));
+  c.cohorts.push_back(cohort_with("org", "", 2000));
+  EXPECT_FALSE(has_note(decide(c, "w"), "cycle")) << ::testing::PrintToString(decide(c, "w").notes);
+  c.cohorts[1].parent = "pool";
+  auto k = decide(c, "w");
+  EXPECT_TRUE(has_note(k,
+                       "Cohorts pool -> org -> pool form a cycle of parents, which Kueue "
+                       "refuses"))
+      << ::testing::PrintToString(k.notes);
+  c.cohorts[1].parent = "";
+  c.cohorts[0].parent = "pool";
+  k = decide(c, "w");
+  EXPECT_TRUE(has_note(k, "Cohorts pool -> pool form a cycle"))
+      << ::testing::PrintToString(k.notes);
+  EXPECT_FALSE(has_note(k, "org"));
+}
+
 // reclaimWithinCohort: a request within q's nominalQuota takes back what another ClusterQueue
 // of the cohort borrows, by preempting its Workloads (Kueue's reclamation within the cohort).
 TEST(KueueReclaim, WithinNominalReclaimsFromABorrowingQueue) {
