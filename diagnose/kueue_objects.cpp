@@ -58,6 +58,12 @@ void read_resource_groups(const doc_node& o, const std::string& path, error_list
   }
 }
 
+// The most domains the slices of one topology assignment expand to, and the most levels each
+// domain's values take (a Topology has at most 16): a few bytes of slices could otherwise ask
+// for any number.
+constexpr std::int64_t max_slice_domains = 100000;
+constexpr std::size_t max_levels = 16;
+
 // v1beta1: levels + domains[{values, count}]. v1beta2: levels + slices, each a run of
 // domainCount domains whose values per level are either universal or prefix+root+suffix.
 void read_assignment(const doc_node& ta, podset_assignment& a) {
@@ -74,9 +80,11 @@ void read_assignment(const doc_node& ta, podset_assignment& a) {
   }
   const doc_node* slices = ta.find("slices");
   if (!slices || !slices->is_sequence()) return;
+  std::int64_t room = max_slice_domains;
   for (const doc_node& s : slices->items) {
     const std::int64_t n =
-        std::clamp<std::int64_t>(int_of(s.find("domainCount")).value_or(0), 0, 100000);
+        std::clamp<std::int64_t>(int_of(s.find("domainCount")).value_or(0), 0, room);
+    room -= n;
     std::vector<topology_domain> doms(static_cast<std::size_t>(n));
     const doc_node* pc = s.find("podCounts");
     const auto universal = pc ? int_of(pc->find("universal")) : std::nullopt;
@@ -89,7 +97,8 @@ void read_assignment(const doc_node& ta, podset_assignment& a) {
       }
     }
     if (const doc_node* vpl = s.find("valuesPerLevel"); vpl && vpl->is_sequence()) {
-      for (const doc_node& level : vpl->items) {
+      for (std::size_t l = 0; l < vpl->items.size() && l < max_levels; ++l) {
+        const doc_node& level = vpl->items[l];
         const doc_node* uni = level.find("universal");
         const doc_node* ind = level.find("individual");
         for (std::size_t i = 0; i < doms.size(); ++i) {
