@@ -320,15 +320,6 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
   if (auto listed = list_diagnose_objects(api, objects, {}, o.what == "chain", note, warn_errors);
       !listed)
     return listed;
-  const auto list_into = [&](const std::string& p) -> core::result<bool> {
-    auto listed = kube::list_pages(api, p, {}, [&](const core::doc_node& page) {
-      auto errors = diagnose::add_object(objects, page, "");
-      for (auto& e : errors) e.path = e.path.empty() ? p : p + ": " + e.path;
-      warn_errors(errors);
-    });
-    if (!listed) return std::move(listed).error();
-    return *listed == kube::listed::ok;
-  };
   // The ConfigMap each configMap source reads its revision from (one, by name).
   std::vector<std::pair<std::string, std::string>> maps;
   for (const auto& s : objects.sources)
@@ -339,7 +330,7 @@ core::result<void> read_online(options& o, diagnose::cluster_objects& objects) {
   for (const auto& [ns, name] : maps) {
     const std::string p = "/api/v1/namespaces/" + kube::url_encode(ns) +
                           "/configmaps?fieldSelector=" + kube::url_encode("metadata.name=" + name);
-    if (auto listed = list_into(p); !listed) {
+    if (auto listed = list_diagnose_path(api, objects, p, {}, warn_errors); !listed) {
       if (listed.error().code != core::errc::forbidden) return std::move(listed).error();
       note("not allowed to read ConfigMap " + ns + "/" + name +
            " (HTTP 403): its revision is not compared");

@@ -11,6 +11,18 @@
 
 namespace topogate::cli {
 
+core::result<bool> list_diagnose_path(kube::client& api, diagnose::cluster_objects& objects,
+                                      const std::string& path, const kube::list_options& pages,
+                                      const std::function<void(const core::error_list&)>& warn) {
+  auto listed = kube::list_pages(api, path, pages, [&](const core::doc_node& page) {
+    auto errors = diagnose::add_object(objects, page, "");
+    for (auto& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
+    warn(errors);
+  });
+  if (!listed) return std::move(listed).error();
+  return *listed == kube::listed::ok;
+}
+
 core::result<void> list_diagnose_objects(kube::client& api, diagnose::cluster_objects& objects,
                                          const kube::list_options& pages, bool nfd_hop,
                                          const std::function<void(const std::string&)>& note,
@@ -65,16 +77,6 @@ core::result<void> list_diagnose_objects(kube::client& api, diagnose::cluster_ob
       // The NFD hop: what the consumer wrote for writing sources (404: no CRD, a finding).
       {{"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"}, "nodefeatures", true},
   };
-  // A resource the API does not serve (404: its CRD is not installed) is `false`.
-  const auto list_into = [&](const std::string& p) -> core::result<bool> {
-    auto listed = kube::list_pages(api, p, pages, [&](const core::doc_node& page) {
-      auto errors = diagnose::add_object(objects, page, "");
-      for (auto& e : errors) e.path = e.path.empty() ? p : p + ": " + e.path;
-      warn(errors);
-    });
-    if (!listed) return std::move(listed).error();
-    return *listed == kube::listed::ok;
-  };
   // Only the chain reads the NFD hop, and only for writing sources (listed before).
   const auto wants_nfd = [&] {
     return nfd_hop && std::any_of(objects.sources.begin(), objects.sources.end(),
@@ -86,7 +88,7 @@ core::result<void> list_diagnose_objects(kube::client& api, diagnose::cluster_ob
     bool found = false;
     bool refused = false;
     for (const auto& p : res.paths) {
-      auto listed = list_into(p);
+      auto listed = list_diagnose_path(api, objects, p, pages, warn);
       if (!listed && res.optional && listed.error().code == core::errc::forbidden) {
         note("not allowed to list " + std::string(res.what) +
              " (HTTP 403): the answer leaves them out (docs/operations.md lists the RBAC)");
@@ -103,6 +105,25 @@ core::result<void> list_diagnose_objects(kube::client& api, diagnose::cluster_ob
     }
   }
   return {};
+}
+
+void list_notes::note(const std::string& text) { notes_.push_back(text); }
+
+void list_notes::warn(const core::error_list& errors) {
+  for (const auto& e : errors)
+    if (field_errors_++ < max_field_errors)
+      notes_.push_back("a listed object is read without a field: " + e.to_string());
+}
+
+std::vector<std::string> list_notes::take() {
+  std::vector<std::string> out = std::move(notes_);
+  notes_.clear();
+  if (field_errors_ > max_field_errors)
+    out.push_back(std::to_string(field_errors_ - max_field_errors) +
+                  " more listed fields are not read (the first " +
+                  std::to_string(max_field_errors) + " are named)");
+  field_errors_ = 0;
+  return out;
 }
 
 namespace {
@@ -123,10 +144,12 @@ class kube_cluster_lister final : public server::cluster_lister {
     return calls_.run<diagnose::cluster_objects>(
         [&](kube::client& api) -> core::result<diagnose::cluster_objects> {
           diagnose::cluster_objects objects;
+          list_notes notes;
           auto listed = list_diagnose_objects(
-              api, objects, pages, false, [](const std::string&) {},
-              [](const core::error_list&) {});
+              api, objects, pages, false, [&](const std::string& n) { notes.note(n); },
+              [&](const core::error_list& e) { notes.warn(e); });
           if (!listed) return std::move(listed).error();
+          objects.list_notes = notes.take();
           return objects;
         });
   }

@@ -89,14 +89,15 @@ struct queued {
 };
 
 // Kueue's queue order (pkg/cache/queue's baseCompareFunc): the higher priority first; then
-// the queue-ordering timestamp, which for a Workload evicted because its ClusterQueue stopped
-// is its creationTimestamp, as for one that was waiting (Ordering.GetQueueOrderTimestamp: only
-// a PodsReady timeout or an AdmissionCheck eviction orders by the eviction); then the UID.
+// the queue-ordering timestamp (workload::queue_order_at), which for a Workload evicted
+// because its ClusterQueue stopped is its creationTimestamp, as for one that was waiting
+// (Ordering.GetQueueOrderTimestamp: only a PodsReady timeout or an AdmissionCheck eviction
+// orders by the eviction's time); then the UID.
 bool before(const queued& a, const queued& b) {
   const auto pa = a.w->priority.value_or(0), pb = b.w->priority.value_or(0);
   if (pa != pb) return pa > pb;
   // RFC 3339 times of one layout (the API's, in seconds) order as strings.
-  if (a.w->created_at != b.w->created_at) return a.w->created_at < b.w->created_at;
+  if (a.w->queue_order_at != b.w->queue_order_at) return a.w->queue_order_at < b.w->queue_order_at;
   if (a.w->uid != b.w->uid) return a.w->uid < b.w->uid;
   return ns_name(a.w->namespace_, a.w->name) < ns_name(b.w->namespace_, b.w->name);
 }
@@ -397,8 +398,9 @@ change_report diagnose_change(const cluster_objects& c, const core::topology_sou
     r.notes.push_back("no ClusterQueue's flavor set changes: nothing is drained or evicted");
   if (!order.empty())
     r.notes.push_back(
-        "taken in Kueue's queue order: priority, then creationTimestamp (a ClusterQueue's drain "
-        "does not change it), then UID");
+        "taken in Kueue's queue order: priority, then the queue-order time (creationTimestamp, "
+        "or the time of an eviction by a PodsReady timeout or an AdmissionCheck; a ClusterQueue's "
+        "drain changes neither), then UID");
   return r;
 }
 
@@ -446,14 +448,27 @@ void str(std::string& out, std::string_view k, std::string_view v) {
   key(out, k);
   core::append_json_string(out, v);
 }
-void strings(std::string& out, std::string_view k, const std::vector<std::string>& v) {
+// "k":[...], each item written by `item` and separated by commas.
+template <class T, class F>
+void list(std::string& out, std::string_view k, const std::vector<T>& v, F item) {
   key(out, k);
   out += '[';
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) out += ',';
-    core::append_json_string(out, v[i]);
+    item(v[i]);
   }
   out += ']';
+}
+void strings(std::string& out, std::string_view k, const std::vector<std::string>& v) {
+  list(out, k, v, [&](const std::string& x) { core::append_json_string(out, x); });
+}
+void boolean(std::string& out, std::string_view k, bool v) {
+  key(out, k);
+  out += v ? "true" : "false";
+}
+void number(std::string& out, std::string_view k, std::int64_t v) {
+  key(out, k);
+  out += std::to_string(v);
 }
 
 }  // namespace
@@ -463,63 +478,70 @@ std::string render_change_json(const change_report& r) {
   str(out, "revision", r.revision);
   out += ',';
   str(out, "topologySource", r.source);
-  out += ",\"valid\":" + std::string(r.ok() ? "true" : "false");
-  out += ",\"errors\":[";
-  for (std::size_t i = 0; i < r.errors.size(); ++i) {
-    if (i) out += ',';
-    core::append_json_string(out, r.errors[i].to_string());
-  }
-  out += "],\"managedNodes\":" + std::to_string(r.nodes) +
-         ",\"changedNodes\":" + std::to_string(r.changed_nodes) + ",\"profiles\":[";
-  for (std::size_t i = 0; i < r.profiles.size(); ++i) {
-    const auto& p = r.profiles[i];
-    if (i) out += ',';
+  out += ',';
+  boolean(out, "valid", r.ok());
+  out += ',';
+  list(out, "errors", r.errors,
+       [&](const core::field_error& e) { core::append_json_string(out, e.to_string()); });
+  out += ',';
+  number(out, "managedNodes", static_cast<std::int64_t>(r.nodes));
+  out += ',';
+  number(out, "changedNodes", static_cast<std::int64_t>(r.changed_nodes));
+  out += ',';
+  list(out, "profiles", r.profiles, [&](const auto& p) {
     out += '{';
     str(out, "id", p.id);
     out += ',';
     strings(out, "levels", p.levels);
-    out += ",\"nodes\":" + std::to_string(p.nodes) + ',';
+    out += ',';
+    number(out, "nodes", static_cast<std::int64_t>(p.nodes));
+    out += ',';
     str(out, "flavor", p.flavor);
     out += ',';
     str(out, "topology", p.topology);
-    out += ",\"exists\":" + std::string(p.exists ? "true" : "false") + '}';
-  }
-  out += "],";
+    out += ',';
+    boolean(out, "exists", p.exists);
+    out += '}';
+  });
+  out += ',';
   strings(out, "unusedFlavors", r.gone);
-  out += ",\"clusterQueues\":[";
-  for (std::size_t i = 0; i < r.queues.size(); ++i) {
-    const auto& q = r.queues[i];
-    if (i) out += ',';
+  out += ',';
+  list(out, "clusterQueues", r.queues, [&](const auto& q) {
     out += '{';
     str(out, "name", q.name);
     out += ',';
     strings(out, "flavorsBefore", q.before);
     out += ',';
     strings(out, "flavorsAfter", q.after);
-    out += ",\"drained\":" + std::string(q.drained ? "true" : "false") + ',';
+    out += ',';
+    boolean(out, "drained", q.drained);
+    out += ',';
     str(out, "quota", q.quota_rule);
     out += '}';
-  }
-  out += "],\"workloads\":[";
-  for (std::size_t i = 0; i < r.workloads.size(); ++i) {
-    const auto& w = r.workloads[i];
-    if (i) out += ',';
+  });
+  out += ',';
+  list(out, "workloads", r.workloads, [&](const auto& w) {
     out += '{';
     str(out, "workload", w.workload);
     out += ',';
     str(out, "clusterQueue", w.cluster_queue);
-    out += ",\"priority\":" + std::to_string(w.priority) +
-           ",\"evicted\":" + (w.evicted ? "true" : "false") +
-           ",\"admittedAgain\":" + (w.admitted ? "true" : "false") + ',';
+    out += ',';
+    number(out, "priority", w.priority);
+    out += ',';
+    boolean(out, "evicted", w.evicted);
+    out += ',';
+    boolean(out, "admittedAgain", w.admitted);
+    out += ',';
     str(out, "message", w.message);
-    out += ",\"podSets\":[";
-    for (std::size_t j = 0; j < w.podsets.size(); ++j) {
-      const auto& p = w.podsets[j];
-      if (j) out += ',';
+    out += ',';
+    list(out, "podSets", w.podsets, [&](const auto& p) {
       out += '{';
       str(out, "name", p.podset);
-      out += ",\"count\":" + std::to_string(p.count) +
-             ",\"specCount\":" + std::to_string(p.spec_count) + ',';
+      out += ',';
+      number(out, "count", p.count);
+      out += ',';
+      number(out, "specCount", p.spec_count);
+      out += ',';
       str(out, "level", p.level);
       out += ',';
       str(out, "flavor", p.flavor);
@@ -527,15 +549,21 @@ std::string render_change_json(const change_report& r) {
       str(out, "domain", p.domain);
       out += ',';
       str(out, "placement", p.placement);
-      out += ",\"largestDomainFits\":" + std::to_string(p.largest) + ',';
+      out += ',';
+      number(out, "largestDomainFits", p.largest);
+      out += ',';
       str(out, "verdict", p.text);
       out += '}';
-    }
-    out += "]}";
-  }
-  out += "],\"summary\":{\"evicted\":" + std::to_string(r.evicted) +
-         ",\"admittedAgain\":" + std::to_string(r.readmitted) +
-         ",\"stranded\":" + std::to_string(r.stranded) + "},";
+    });
+    out += '}';
+  });
+  out += ",\"summary\":{";
+  number(out, "evicted", static_cast<std::int64_t>(r.evicted));
+  out += ',';
+  number(out, "admittedAgain", static_cast<std::int64_t>(r.readmitted));
+  out += ',';
+  number(out, "stranded", static_cast<std::int64_t>(r.stranded));
+  out += "},";
   strings(out, "notes", r.notes);
   out += "}\n";
   return out;

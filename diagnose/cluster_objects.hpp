@@ -241,7 +241,6 @@ struct workload {
   std::vector<owner_ref> owners;
   std::string queue_name;
   std::string uid;                       // metadata.uid
-  std::string created_at;                // metadata.creationTimestamp (RFC 3339, seconds)
   std::optional<std::int64_t> priority;  // spec.priority (Kueue sets it from the priority class)
   std::string quota_reserved_at;         // the QuotaReserved condition's lastTransitionTime
   // Kueue's queue-order timestamp (workload.Ordering.GetQueueOrderTimestamp, RFC 3339): the
@@ -325,6 +324,10 @@ struct cluster_objects {
   // webhook source without one of its own).
   std::map<std::string, std::string> revision_texts;
   std::size_t skipped = 0;  // objects of kinds the diagnosis does not read
+  // What listing them from the API left out or could not read (a kind not served or not
+  // allowed, a field that is not what its kind says), as notes for the answer built on them
+  // (the server's dry run: server/workload_impact.cpp).
+  std::vector<std::string> list_notes;
 
   [[nodiscard]] const k8s_node* node(std::string_view name) const noexcept;
   [[nodiscard]] const kueue_topology* topology(std::string_view name) const noexcept;

@@ -145,6 +145,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
 
   // What the Workloads holding a reservation use in this ClusterQueue and its cohort.
   const cohort_quota quota(c, *q, &w);
+  if (!quota.cycle().empty())
+    k.notes.push_back("Cohorts " + join(quota.cycle(), " -> ") +
+                      " form a cycle of parents, which Kueue refuses: the cohort tree is "
+                      "followed only up to where the cycle closes");
   const bool try_next_when_borrowing = q->when_can_borrow == "TryNextFlavor";
   // Kueue's classical preemption, within the ClusterQueue and reclaiming in its cohort; a
   // flavor that fits only by preempting is kept while the search goes on for one that fits

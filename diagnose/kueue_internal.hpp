@@ -88,6 +88,15 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
 // A flavor and a resource (Kueue's FlavorResource).
 using flavor_resource = std::pair<std::string, std::string>;
 
+// What the Workloads holding a reservation use, per ClusterQueue (by name), flavor and resource.
+using reserved_usages = std::map<std::string, std::map<flavor_resource, std::int64_t>>;
+// The usages of every ClusterQueue, those of `except` left out.
+reserved_usages reserved_usage(const cluster_objects& c,
+                               const std::vector<const workload*>& except);
+// A ClusterQueue's or Cohort's nominalQuota per flavor and resource (0 where a covered resource
+// has none).
+std::map<flavor_resource, std::int64_t> nominal_quotas(const std::vector<queue_flavor>& flavors);
+
 // The quota Kueue's scheduler snapshot holds for one ClusterQueue and, when it names a cohort,
 // the cohort tree above it (pkg/cache/scheduler/resource_node.go): each node lends its
 // SubtreeQuota less what its lendingLimit keeps back and borrows up to its borrowingLimit; a
@@ -99,6 +108,8 @@ class cohort_quota {
   // The same with several left out (preemption's simulated removals).
   cohort_quota(const cluster_objects& c, const cluster_queue& q,
                const std::vector<const workload*>& except);
+  // The same with the usages given (preemption's search keeps them and subtracts removals).
+  cohort_quota(const cluster_objects& c, const cluster_queue& q, const reserved_usages& used);
   // Kueue's Available: unused quota of the ClusterQueue and what it may borrow now (>= 0).
   [[nodiscard]] std::int64_t available(const flavor_resource& fr) const;
   // Kueue's PotentialAvailable: the most the ClusterQueue could use with no usage anywhere.
@@ -107,6 +118,10 @@ class cohort_quota {
   [[nodiscard]] bool borrows(const flavor_resource& fr, std::int64_t val) const;
   [[nodiscard]] bool in_cohort() const noexcept { return path_.size() > 1; }
   [[nodiscard]] std::int64_t usage(const flavor_resource& fr) const;
+  // The Cohorts of a cycle of parents above the ClusterQueue, from the first met again to it
+  // again ("a", "b", "a"), which Kueue refuses and the path cuts where it closes; empty when
+  // none.
+  [[nodiscard]] const std::vector<std::string>& cycle() const noexcept { return cycle_; }
   [[nodiscard]] std::int64_t nominal(const flavor_resource& fr) const;
 
  private:
@@ -121,6 +136,7 @@ class cohort_quota {
   [[nodiscard]] std::int64_t potential_at(std::size_t i, const flavor_resource& fr) const;
   // The ClusterQueue, then its cohort and the cohort's parents up to the root.
   std::vector<member> path_;
+  std::vector<std::string> cycle_;
 };
 
 // What a Workload holding a reservation uses, per flavor and resource (its admission's counts).

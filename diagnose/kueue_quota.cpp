@@ -135,42 +135,27 @@ bool satisfies_preemption_policy(std::string_view policy, const workload& w, con
   return mine_queued && queued && *mine_queued < *queued;
 }
 
-namespace {
-
-// What the Workloads holding a reservation in `cq` use, those of `except` left out.
-std::map<flavor_resource, std::int64_t> queue_usage(const cluster_objects& c,
-                                                    const cluster_queue& cq,
-                                                    const std::vector<const workload*>& except) {
-  std::map<flavor_resource, std::int64_t> out;
+reserved_usages reserved_usage(const cluster_objects& c,
+                               const std::vector<const workload*>& except) {
+  reserved_usages out;
   for (const auto& x : c.workloads) {
-    if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
+    if (!x.quota_reserved()) continue;
     if (std::find(except.begin(), except.end(), &x) != except.end()) continue;
-    for (const auto& [fr, v] : quota_usage(x)) out[fr] = sat_add(out[fr], v);
+    auto& queue = out[x.admitted_cluster_queue];
+    for (const auto& [fr, v] : quota_usage(x)) queue[fr] = sat_add(queue[fr], v);
   }
   return out;
 }
 
-std::int64_t nominal_of(const cluster_queue& cq, const flavor_resource& fr) {
-  for (const auto& f : cq.flavors)
-    if (f.name == fr.first) {
-      const auto n = f.nominal.find(fr.second);
-      return n == f.nominal.end() ? 0 : n->second;
+std::map<flavor_resource, std::int64_t> nominal_quotas(const std::vector<queue_flavor>& flavors) {
+  std::map<flavor_resource, std::int64_t> out;
+  for (const auto& f : flavors)
+    for (const auto& r : f.resources) {
+      auto n = f.nominal.find(r);
+      out[{f.name, r}] = n == f.nominal.end() ? 0 : n->second;
     }
-  return 0;
+  return out;
 }
-
-// Kueue's IsWithinNominalInResources for a ClusterQueue: no needed resource used beyond its
-// nominalQuota.
-bool within_nominal(const cluster_objects& c, const cluster_queue& cq,
-                    const std::map<flavor_resource, std::int64_t>& need,
-                    const std::vector<const workload*>& except) {
-  const auto used = queue_usage(c, cq, except);
-  for (const auto& [fr, v] : need)
-    if (value_at(used, fr) > nominal_of(cq, fr)) return false;
-  return true;
-}
-
-}  // namespace
 
 preemption_choice preemption_targets(const cluster_objects& c, const cluster_queue& q,
                                      const workload& w,
@@ -192,6 +177,31 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
     return false;
   };
   const bool borrow_forbidden = !preemption_set(q.borrow_within_cohort);
+  // What each ClusterQueue uses, the preemptor left out, summed once; the search below
+  // subtracts a candidate's usage as it removes it and adds it back when it gives it back.
+  const std::vector<const workload*> preemptor{&w};
+  const reserved_usages base = reserved_usage(c, preemptor);
+  reserved_usages used = base;
+  const auto usage_of =
+      [&](const cluster_queue& cq) -> const std::map<flavor_resource, std::int64_t>& {
+    static const std::map<flavor_resource, std::int64_t> none;
+    auto it = used.find(cq.name);
+    return it == used.end() ? none : it->second;
+  };
+  std::map<const cluster_queue*, std::map<flavor_resource, std::int64_t>> nominals;
+  const auto nominal_of = [&](const cluster_queue& cq, const flavor_resource& fr) {
+    auto it = nominals.find(&cq);
+    if (it == nominals.end()) it = nominals.emplace(&cq, nominal_quotas(cq.flavors)).first;
+    return value_at(it->second, fr);
+  };
+  // Kueue's IsWithinNominalInResources for a ClusterQueue: no needed resource used beyond its
+  // nominalQuota.
+  const auto within_nominal = [&](const cluster_queue& cq) {
+    const auto& u = usage_of(cq);
+    for (const auto& [fr, v] : need)
+      if (value_at(u, fr) > nominal_of(cq, fr)) return false;
+    return true;
+  };
   std::vector<candidate> same, hierarchy, priority;
   if (preemption_set(q.within_cluster_queue)) {
     for (const auto& x : c.workloads) {
@@ -201,15 +211,14 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
       same.push_back({&x, &q, variant::within_queue, std::move(u)});
     }
   }
-  const std::vector<const workload*> preemptor{&w};
   if (!q.cohort.empty() && preemption_set(q.reclaim_within_cohort)) {
     // QuantitiesFitInQuota: the usage fits in the ClusterQueue's own nominalQuota.
-    const auto own = queue_usage(c, q, preemptor);
+    const auto& own = usage_of(q);
     bool advantage = true;
     for (const auto& [fr, v] : need)
       advantage = advantage && sat_add(value_at(own, fr), v) <= nominal_of(q, fr);
     for (const auto& cq : c.cluster_queues) {
-      if (&cq == &q || cq.cohort != q.cohort || within_nominal(c, cq, need, preemptor)) continue;
+      if (&cq == &q || cq.cohort != q.cohort || within_nominal(cq)) continue;
       for (const auto& x : c.workloads) {
         if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
         auto u = quota_usage(x);
@@ -251,7 +260,7 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
   // borrowing when borrowing is not allowed in this attempt.
   std::vector<const workload*> removed{&w};
   const auto fits = [&](bool borrowing) {
-    const cohort_quota quota(c, q, removed);
+    const cohort_quota quota(c, q, used);
     for (const auto& [fr, v] : need) {
       if (!borrowing && quota.borrows(fr, v)) return false;
       if (v > quota.available(fr)) return false;
@@ -262,7 +271,7 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
   // The attempts, with and without borrowing, in Kueue's order.
   bool under_nominal = true;  // queueUnderNominalInResourcesNeedingPreemption
   {
-    const auto own = queue_usage(c, q, preemptor);
+    const auto& own = usage_of(q);
     for (const auto& [fr, v] : need)
       under_nominal = under_nominal && value_at(own, fr) < nominal_of(q, fr);
   }
@@ -273,26 +282,34 @@ preemption_choice preemption_targets(const cluster_objects& c, const cluster_que
     attempts = {false, true};
   else
     attempts = {true, false};
+  // A candidate's usage leaves its ClusterQueue's (sign -1) or comes back to it (+1).
+  const auto move_usage = [&](const candidate& k, std::int64_t sign) {
+    auto& queue = used[k.cq->name];
+    for (const auto& [fr, v] : k.usage) queue[fr] = sat_add(queue[fr], sign * v);
+  };
   for (const bool borrowing : attempts) {
     std::vector<const candidate*> targets;
     removed.assign(1, &w);
+    used = base;
     for (const candidate* k : all) {
       if (k->cq != &q) {
         if (borrowing && k->v == variant::without_borrowing) continue;
-        if (within_nominal(c, *k->cq, need, removed)) continue;
+        if (within_nominal(*k->cq)) continue;
       }
       removed.push_back(k->wl);
+      move_usage(*k, -1);
       targets.push_back(k);
       if (!fits(borrowing)) continue;
       // fillBackWorkloads: from the one before the last, each given back if it still fits.
       for (std::size_t i = targets.size() - 1; i-- > 0;) {
-        auto at = std::find(removed.begin(), removed.end(), targets[i]->wl);
-        removed.erase(at);
+        removed.erase(std::find(removed.begin(), removed.end(), targets[i]->wl));
+        move_usage(*targets[i], 1);
         if (fits(borrowing)) {
           targets[i] = targets.back();
           targets.pop_back();
         } else {
           removed.push_back(targets[i]->wl);
+          move_usage(*targets[i], -1);
         }
       }
       preemption_choice out;
@@ -316,15 +333,18 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q, con
     : cohort_quota(c, q, std::vector<const workload*>{except}) {}
 
 cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
-                           const std::vector<const workload*>& except) {
+                           const std::vector<const workload*>& except)
+    : cohort_quota(c, q, reserved_usage(c, except)) {}
+
+cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
+                           const reserved_usages& used) {
   // A node's own quotas: its nominalQuota starts its SubtreeQuota.
   const auto quotas_of = [](const std::vector<queue_flavor>& flavors, member& m) {
+    m.nominal = nominal_quotas(flavors);
+    m.subtree = m.nominal;
     for (const auto& f : flavors) {
       for (const auto& r : f.resources) {
         const flavor_resource fr{f.name, r};
-        auto n = f.nominal.find(r);
-        m.nominal[fr] = n == f.nominal.end() ? 0 : n->second;
-        m.subtree[fr] = m.nominal[fr];
         if (auto b = f.borrowing_limit.find(r); b != f.borrowing_limit.end())
           m.borrowing[fr] = b->second;
         if (auto l = f.lending_limit.find(r); l != f.lending_limit.end()) m.lending[fr] = l->second;
@@ -334,14 +354,7 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
   const auto queue_node = [&](const cluster_queue& cq) {
     member m;
     quotas_of(cq.flavors, m);
-    for (const auto& x : c.workloads) {
-      if (!x.quota_reserved() || x.admitted_cluster_queue != cq.name) continue;
-      if (std::find(except.begin(), except.end(), &x) != except.end()) continue;
-      for (const auto& [fr, v] : quota_usage(x)) {
-        auto& u = m.usage[fr];
-        u = sat_add(u, v);
-      }
-    }
+    if (auto it = used.find(cq.name); it != used.end()) m.usage = it->second;
     return m;
   };
   // A cohort: its Cohort object's own quota (none without one), plus what each child (its
@@ -366,8 +379,14 @@ cohort_quota::cohort_quota(const cluster_objects& c, const cluster_queue& q,
     return m;
   };
   path_.push_back(queue_node(q));
-  std::set<std::string> seen;
-  for (std::string name = q.cohort; !name.empty() && seen.insert(name).second;) {
+  std::vector<std::string> up;  // the cohorts of the path, in order
+  for (std::string name = q.cohort; !name.empty();) {
+    if (auto again = std::find(up.begin(), up.end(), name); again != up.end()) {
+      cycle_.assign(again, up.end());
+      cycle_.push_back(name);
+      break;
+    }
+    up.push_back(name);
     path_.push_back(cohort_node(name));
     const cohort_object* k = c.cohort(name);
     name = k ? k->parent : std::string();

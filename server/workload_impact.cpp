@@ -17,7 +17,10 @@ std::string workload_answer(cluster_lister& lister, const core::topology_source&
         out, "the cluster's objects could not be listed: " + objects.error().message);
     return out + "}";
   }
-  std::string out = diagnose::render_change_json(diagnose::diagnose_change(*objects, src, snap));
+  auto report = diagnose::diagnose_change(*objects, src, snap);
+  // What the lists left out comes first: the answer is built without it.
+  report.notes.insert(report.notes.begin(), objects->list_notes.begin(), objects->list_notes.end());
+  std::string out = diagnose::render_change_json(report);
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }

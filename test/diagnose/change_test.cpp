@@ -207,17 +207,18 @@ TEST(Change, WaitingWorkloadsCompeteInKueuesOrder) {
   }
 }
 
-// Among equal priorities Kueue takes the older Workload first (creationTimestamp: the drain
-// does not change it), then the smaller UID: whichever pair comes first gets zone-a.
-TEST(Change, EqualPrioritiesInCreationThenUidOrder) {
+// Among equal priorities Kueue takes the Workload queued first (its queue-order time: the
+// creationTimestamp, which the drain does not change, or the time of an eviction by a PodsReady
+// timeout or an AdmissionCheck), then the smaller UID: whichever pair comes first gets zone-a.
+TEST(Change, EqualPrioritiesInQueueOrderThenUidOrder) {
   const auto snap = snapshot_of(slurp(fixtures() / "change-zone-rack-revision.yaml"));
   for (const bool pair2_older : {true, false}) {
     auto c = load("change-zone-rack");
     auto& p1 = c.workloads[0];
     auto& p2 = c.workloads[1];
     ASSERT_EQ(p1.name, "pair-1");
-    p1.created_at = "2026-11-29T20:00:05Z";
-    p2.created_at = pair2_older ? "2026-11-29T20:00:04Z" : "2026-11-29T20:00:05Z";
+    p1.queue_order_at = "2026-11-29T20:00:05Z";
+    p2.queue_order_at = pair2_older ? "2026-11-29T20:00:04Z" : "2026-11-29T20:00:05Z";
     p1.uid = "bbbb";
     p2.uid = "cccc";  // with equal times, pair-1's smaller UID goes first
     const auto r = diagnose_change(c, rack_source(), snap);
@@ -228,6 +229,42 @@ TEST(Change, EqualPrioritiesInCreationThenUidOrder) {
     EXPECT_EQ(r.workloads[0].podsets.at(0).domain, std::string(zone) + "=zone-a");
     EXPECT_FALSE(r.workloads[1].admitted);
     EXPECT_EQ(change_summary(r), "evicted 2, admitted again 1, stranded 1");
+  }
+}
+
+// The queue-order time as read: a Pending Workload created before the pairs, with pair-1's
+// shape and their priority, comes first and strands a pair; requeued by a PodsReady
+// timeout's eviction after them, it comes last and keeps waiting. Another eviction (a
+// preemption) keeps its creation time.
+TEST(Change, WaitingWorkloadOrderedByItsQueueOrderTime) {
+  for (const std::string reason : {"", "Preempted", "PodsReadyTimeout"}) {
+    auto c = load("change-zone-rack");
+    for (auto& pair : c.workloads) pair.queue_order_at = "2026-11-29T20:00:05Z";
+    const std::string evicted =
+        reason.empty() ? ""
+                       : R"(, {"type": "Evicted", "status": "True", "reason": ")" + reason +
+                             R"(", "lastTransitionTime": "2026-11-29T20:00:10Z"})";
+    const auto errors = add_objects(c, R"({"apiVersion": "kueue.x-k8s.io/v1beta2",
+      "kind": "Workload", "metadata": {"name": "waiting", "namespace": "default",
+        "uid": "aaaa", "creationTimestamp": "2026-11-29T20:00:00Z"},
+      "spec": {"queueName": "gpustack", "podSets": [{"name": "main", "count": 2,
+        "template": {"spec": {"containers": [{"name": "server",
+          "resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]}},
+        "topologyRequest": {"required": "topology.kubernetes.io/zone"}}]},
+      "status": {"conditions": [{"type": "QuotaReserved", "status": "False",
+        "reason": "Pending"})" + evicted + "]}}",
+                                    "test");
+    ASSERT_TRUE(errors.empty()) << reason;
+    const auto r = diagnose_change(
+        c, rack_source(),
+        snapshot_of(revision({"worker-a1", "worker-a2", "worker-b1", "worker-b2"})));
+    ASSERT_EQ(r.workloads.size(), 3u) << reason;
+    const bool last = reason == "PodsReadyTimeout";
+    EXPECT_EQ(r.workloads[last ? 2 : 0].workload, "default/waiting") << reason;
+    EXPECT_EQ(find(r, "default/waiting").admitted, !last) << reason;
+    EXPECT_EQ(change_summary(r), last ? "evicted 2, admitted again 2, stranded 0"
+                                      : "evicted 2, admitted again 1, stranded 1")
+        << reason;
   }
 }
 

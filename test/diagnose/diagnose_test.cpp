@@ -235,6 +235,36 @@ TEST(ClusterObjects, TopologyAssignmentV1beta1AndV1beta2Slices) {
   EXPECT_EQ(b.topology_domains[2].count, 2);
 }
 
+// The slices of one assignment expand to at most 100000 domains in all, each with at most 16
+// level values (a Topology's most): two slices of 50000 are read whole, two of 60000 stop at
+// 100000; 17 levels give 16 values.
+TEST(ClusterObjects, TopologyAssignmentSlicesBounded) {
+  const auto domains = [](std::int64_t per_slice, int levels) {
+    std::string values;
+    for (int l = 0; l < levels; ++l) values += std::string(l ? "," : "") + R"({"universal":"v"})";
+    const std::string slice = R"({"domainCount":)" + std::to_string(per_slice) +
+                              R"(,"podCounts":{"universal":1},"valuesPerLevel":[)" + values + "]}";
+    cluster_objects c;
+    EXPECT_TRUE(add_objects(c,
+                            R"({"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2",
+      "metadata":{"name":"b","namespace":"d"},"spec":{"podSets":[{"name":"main","count":1}]},
+      "status":{"admission":{"clusterQueue":"q","podSetAssignments":[{"name":"main","count":1,
+        "topologyAssignment":{"levels":["z"],"slices":[)" +
+                                slice + "," + slice + "]}}]}}}",
+                            "b")
+                    .empty());
+    return c.workloads.at(0).assignments.at(0).topology_domains;
+  };
+  auto d = domains(50000, 1);
+  EXPECT_EQ(d.size(), 100000u);
+  EXPECT_EQ(d.back().values, std::vector<std::string>{"v"});
+  EXPECT_EQ(domains(60000, 1).size(), 100000u);
+  d = domains(1, 16);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].values.size(), 16u);
+  EXPECT_EQ(domains(1, 17)[1].values.size(), 16u);
+}
+
 TEST(PodsThatFit, EveryRequestedResourceAndThePodCount) {
   EXPECT_EQ(
       pods_that_fit({{"cpu", 4000}, {"memory", 8}, {"pods", 110}}, {{"cpu", 1500}, {"memory", 2}}),

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "diagnose/cluster_objects.hpp"
@@ -120,7 +122,35 @@ inline kueue_decision decide(const cluster_objects& c, const std::string& name) 
   return diagnose_pending(c, "default", name).kueue;
 }
 
-// Several PodSets are placed in order, each assignment subtracted before the next: two
-// PodSets of two 4-CPU Pods take a zone each; a third finds no zone left, though alone any
+// The Workload of that name; a test error when there is none.
+inline workload& named(cluster_objects& c, const std::string& name) {
+  for (auto& x : c.workloads)
+    if (x.name == name) return x;
+  throw std::logic_error("no Workload " + name);
+}
+
+// One of the decision's notes contains `text`.
+inline bool has_note(const kueue_decision& k, std::string_view text) {
+  return std::any_of(k.notes.begin(), k.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+// A Cohort object with its own quota (f: cpu `own`) and an optional parent.
+inline cohort_object cohort_with(const std::string& name, const std::string& parent,
+                                 std::int64_t own) {
+  cohort_object k;
+  k.name = name;
+  k.parent = parent;
+  k.flavors.push_back({0, "f", {"cpu"}, {{"cpu", own}}, {}, {}});
+  return k;
+}
+
+// Kueue's message when flavor f lacks `more` unused CPUs and `n` Workloads are to be preempted.
+inline std::string preemption_message(int more, int n) {
+  return "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+         "f, " +
+         std::to_string(more) + " more needed. Pending the preemption of " + std::to_string(n) +
+         " workload(s)";
+}
 
 }  // namespace topogate::diagnose::kueue_test

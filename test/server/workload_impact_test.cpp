@@ -111,6 +111,27 @@ TEST(WorkloadImpact, ZoneToRackChange) {
       << answer;
 }
 
+// What the lists left out (a kind not allowed, a field not read) leads the answer's notes: the
+// answer is built without it. Without such notes, none.
+TEST(WorkloadImpact, ListNotesLeadTheAnswersNotes) {
+  const auto snap = core::decode_snapshot(t::snapshot_json("p-1"));
+  ASSERT_TRUE(snap.ok());
+  auto objects = four_nodes();
+  fake_lister plain(objects);
+  const std::string without =
+      workload_answer(plain, t::source(), snap.value, std::chrono::seconds(1));
+  EXPECT_NE(without.find("\"notes\":[\"no ClusterQueue's"), std::string::npos) << without;
+  objects.list_notes = {"not allowed to list cohorts (HTTP 403)", "a field"};
+  fake_lister noted(objects);
+  const std::string with = workload_answer(noted, t::source(), snap.value, std::chrono::seconds(1));
+  EXPECT_NE(
+      with.find(
+          "\"notes\":[\"not allowed to list cohorts (HTTP 403)\",\"a field\",\"no ClusterQueue's"),
+      std::string::npos)
+      << with;
+  EXPECT_TRUE(core::decode_any(with).ok()) << with;
+}
+
 // A push refused by maxStrandedWorkloads is counted once, apart from maxProfileChanges'.
 TEST(WorkloadImpact, StrandedRefusalsAreCounted) {
   metrics m;
