@@ -214,6 +214,12 @@ void refresh_requests(cluster_objects& c, const std::string* ns) {
         ps.requests = kueue_requests(c, w.namespace_, ps.resources, &ps.request_sources);
 }
 
+// A bound merged as Kueue summarises LimitRanges: the highest min, the lowest max.
+void keep_bound(resource_amounts& into, const std::string& k, std::int64_t v, bool highest) {
+  const auto [it, fresh] = into.emplace(k, v);
+  if (!fresh && (highest ? v > it->second : v < it->second)) it->second = v;
+}
+
 void read_limit_range(cluster_objects& c, const doc_node& o, const std::string& path,
                       error_list& errors) {
   limit_range lr;
@@ -222,9 +228,17 @@ void read_limit_range(cluster_objects& c, const doc_node& o, const std::string& 
   if (const doc_node* items = at(o, {"spec", "limits"}); items && items->is_sequence()) {
     for (std::size_t i = 0; i < items->items.size(); ++i) {
       const doc_node& item = items->items[i];
-      if (text_of(item.find("type")) != "Container") continue;
-      lr.has_container_item = true;
+      const std::string type = text_of(item.find("type"));
       const std::string ip = index(child(path, "spec.limits"), i);
+      if (type == "Container" || type == "Pod") {
+        const bool pod = type == "Pod";
+        for (const auto& [k, v] : amounts_of(item.find("max"), errors, child(ip, "max")))
+          keep_bound(pod ? lr.pod_max : lr.container_max, k, v, false);
+        for (const auto& [k, v] : amounts_of(item.find("min"), errors, child(ip, "min")))
+          keep_bound(pod ? lr.pod_min : lr.container_min, k, v, true);
+      }
+      if (type != "Container") continue;
+      lr.has_container_item = true;
       for (const auto& [field, into] :
            {std::pair{"default", &lr.default_limits}, {"defaultRequest", &lr.default_requests}})
         for (const auto& [k, v] : amounts_of(item.find(field), errors, child(ip, field)))
@@ -578,6 +592,67 @@ std::string kueue_resources_invalid(const cluster_objects& c, const workload& w)
   if (errs.empty()) return {};
   // Kubernetes' aggregate error: one error as it is, several in brackets.
   return "resources validation failed: " +
+         (errs.size() == 1 ? errs.front() : "[" + detail::join(errs, ", ") + "]");
+}
+
+namespace {
+
+// Kueue's GreaterKeys: the resources both name where `a`'s amount is above `b`'s, quoted.
+std::vector<std::string> greater_keys(const resource_amounts& a, const resource_amounts& b) {
+  std::vector<std::string> out;
+  for (const auto& [r, v] : a)
+    if (const auto it = b.find(r); it != b.end() && v > it->second) out.push_back("\"" + r + "\"");
+  return out;
+}
+
+// Each resource of either list; where both name it, the lower (or the higher) amount.
+resource_amounts merged(const resource_amounts& a, const resource_amounts& b, bool highest) {
+  resource_amounts out = a;
+  for (const auto& [k, v] : b) keep_bound(out, k, v, highest);
+  return out;
+}
+
+}  // namespace
+
+std::string kueue_limit_range_invalid(const cluster_objects& c, const workload& w) {
+  limit_range sum;
+  bool any = false;
+  for (const auto& lr : c.limit_ranges) {
+    if (lr.namespace_ != w.namespace_) continue;
+    any = true;
+    for (const auto& [k, v] : lr.container_max) keep_bound(sum.container_max, k, v, false);
+    for (const auto& [k, v] : lr.container_min) keep_bound(sum.container_min, k, v, true);
+    for (const auto& [k, v] : lr.pod_max) keep_bound(sum.pod_max, k, v, false);
+    for (const auto& [k, v] : lr.pod_min) keep_bound(sum.pod_min, k, v, true);
+  }
+  if (!any) return {};
+  std::vector<std::string> errs;
+  const auto check = [&](const std::string& at, const resource_amounts& low,
+                         const resource_amounts& high, const resource_amounts& max,
+                         const resource_amounts& min) {
+    if (auto above = greater_keys(high, max); !above.empty())
+      errs.push_back(at + ": Invalid value: [" + detail::join(above, ",") +
+                     "]: requests must not be above the limitRange max");
+    if (auto below = greater_keys(min, low); !below.empty())
+      errs.push_back(at + ": Invalid value: [" + detail::join(below, ",") +
+                     "]: requests must not be below the limitRange min");
+  };
+  for (std::size_t i = 0; i < w.podsets.size(); ++i) {
+    const pod_resources pod = kueue_pod(c, w.namespace_, w.podsets[i].resources, nullptr);
+    const std::string spec = "spec.podSets[" + std::to_string(i) + "].template.spec";
+    for (const auto& [list, field] : {std::pair{&pod.init_containers, "initContainers"},
+                                      std::pair{&pod.containers, "containers"}})
+      for (std::size_t j = 0; j < list->size(); ++j) {
+        const auto& ct = (*list)[j];
+        check(spec + "." + field + "[" + std::to_string(j) + "]",
+              merged(ct.requests, ct.limits, false), merged(ct.requests, ct.limits, true),
+              sum.container_max, sum.container_min);
+      }
+    const resource_amounts total = pod_requests(pod);
+    check(spec, total, total, sum.pod_max, sum.pod_min);
+  }
+  if (errs.empty()) return {};
+  return "resources didn't satisfy LimitRange constraints: " +
          (errs.size() == 1 ? errs.front() : "[" + detail::join(errs, ", ") + "]");
 }
 

@@ -90,11 +90,14 @@ struct pod_resources {
   std::string runtime_class;      // spec.runtimeClassName
 };
 
-// A LimitRange's items of type Container: the defaults it gives a container.
+// A LimitRange's items of type Container (the defaults it gives a container, its bounds)
+// and of type Pod (its bounds), each kind's items summarised as Kueue does: the lowest max
+// and the highest min of each resource.
 struct limit_range {
   std::string namespace_, name;
   bool has_container_item = false;
   resource_amounts default_limits, default_requests;  // first Container item's, merged in order
+  resource_amounts container_max, container_min, pod_max, pod_min;
 };
 
 struct runtime_class {
@@ -376,6 +379,12 @@ pod_resources kueue_pod(const cluster_objects& c, std::string_view ns, const pod
 // any flavor): a container of a PodSet, after kueue_pod, that requests more of a resource
 // than it limits keeps the Workload Pending with this message ("" when none does).
 std::string kueue_resources_invalid(const cluster_objects& c, const workload& w);
+// Kueue v0.17.0's LimitRange validation, next: with the namespace's LimitRanges summarised
+// (the lowest max, the highest min), a container (after kueue_pod) whose larger of request
+// and limit is above a Container max, or whose smaller is below a Container min, or a Pod
+// whose request (pod_requests) is above a Pod max or below a Pod min, keeps the Workload
+// Pending with this message ("" when none does or the namespace has no LimitRange).
+std::string kueue_limit_range_invalid(const cluster_objects& c, const workload& w);
 
 // Whether the TopologySource's spec.nodeSelector selects labels (absent or {} selects all).
 [[nodiscard]] bool source_selects(const topology_source_object& src, const label_map& labels);

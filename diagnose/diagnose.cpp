@@ -664,10 +664,10 @@ pending_report diagnose_pending(const cluster_objects& c, std::string_view ns,
     r.conclusion = "Pending at the queue, before any flavor is tried: " + r.kueue.message + " (" +
                    r.kueue.reason + ")";
   } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "resources") {
+    // A container's requests above its limits, or outside the LimitRanges' bounds: the
+    // message says which, the note in which words.
     r.conclusion =
-        "Pending before any flavor is tried: a container requests more than it limits "
-        "once Kueue fills its requests: " +
-        r.kueue.message;
+        "Pending before any flavor is tried, at Kueue's check of the requests: " + r.kueue.message;
   } else if (r.kueue.modelled && !r.kueue.admissible && r.kueue.step == "preemption") {
     r.conclusion = "Pending at quota and flavor choice: Kueue would preempt " +
                    join(r.kueue.preempts, ", ") + " to admit it: " + r.kueue.message;

@@ -33,17 +33,22 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   const cluster_queue* q = route.cq;
   if (!q) return k;
   k.modelled = true;
-  if (std::string invalid = kueue_resources_invalid(c, w);
-      !invalid.empty() && !w.quota_reserved()) {
-    // The scheduler validates the requests against the limits before any flavor is tried.
+  // The scheduler validates the requests against the limits, then against the namespace's
+  // LimitRanges, before any flavor is tried.
+  for (auto [invalid, note] :
+       {std::pair{kueue_resources_invalid(c, w),
+                  "the requests Kueue computes (LimitRange defaults, then limits for missing "
+                  "requests) exceed a container's limits"},
+        std::pair{kueue_limit_range_invalid(c, w),
+                  "the requests Kueue computes are outside the min or max of the namespace's "
+                  "LimitRanges (the lowest max and the highest min of each resource)"}}) {
+    if (invalid.empty() || w.quota_reserved()) continue;
     k.step = "resources";
     k.message = std::move(invalid);
     k.reason = "Pending";
     for (const auto& ps : w.podsets)
       k.podsets.push_back({ps.name, ps.group_name, "", "not reached", "", ps.count, ps.count});
-    k.notes.push_back(
-        "the requests Kueue computes (LimitRange defaults, then limits for missing requests) "
-        "exceed a container's limits");
+    k.notes.push_back(note);
     return k;
   }
   if (route.assumed)

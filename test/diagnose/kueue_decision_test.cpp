@@ -497,6 +497,49 @@ TEST(KueueRequests, LimitRangeDefaultsOfTheWorkloadsNamespace) {
   EXPECT_EQ(ps.requests.at("memory"), 1ll << 30);  // b's limit
 }
 
+// The bounds of the namespace's LimitRanges, summarised as Kueue does across every
+// LimitRange and item of a kind: the lowest max and the highest min of each resource.
+TEST(KueueRequests, LimitRangeBoundsAreTheLowestMaxAndTheHighestMin) {
+  const char* ranges = R"({"kind":"List","apiVersion":"v1","items":[
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"a","namespace":"default"},
+     "spec":{"limits":[{"type":"Container","max":{"cpu":"4","memory":"8Gi"},"min":{"cpu":"100m"}},
+                       {"type":"Pod","max":{"cpu":"6"},"min":{"memory":"1Gi"}}]}},
+    {"kind":"LimitRange","apiVersion":"v1","metadata":{"name":"b","namespace":"default"},
+     "spec":{"limits":[{"type":"Container","max":{"cpu":"3"},"min":{"cpu":"50m","memory":"1Mi"}},
+                       {"type":"Pod","max":{"cpu":"8"},"min":{"memory":"2Gi"}},
+                       {"type":"PersistentVolumeClaim","max":{"storage":"1Gi"}}]}}]})";
+  cluster_objects c;
+  add_json(c, ranges);
+  ASSERT_EQ(c.limit_ranges.size(), 2u);
+  const auto& b = c.limit_ranges[1];
+  EXPECT_EQ(b.container_max.at("cpu"), 3000);
+  EXPECT_EQ(b.pod_min.at("memory"), 2ll << 30);
+  EXPECT_EQ(b.pod_max.count("storage"), 0u);  // not a Pod's or a container's
+  const std::string inside = R"({"containers":[{"name":"m","resources":{
+      "requests":{"cpu":"2","memory":"3Gi"},"limits":{"cpu":"3","memory":"3Gi"}}}]})";
+  add_json(c, workload_json("w", 1, inside));
+  EXPECT_EQ(kueue_limit_range_invalid(c, *c.find_workload("default", "w")), "");
+  // Above b's container max of cpu 3 (a allows 4); below a's container min of cpu 100m (b
+  // allows 50m); the Pod's 1.5Gi of memory below b's Pod min of 2Gi (a asks 1Gi only). Its
+  // 4.58 CPUs are within a's Pod max of 6 (b allows 8).
+  const std::string outside = R"({"containers":[
+      {"name":"big","resources":{"requests":{"cpu":"3500m","memory":"512Mi"}}},
+      {"name":"small","resources":{"requests":{"cpu":"80m","memory":"512Mi"},"limits":{"cpu":"80m"}}},
+      {"name":"lim","resources":{"requests":{"cpu":"1","memory":"512Mi"},"limits":{"cpu":"2500m"}}}]})";
+  add_json(c, workload_json("x", 1, outside));
+  EXPECT_EQ(kueue_limit_range_invalid(c, *c.find_workload("default", "x")),
+            "resources didn't satisfy LimitRange constraints: ["
+            "spec.podSets[0].template.spec.containers[0]: Invalid value: [\"cpu\"]: requests must "
+            "not be above the limitRange max, "
+            "spec.podSets[0].template.spec.containers[1]: Invalid value: [\"cpu\"]: requests must "
+            "not be below the limitRange min, "
+            "spec.podSets[0].template.spec: Invalid value: [\"memory\"]: requests must not be "
+            "below the limitRange min]");
+  // Another namespace has none: nothing to satisfy.
+  add_json(c, workload_json("y", 1, outside, "elsewhere"));
+  EXPECT_EQ(kueue_limit_range_invalid(c, *c.find_workload("elsewhere", "y")), "");
+}
+
 TEST(KueueRequests, RuntimeClassOverheadOnlyWithoutTheTemplatesOwn) {
   const char* rc = R"({"kind":"RuntimeClass","apiVersion":"node.k8s.io/v1",
     "metadata":{"name":"kata"},"handler":"kata","overhead":{"podFixed":{"cpu":"250m"}}})";

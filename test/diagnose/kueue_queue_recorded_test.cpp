@@ -263,6 +263,53 @@ TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
   EXPECT_TRUE(decide(c, "w").admissible);
 }
 
+// Then the LimitRanges' bounds, still before any flavor: one side of each bound admits, the
+// other keeps the Workload Pending with Kueue's words; a Pod bound is on the Pod's request.
+TEST(KueueQueue, LimitRangeMinAndMax) {
+  auto c = tas_cluster();
+  podset ps = make_podset("main", 2, 1000);
+  container_resources ct;
+  ct.name = "main";
+  ct.requests = {{"cpu", 1000}};
+  ps.resources.containers = {ct};
+  auto& w = add_workload(c, "w", {ps});
+  limit_range lr;
+  lr.namespace_ = "default";
+  lr.name = "bounds";
+  lr.container_max = {{"cpu", 1000}};
+  lr.container_min = {{"cpu", 1000}};
+  c.limit_ranges.push_back(lr);
+  EXPECT_TRUE(decide(c, "w").admissible);  // 1 CPU: at the max and at the min
+  c.limit_ranges[0].container_max = {{"cpu", 999}};
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "resources");
+  EXPECT_EQ(k.reason, "Pending");
+  EXPECT_EQ(k.message,
+            "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec."
+            "containers[0]: Invalid value: [\"cpu\"]: requests must not be above the limitRange "
+            "max");
+  for (const auto& p : k.podsets) EXPECT_EQ(p.stage, "not reached");
+  c.limit_ranges[0].container_max = {{"cpu", 1000}};
+  c.limit_ranges[0].container_min = {{"cpu", 1001}};
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec."
+            "containers[0]: Invalid value: [\"cpu\"]: requests must not be below the limitRange "
+            "min");
+  c.limit_ranges[0].container_min = {};
+  c.limit_ranges[0].pod_max = {{"cpu", 1000}};
+  EXPECT_TRUE(decide(c, "w").admissible);
+  c.limit_ranges[0].pod_max = {{"cpu", 999}};
+  k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec: "
+            "Invalid value: [\"cpu\"]: requests must not be above the limitRange max");
+  // A Workload that holds its reservation is Kueue's answer, not validated again.
+  w.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
 TEST(KueueQueue, NamespaceSelector) {
   auto c = tas_cluster();
   add_workload(c, "w", {make_podset("main", 2, 1000)});
