@@ -212,17 +212,21 @@ TEST(KueueQueue, ReservedWaitsForItsAdmissionChecks) {
 // The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an
 // absent selector none; without Namespace objects the apiserver's kubernetes.io/metadata.name
 // label is what a namespace carries.
+// The PodSet with its template's one container.
+podset with_container(podset ps, const container_resources& ct) {
+  ps.resources.containers = {ct};
+  return ps;
+}
+
 // The scheduler's resource validation, before any flavor: a container whose requests, once
 // Kueue fills them (LimitRange defaults, then limits), exceed its limits keeps the Workload
 // Pending with Kueue's words; equal requests and limits pass.
 TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
   auto c = tas_cluster();
-  podset ps = make_podset("main", 2, 0);
   container_resources ct;
   ct.name = "main";
   ct.limits = {{"cpu", 2000}};
-  ps.resources.containers = {ct};
-  auto& w = add_workload(c, "w", {ps});
+  auto& w = add_workload(c, "w", {with_container(make_podset("main", 2, 0), ct)});
   // Without a LimitRange the limit fills the missing request: 2 <= 2.
   EXPECT_TRUE(decide(c, "w").admissible);
   limit_range lr;
@@ -267,12 +271,10 @@ TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
 // other keeps the Workload Pending with Kueue's words; a Pod bound is on the Pod's request.
 TEST(KueueQueue, LimitRangeMinAndMax) {
   auto c = tas_cluster();
-  podset ps = make_podset("main", 2, 1000);
   container_resources ct;
   ct.name = "main";
   ct.requests = {{"cpu", 1000}};
-  ps.resources.containers = {ct};
-  auto& w = add_workload(c, "w", {ps});
+  auto& w = add_workload(c, "w", {with_container(make_podset("main", 2, 1000), ct)});
   limit_range lr;
   lr.namespace_ = "default";
   lr.name = "bounds";
