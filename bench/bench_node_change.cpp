@@ -74,7 +74,7 @@ void BM_RelevantChange(benchmark::State& state) {
     const std::size_t i = (k++ * 7919) % std::min(n, snapshot_nodes);
     for (const char* group : {"cpu", "gpu"}) {
       if (!c.set_group(i, group)) std::abort();
-      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
+      inventory->set_nodes(c.view.take());
     }
   }
   // Two changes per iteration: the time per change is half the time shown.
@@ -94,7 +94,7 @@ void flip_one_way(benchmark::State& state, bool time_leave) {
       const bool timed = leave == time_leave;
       if (!timed) state.PauseTiming();
       if (!c.set_group(i, leave ? "cpu" : "gpu")) std::abort();
-      inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
+      inventory->set_nodes(c.view.take());
       if (!timed) state.ResumeTiming();
     }
   }
@@ -116,7 +116,7 @@ void BM_LabelChange(benchmark::State& state) {
     const std::size_t i = (k * 7919) % moved.size();
     moved[i] = !moved[i];
     if (!c.set_rack(i, moved[i] ? "rack-moved" : "rack-next")) std::abort();
-    inventory->set_nodes(std::make_shared<const core::node_list>(c.view.take()));
+    inventory->set_nodes(c.view.take());
     ++k;
   }
   if (inventory->current() != served)

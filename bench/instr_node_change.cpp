@@ -34,7 +34,7 @@ extern "C" __attribute__((noinline)) std::size_t instr_region(topogate::bench::c
     const bool changed = label ? c.set_rack(i, k % 2 == 0 ? "rack-moved" : "rack-next")
                                : c.set_group(i, k % 2 == 0 ? "cpu" : "gpu");
     if (!changed) std::abort();
-    inv.set_nodes(std::make_shared<const topogate::core::node_list>(c.view.take()));
+    inv.set_nodes(c.view.take());
     const auto cur = inv.current();
     if (cur && cur->etag != etag) {
       ++revisions;

@@ -97,7 +97,7 @@ inline std::unique_ptr<topogate::inventory::inventory> cluster::make_inventory()
   cfg.source = source;
   cfg.unknown_nodes = topogate::inventory::unknown_nodes_policy::prune;
   auto inv = std::make_unique<topogate::inventory::inventory>(cfg);
-  inv->set_nodes(std::make_shared<const topogate::core::node_list>(view.take()));
+  inv->set_nodes(view.take());
   topogate::inventory::inventory::offer_options push;
   push.origin = "push";
   const std::size_t n = view.size();

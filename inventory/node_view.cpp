@@ -104,20 +104,46 @@ core::node_list node_view::list() const {
   return out;
 }
 
-core::node_list node_view::take() {
+std::shared_ptr<const core::node_list> node_view::take() {
   // Unique in the process: a list is never taken for another view's.
   static std::atomic<std::uint64_t> next_id{1};
-  core::node_list out = list();
-  out.id = next_id.fetch_add(1, std::memory_order_relaxed);
-  if (changes_known_ && taken_ != 0) {
+  auto out = std::make_shared<core::node_list>();
+  const bool known = changes_known_ && taken_ != 0;
+  if (known) {
     std::sort(changed_.begin(), changed_.end());
     changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
-    out.since = taken_;
-    out.changed = std::move(changed_);
   }
-  taken_ = out.id;
+  if (known && last_ && last_->id == taken_) {
+    // The list taken before with the named Nodes as the view has them now: one pass over a
+    // vector (names and labels are shared, so each Node is two reference counts), not a
+    // walk of the map.
+    out->nodes.reserve(nodes_.size());
+    auto c = changed_.begin();
+    const auto add_changed = [&](std::string_view name) {
+      if (const auto it = nodes_.find(name); it != nodes_.end())
+        out->nodes.push_back({it->first, it->second});
+    };
+    for (const core::cluster_node& n : last_->nodes) {
+      for (; c != changed_.end() && *c < n.name.str(); ++c) add_changed(*c);
+      if (c != changed_.end() && *c == n.name.str()) {
+        add_changed(*c++);
+        continue;
+      }
+      out->nodes.push_back(n);
+    }
+    for (; c != changed_.end(); ++c) add_changed(*c);
+  } else {
+    out->nodes = list().nodes;
+  }
+  out->id = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (known) {
+    out->since = taken_;
+    out->changed = std::move(changed_);
+  }
+  taken_ = out->id;
   changes_known_ = true;
   changed_.clear();
+  last_ = out;
   return out;
 }
 

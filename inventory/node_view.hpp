@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,7 +39,9 @@ class node_view {
   // naming the Nodes that changed since the list taken before (node_list::since, changed),
   // unless a relist came between or more changed than max(64, 1/16 of the Nodes): the
   // inventories then apply a change from those Nodes alone.
-  [[nodiscard]] core::node_list take();
+  // The view keeps the list it hands out, and builds the next one from it and the Nodes
+  // named since.
+  [[nodiscard]] std::shared_ptr<const core::node_list> take();
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
@@ -53,9 +56,10 @@ class node_view {
   node_watch::label_filter keep_;
   std::map<core::node_name, labels, std::less<>> nodes_;
   std::map<core::node_name, labels, std::less<>> listing_;
-  std::uint64_t taken_ = 0;           // the id of the list last taken (0: none yet)
-  bool changes_known_ = false;        // changed_ holds every change since that list
-  std::vector<std::string> changed_;  // names, in event order, repeats allowed
+  std::uint64_t taken_ = 0;                      // the id of the list last taken (0: none yet)
+  bool changes_known_ = false;                   // changed_ holds every change since that list
+  std::vector<std::string> changed_;             // names, in event order, repeats allowed
+  std::shared_ptr<const core::node_list> last_;  // the list last taken
 };
 
 }  // namespace topogate::inventory::detail

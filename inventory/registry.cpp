@@ -93,9 +93,9 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
   }
 }
 
-void registry::impl::apply_api_nodes(core::node_list list) {
+void registry::impl::apply_api_nodes(std::shared_ptr<const core::node_list> list) {
   // One list for every inventory that lists Nodes through the API.
-  const auto shared = std::make_shared<const core::node_list>(std::move(list));
+  const auto shared = list ? std::move(list) : std::make_shared<const core::node_list>();
   for (auto& e : entries) {
     if (e->spec.nodes_from_api) apply_nodes(*e, shared);
   }

@@ -143,7 +143,7 @@ struct registry::impl {
   node_watch::list_source api_nodes_pending;
   steady::time_point api_nodes_due = steady::time_point::max();
   void on_api_nodes(node_watch::list_source current);
-  void apply_api_nodes(core::node_list list);
+  void apply_api_nodes(std::shared_ptr<const core::node_list> list);
   steady::time_point nodes_grace_until{};
   detail::timer_queue timers;
 

@@ -92,7 +92,7 @@ class node_watch {
   // The list as it is when called (any thread, any time, also after stop()): a change hands
   // this over instead of a copy, so a burst of changes costs one copy per time its taker
   // applies them (the registry: once per coalescing window), not one per change.
-  using list_source = std::function<core::node_list()>;
+  using list_source = std::function<std::shared_ptr<const core::node_list>()>;
   // Starts listing and watching on its own thread and returns at once; calls `on_change`
   // (from that thread) after the first list and after every change of a Node's name or
   // kept labels (labels filtered by `keep`).

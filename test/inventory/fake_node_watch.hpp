@@ -32,7 +32,7 @@ class fake_node_watch final : public node_watch {
       fn = on_change_;
     }
     if (!fn) return false;
-    fn([l = std::move(list)] { return l; });
+    fn([l = std::make_shared<const core::node_list>(std::move(list))] { return l; });
     return true;
   }
   int starts() {
@@ -50,7 +50,7 @@ class fake_node_watch final : public node_watch {
     if (!fn) return false;
     fn([make = std::move(make), &copies] {
       ++copies;
-      return make();
+      return std::make_shared<const core::node_list>(make());
     });
     return true;
   }

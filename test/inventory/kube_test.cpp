@@ -402,7 +402,7 @@ TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
   (*watch)->start([](std::string_view key) { return key == "inv-test/pool"; },
                   [&](node_watch::list_source current) {
                     std::lock_guard lk(mu);
-                    seen.push_back(current());
+                    seen.push_back(*current());
                     cv.notify_all();
                   });
   auto wait_for = [&](std::size_t n) {

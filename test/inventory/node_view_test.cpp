@@ -128,7 +128,7 @@ TEST(NodeView, SixtyFourKeptLabelsAreComparedInPlaceAndSixtyFiveBuilt) {
 
 TEST(NodeView, EachListTakenNamesTheNodesChangedSinceTheOneBefore) {
   view_fixture f(listed);
-  const core::node_list first = f.view.take();
+  const core::node_list first = *f.view.take();
   EXPECT_NE(first.id, 0U);
   EXPECT_EQ(first.since, 0U);  // nothing taken before it
   EXPECT_TRUE(f.apply("ADDED", "b", R"("keep/a":"1")"));
@@ -136,16 +136,16 @@ TEST(NodeView, EachListTakenNamesTheNodesChangedSinceTheOneBefore) {
   EXPECT_FALSE(f.apply("MODIFIED", "n", R"("keep/a":"2","other":"3")"));  // not a change
   EXPECT_TRUE(f.apply("ADDED", "a", R"("keep/a":"1")"));
   EXPECT_TRUE(f.apply("MODIFIED", "b", R"("keep/a":"3")"));
-  const core::node_list second = f.view.take();
+  const core::node_list second = *f.view.take();
   EXPECT_EQ(second.since, first.id);
   EXPECT_GT(second.id, first.id);
   EXPECT_EQ(second.changed, (std::vector<std::string>{"a", "b", "n"}));  // sorted, once each
   EXPECT_EQ(second.nodes.size(), 3U);
   EXPECT_TRUE(f.apply("DELETED", "a", ""));
-  const core::node_list third = f.view.take();
+  const core::node_list third = *f.view.take();
   EXPECT_EQ(third.since, second.id);
   EXPECT_EQ(third.changed, (std::vector<std::string>{"a"}));
-  const core::node_list fourth = f.view.take();  // nothing changed in between
+  const core::node_list fourth = *f.view.take();  // nothing changed in between
   EXPECT_EQ(fourth.since, third.id);
   EXPECT_TRUE(fourth.changed.empty());
 }
@@ -157,7 +157,7 @@ TEST(NodeView, AfterARelistOrPastSixtyFourChangesNoChangeIsNamed) {
   for (const int count : {64, 65}) {
     for (int i = 0; i < count; ++i)
       EXPECT_TRUE(f.apply("ADDED", "m" + std::to_string(count) + "-" + std::to_string(i), ""));
-    const core::node_list l = f.view.take();
+    const core::node_list l = *f.view.take();
     EXPECT_EQ(l.since != 0, count == 64) << count;
     EXPECT_EQ(l.changed.size(), count == 64 ? 64U : 0U) << count;
   }
@@ -167,12 +167,12 @@ TEST(NodeView, AfterARelistOrPastSixtyFourChangesNoChangeIsNamed) {
   ASSERT_FALSE(f.parser.parse(text).get(e));
   f.view.add_listed(e);
   f.view.finish_list();  // a relist: what happened while the watch was cut is not known
-  const core::node_list relisted = f.view.take();
+  const core::node_list relisted = *f.view.take();
   EXPECT_EQ(relisted.since, 0U);
   EXPECT_TRUE(relisted.changed.empty());
   EXPECT_EQ(relisted.nodes.size(), 1U);
   EXPECT_TRUE(f.apply("DELETED", "n", ""));
-  EXPECT_EQ(f.view.take().since, relisted.id);  // and named again from there
+  EXPECT_EQ(f.view.take()->since, relisted.id);  // and named again from there
 }
 
 }  // namespace

@@ -105,11 +105,12 @@ class scripted_nodes final : public node_watch {
   explicit scripted_nodes(int n) : initial_(n) {}
   void start(label_filter, std::function<void(list_source)> on_change) override {
     on_change_ = std::move(on_change);
-    on_change_([n = initial_] { return testing::nodes(n); });
+    on_change_(
+        [n = initial_] { return std::make_shared<const core::node_list>(testing::nodes(n)); });
   }
   void stop() override {}
   void set(int n) {
-    on_change_([n] { return testing::nodes(n); });
+    on_change_([n] { return std::make_shared<const core::node_list>(testing::nodes(n)); });
   }
 
  private:
