@@ -19,6 +19,8 @@
 #              its own, so cases never share a scheduler; case i runs on lab i mod L, in
 #              order, so a seed gives the same cases and the same decisions whatever L is;
 #              change case i runs on lab i mod L too, after that lab's pending cases.
+#   --keep-cases DIR  the generated cases in DIR, and each case's results (the lab's lines,
+#              stderr, exit status) in DIR/results
 #   --min-agreed F  the floor: at least this fraction of the Workloads generated agree
 #              (default 0.95, tas/report.py), in the pending cases and in the change cases
 # Exit 0 when every case ran (exit 3, an `expect` not met, included), every Workload has
@@ -50,6 +52,9 @@ own_labs=()
 cleanup() {
   local d
   for d in "${own_labs[@]}"; do TAS_LAB_DIR=$d "$lab_sh" down >/dev/null 2>&1 || true; done
+  if [[ -n $keep ]]; then  # the results beside the cases kept
+    mkdir -p "$keep/results" && cp "$work"/*.jsonl "$work"/*.err "$work"/*.rc "$keep/results/" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT

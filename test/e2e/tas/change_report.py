@@ -21,7 +21,41 @@ NOT_EVICTED, AGAIN, STRANDED = "not evicted", "admitted again", "stranded"
 # The named classes of a disagreement between `diagnose change` and Kueue: what Kueue does
 # that the prediction cannot know. Each is a function of the Workload's disagreement
 # (predicted, observed) and its case's lines; docs/operations.md explains each.
-CLASSES = []
+PREEMPTION = "preemption: admitted again by preempting, which diagnose change counts as stranded"
+
+
+def by_preemption(w, predicted, observed, lines):
+    """Predicted stranded, observed admitted again, and the prediction noted that Kueue would
+    preempt for W: `diagnose change` does not model a readmission by preemption."""
+    notes = next((l.get("notes") or [] for l in lines if l.get("phase") == "prediction"), [])
+    return predicted == STRANDED and observed == AGAIN and \
+        any(n.startswith(f"{w}: Kueue would preempt") for n in notes)
+
+
+HEAD_OF_LINE = ("head of line: a Workload of several PodSets ahead in the queue is retried at once every cycle "
+                "(flavor fungibility), Kueue never tries this one again")
+
+
+def by_head_of_line(w, predicted, observed, lines):
+    """Predicted admitted again, observed stranded, and Kueue never tried W after the queue was
+    restored (its QuotaReserved message is still the drain's "ClusterQueue ... is inactive"),
+    while a Workload ahead of it in Kueue's order (the prediction's order) with several
+    PodSets stays Pending. Kueue v0.17.0 requeues a Workload at once, not as inadmissible,
+    while its flavor search state has a flavor left to try (LastTriedFlavorIdx, PendingFlavors);
+    with several PodSets, one of them can stop on a fitting flavor before the last every cycle,
+    so that Workload is the head of the ClusterQueue forever and the ones after it wait."""
+    if not (predicted == AGAIN and observed == STRANDED):
+        return False
+    after = {l["workload"]: l for l in lines if l.get("phase") == "after-change"}
+    order = list(next((l.get("workloads") or {} for l in lines if l.get("phase") == "prediction"), {}))
+    mine = after.get(w)
+    if not mine or "is inactive" not in (mine["kueue"].get("message") or "") or w not in order:
+        return False
+    return any(a in after and after[a]["kueue"]["decision"] == "pending" and
+               len(after[a]["diagnose"].get("podSets") or []) > 1 for a in order[:order.index(w)])
+
+
+CLASSES = [(PREEMPTION, by_preemption), (HEAD_OF_LINE, by_head_of_line)]
 
 
 def classify(w, predicted, observed, lines):
@@ -92,7 +126,7 @@ def report(a):
                 failures.append((i, f"{side}: Workloads the case does not hold: {sorted(extra)}"))
         p, o = states(ag["predicted"], ws), states(ag["observed"], ws)
         for w, traits in ws.items():
-            rows.append((i, w, traits, p[w], o[w], lines))
+            rows.append((i, w, traits, p[w], o[w], lines, rc == "0"))
 
     def replay(i):
         return replay_line(a.seed, i, True)
@@ -102,7 +136,9 @@ def report(a):
     classes = collections.Counter()
     by_trait = collections.OrderedDict()
     total = [0, collections.Counter(), collections.Counter(), 0, collections.Counter()]
-    for i, w, traits, p, o, lines in rows:
+    for i, w, traits, p, o, lines, ran in rows:
+        if not ran:  # a failure already: its Workloads count as not agreed, not as a class
+            continue
         c = None
         if p != o:
             c = classify(w, p, o, lines)
@@ -128,7 +164,7 @@ def report(a):
     print("|---|---|")
     print(f"| change cases | {a.changes} |")
     print(f"| Workloads generated | {expected} |")
-    print(f"| Workloads with a prediction and an observation | {len(rows)} |")
+    print(f"| Workloads with a prediction and an observation | {sum(1 for r in rows if r[-1])} |")
     print(f"| agreed | {agreed} (floor {a.min_agreed:.0%}: {floor:.0f}) |")
     for c, n in classes.most_common():
         print(f"| disagreement: {c} | {n} |")

@@ -357,10 +357,13 @@ def change_case(seed, i):
             new_levels.remove(rnd.choice(new_levels))
         elif kind == "nodes-moved":
             for nd in rnd.sample(nodes, rnd.randint(1, max(1, n // 3))):
+                was = change_labels(nd, levels)
                 nd["path"] = list(rnd.choice(nodes)["path"]) if rnd.random() < 0.7 else \
                     [rnd.randrange(f) for f in fan]
                 if len(levels) > 1 and rnd.random() < 0.3:
                     nd["short"] = not nd["short"]  # to a shorter profile, or from one
+                if change_labels(nd, levels) == was:  # drawn where it was: a new top domain
+                    nd["path"][0] = max(x["path"][0] for x in nodes) + 1
         elif kind == "capacity-shifted":
             tops = sorted({nd["path"][0] for nd in nodes})
             src = rnd.choice(tops)
