@@ -308,7 +308,9 @@ def migrate_queue(api, s, t, labels, reserved, timeout=60.0):
     if not same:
         patch_queue(api, {"stopPolicy": "HoldAndDrain"})
     deadline = time.time() + timeout
-    while not same and queue_state(api)["reservingWorkloads"] and time.time() < deadline:
+    # Drained: the queue's status counts no reservation and none of the Workloads holds one
+    # (the status may lag behind the Workloads: read alone, it can say 0 before any eviction).
+    while not same and (queue_state(api)["reservingWorkloads"] or reserved()) and time.time() < deadline:
         for w in s["workloads"]:
             release_if_evicted(api, w["name"])
         time.sleep(0.3)
