@@ -53,7 +53,7 @@ cleanup() {
   local d
   for d in "${own_labs[@]}"; do TAS_LAB_DIR=$d "$lab_sh" down >/dev/null 2>&1 || true; done
   if [[ -n $keep ]]; then  # the results beside the cases kept
-    mkdir -p "$keep/results" && cp "$work"/*.jsonl "$work"/*.err "$work"/*.rc "$keep/results/" 2>/dev/null || true
+    mkdir -p "$keep/results" && cp -p "$work"/*.jsonl "$work"/*.err "$work"/*.rc "$keep/results/" 2>/dev/null || true
   fi
   rm -rf "$work"
 }

@@ -32,8 +32,7 @@ def by_preemption(w, predicted, observed, lines):
         any(n.startswith(f"{w}: Kueue would preempt") for n in notes)
 
 
-HEAD_OF_LINE = ("head of line: a Workload of several PodSets ahead in the queue is retried at once every cycle "
-                "(flavor fungibility), Kueue never tries this one again")
+HEAD_OF_LINE = "head of line: a Workload of several PodSets ahead is retried at once, this one never"
 
 
 def by_head_of_line(w, predicted, observed, lines):
