@@ -48,7 +48,11 @@ step tas-lab "$here/tas-lab-test.sh"
 # The differential against Kueue: 200 seeded random cases on three labs at once; every case
 # must run and give each Workload a decision and a verdict, every disagreement must fall in
 # a class docs/operations.md lists, and 95 % must agree (TAS_DIFF_CASES overrides the count).
-step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" --labs 3
+# Then, on the same labs, 30 random hierarchy changes: `diagnose change`'s prediction
+# (evicted, admitted again, stranded) held to Kueue's migration the same way
+# (TAS_DIFF_CHANGES overrides the count).
+step tas-differential "$here/tas-differential.sh" --seed 2026 --cases "${TAS_DIFF_CASES:-200}" \
+  --changes "${TAS_DIFF_CHANGES:-30}" --labs 3
 # NFD's real nfd-master (build-nfd.sh, v0.18.3) fed NodeFeatures as the consumer writes them.
 step nfd "$here/nfd.sh"
 # The TAS lab with nfd-master applying the NodeFeatures: dropped Node, -deny-label-ns, stopped.

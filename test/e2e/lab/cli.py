@@ -199,7 +199,10 @@ def cmd_change(lab, *args):
                      "after": q1, "sameQueue": q0["uid"] == q1["uid"]}
     line["evicted"] = evicted
     print(json.dumps(line), flush=True)
-    if not (line["impactMatchesCluster"] and q0["uid"] == q1["uid"] and not drained["reservingWorkloads"]):
+    # A queue whose flavor set did not change is not drained (Nodes moved between profiles).
+    line["queue"]["flavorSetChanged"] = changed_set = sorted(q0["flavors"]) != sorted(q1["flavors"])
+    if not (line["impactMatchesCluster"] and q0["uid"] == q1["uid"] and
+            not (changed_set and drained["reservingWorkloads"])):
         rc = 3
     if not record.after_change(api, s, t, held0, evicted):
         rc = 3

@@ -293,16 +293,24 @@ def migrate_queue(api, s, t, labels, reserved, timeout=60.0):
     """GPUStack's migration of the managed queue to the changed scenario T, step by step:
     replacement Topology and flavors first, HoldAndDrain, wait for zero reservations (the
     evicted Workloads released), switch the flavor set on the same queue, restore the stop
-    policy, then the old flavors and Topologies go. RESERVED() names the Workloads holding
+    policy, then the old flavors and Topologies go; when the flavor set stays the same (Nodes
+    moved between the profiles there were), only the quotas change, nothing is drained.
+    RESERVED() names the Workloads holding
     a reservation. Returns the queue's state before, the Workloads held before, the queue
     drained, the queue after, and the Workloads evicted."""
     q0 = queue_state(api)
     held0 = reserved()
     apply_topology_source(api, t, levels(t), labels["revision"])
     _, _, flavors = make_flavors(api, t, labels)
-    patch_queue(api, {"stopPolicy": "HoldAndDrain"})
+    # Nodes moved between the profiles there were (the same flavors, their quotas updated):
+    # GPUStack drains nothing, there is no flavor to replace.
+    same = sorted(f["name"] for f in flavors) == sorted(q0["flavors"])
+    if not same:
+        patch_queue(api, {"stopPolicy": "HoldAndDrain"})
     deadline = time.time() + timeout
-    while queue_state(api)["reservingWorkloads"] and time.time() < deadline:
+    # Drained: the queue's status counts no reservation and none of the Workloads holds one
+    # (the status may lag behind the Workloads: read alone, it can say 0 before any eviction).
+    while not same and (queue_state(api)["reservingWorkloads"] or reserved()) and time.time() < deadline:
         for w in s["workloads"]:
             release_if_evicted(api, w["name"])
         time.sleep(0.3)

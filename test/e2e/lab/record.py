@@ -267,7 +267,8 @@ def predict_change(s, revision, source):
     print(json.dumps({"scenario": s["name"], "phase": "prediction", "summary": rep.get("summary"),
                       "workloads": {w["workload"]: {"evicted": w["evicted"], "admittedAgain": w["admittedAgain"],
                                                     "podSets": [p["verdict"] for p in w["podSets"]]}
-                                    for w in rep.get("workloads") or []}}), flush=True)
+                                    for w in rep.get("workloads") or []},
+                      "notes": rep.get("notes") or []}), flush=True)
     return rep
 
 

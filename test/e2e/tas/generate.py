@@ -4,8 +4,11 @@ differential against Kueue (test/e2e/tas-differential.sh).
 
   generate.py --seed N --cases C --out DIR
 
-writes DIR/case-<seed>-<i>.json. Case i depends only on (seed, i), so one case can be
-regenerated alone (--only I). Each case: 2 to 64 Nodes (most small: the lab loads each
+  generate.py --seed N --cases C --changes --out DIR
+
+writes DIR/case-<seed>-<i>.json (with --changes: DIR/change-<seed>-<i>.json, the change
+cases of change_case, for `tas-lab.sh change`). Case i depends only on (seed, i), so one
+case can be regenerated alone (--only I). Each case: 2 to 64 Nodes (most small: the lab loads each
 case), one to three levels of a nested hierarchy with uneven branching, some Nodes that
 omit the finest level (a shorter profile, a second flavor), uneven CPU/memory capacity
 and existing usage (bound Pods), and one to three Workloads: a size and per-Pod request,
@@ -285,16 +288,181 @@ def affinity(rnd, nodes, levels):
     return [term() for _ in range(1 if rnd.random() < 0.75 else 2)]
 
 
+# The change cases (tas-differential.sh --changes): a scenario of their own, drawn from
+# streams of their own ("SEED/change/I"), so the cases above stay as they are.
+CHANGE_KINDS = ["level-added", "level-removed", "nodes-moved", "capacity-shifted", "nodes-dropped"]
+
+
+def level_value(key, path):
+    """A Node's value at level KEY: the short name and the whole path, so a value names its
+    parent at every coarser level, whichever levels are in use."""
+    return f"{key.split('/')[-1]}-{'-'.join(str(x) for x in path)}"
+
+
+def change_labels(node, levels):
+    """NODE's labels under LEVELS (a subset of LEVEL_KEYS, in order): none for a dropped
+    Node, the finest omitted for a Node on a shorter profile."""
+    if node["dropped"]:
+        return {}
+    keys = levels[:-1] if node["short"] and len(levels) > 1 else levels
+    return {k: level_value(k, node["path"][:LEVEL_KEYS.index(k) + 1]) for k in keys}
+
+
+def change_case(seed, i):
+    """Change case I of SEED: a cluster and Workloads admitted one after another, then a
+    `change` (new levels, every Node's new labels) of one or two kinds (CHANGE_KINDS;
+    `combined` when two): a level added, a level removed, Nodes moved into another domain
+    (some to or from a shorter profile), capacity shifted (several Nodes of one top domain moved to another), Nodes dropped from
+    the hierarchy (no labels). Workloads of varied sizes with a required level, a preferred
+    level or none, sometimes distinct priorities (Kueue's queue order), so that some are
+    admitted again and some stranded. Each Workload's traits: the change's kinds, its own
+    constraint (`required`, `preferred`, `unconstrained`), `priority`."""
+    rnd = random.Random(f"{seed}/change/{i}")
+    nlev = rnd.choice([1, 2, 2, 3])
+    levels = rnd.sample(LEVEL_KEYS, nlev)
+    levels.sort(key=LEVEL_KEYS.index)
+    fan = [rnd.randint(1, 3) for _ in LEVEL_KEYS]
+    n = rnd.choice([3, 4, 4, 5, 6, 6, 8, 8, 10, 12])
+    nodes = []
+    for j in range(n):
+        cpu = rnd.choice([2, 4, 4, 8])
+        node = {"name": f"n{j:02d}", "path": [rnd.randrange(f) for f in fan],
+                "short": nlev > 1 and rnd.random() < 0.1, "dropped": False,
+                "allocatable": {"cpu": str(cpu), "memory": f"{rnd.choice([16, 32])}Gi", "pods": "110"}}
+        if rnd.random() < 0.2:
+            node["usage"] = [{"cpu": f"{rnd.randint(1, cpu * 2) * 500 % (cpu * 1000) or 500}m", "memory": "1Gi"}]
+        nodes.append(node)
+    kinds = [rnd.choice(CHANGE_KINDS)]
+    if rnd.random() < 0.3:
+        kinds.append(rnd.choice([k for k in CHANGE_KINDS if k != kinds[0]]))
+    elif kinds[0] in ("nodes-moved", "capacity-shifted") and rnd.random() < 0.5:
+        # Moves within the profiles there are drain nothing: half of them come with a change
+        # of profile (a level, or Nodes dropped).
+        kinds.append(rnd.choice(["level-added", "level-removed", "nodes-dropped"]))
+    base = [dict(labels=change_labels(nd, levels), **{k: nd[k] for k in ("name", "allocatable", "usage") if k in nd})
+            for nd in nodes]
+    new_levels = list(levels)
+    for idx, kind in enumerate(list(kinds)):
+        if kind == "level-removed" and len(new_levels) == 1:
+            kind = "level-added"  # the only level stays: a finer one instead
+        if kind == "level-added" and len(new_levels) == len(LEVEL_KEYS):
+            kind = "level-removed"
+        if kind == "level-added":
+            new_levels.append(rnd.choice([k for k in LEVEL_KEYS if k not in new_levels]))
+            new_levels.sort(key=LEVEL_KEYS.index)
+            if new_levels[-1] not in levels:  # a finest level some Nodes do not get: two profiles
+                for nd in nodes:
+                    nd["short"] = nd["short"] or rnd.random() < 0.25
+        elif kind == "level-removed":
+            new_levels.remove(rnd.choice(new_levels))
+        elif kind == "nodes-moved":
+            for nd in rnd.sample(nodes, rnd.randint(1, max(1, n // 3))):
+                was = change_labels(nd, levels)
+                nd["path"] = list(rnd.choice(nodes)["path"]) if rnd.random() < 0.7 else \
+                    [rnd.randrange(f) for f in fan]
+                if len(levels) > 1 and rnd.random() < 0.3:
+                    nd["short"] = not nd["short"]  # to a shorter profile, or from one
+                if change_labels(nd, levels) == was:  # drawn where it was: a new top domain
+                    nd["path"][0] = max(x["path"][0] for x in nodes) + 1
+        elif kind == "capacity-shifted":
+            tops = sorted({nd["path"][0] for nd in nodes})
+            src = rnd.choice(tops)
+            dst = rnd.choice([t for t in tops if t != src] or [max(tops) + 1])
+            members = [nd for nd in nodes if nd["path"][0] == src]
+            for nd in rnd.sample(members, max(1, len(members) // 2 + rnd.randint(0, 1))):
+                nd["path"][0] = dst
+        else:  # nodes-dropped: out of the new hierarchy, their labels removed
+            for nd in rnd.sample(nodes, rnd.randint(1, max(1, n // 4))):
+                nd["dropped"] = True
+        kinds[idx] = kind
+    kinds = sorted(set(kinds))
+    total = sum(int(nd["allocatable"]["cpu"]) for nd in nodes)
+    workloads = []
+    for w in range(rnd.choice([2, 3, 3, 4])):
+        cpu = rnd.choice(["500m", "1", "1", "2", "3"])
+        count = rnd.choice([1, 2, 2, 3, 4, 6, 8])
+        while count > 1 and count * milli(cpu) > total * 1000 // 2:
+            count -= 1
+        ps = {"name": "main", "count": count, "requests": {"cpu": cpu, "memory": rnd.choice(["1Gi", "2Gi", "4Gi"])}}
+        r = rnd.random()
+        level = rnd.choice(levels + [HOST])
+        traits = list(kinds) + (["combined"] if len(kinds) > 1 else [])
+        if r < 0.6:
+            ps["required"] = level
+            traits.append("required")
+        elif r < 0.85:
+            ps["preferred"] = level
+            traits.append("preferred")
+        else:
+            traits.append("unconstrained")
+        workloads.append({"name": f"w{w}", "podSets": [ps], "traits": traits})
+    if rnd.random() < 0.3:
+        for w in workloads:
+            w["priority"] = rnd.choice([0, 10, 100])
+            w["traits"].append("priority")
+    c = {"name": f"change-{seed}-{i}",
+         "description": f"generated by test/e2e/tas/generate.py --seed {seed} --changes --only {i}",
+         "topologySource": {"name": "generated", "levels": levels},
+         "nodes": base, "workloads": workloads,
+         "change": {"kinds": kinds, "topologySource": {"levels": new_levels},
+                    "nodes": {nd["name"]: change_labels(nd, new_levels) for nd in nodes}}}
+    add_change_inputs(c, random.Random(f"{seed}/change/{i}/inputs"))
+    return c
+
+
+def add_change_inputs(c, rnd):
+    """The other inputs of Kueue's decisions, for a change case, from a stream of its own (the
+    draws above stay as they are), each named as a trait of the Workloads it concerns: a CPU
+    quota below the Nodes' (`quota`: not the capacity, so each replacement flavor copies the
+    entry of the flavor it stands in for), a second PodSet (`podsets`), a tainted GPU pool with
+    PodSets requesting GPUs, most tolerating the taint (`gpu`), and preemption by priority
+    within the ClusterQueue (`preemption`: withinClusterQueue LowerPriority, a priority on
+    each Workload, a quota below the Nodes')."""
+    nodes, workloads = c["nodes"], c["workloads"]
+    total = sum(milli(n["allocatable"]["cpu"]) for n in nodes)
+    if rnd.random() < 0.15:
+        for n in [n for n in nodes if rnd.random() < 0.6] or nodes[:1]:
+            n["allocatable"][GPU] = str(rnd.choice([4, 8]))
+            n["taints"] = [dict(GPU_TAINT)]
+        for w in workloads:
+            if rnd.random() < 0.6:
+                ps = w["podSets"][0]
+                ps["requests"][GPU] = str(rnd.choice([1, 2, 4]))
+                if rnd.random() < 0.85:
+                    ps["tolerations"] = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
+                w["traits"].append("gpu")
+    for w in workloads:
+        if rnd.random() < 0.15:
+            ps = w["podSets"][0]
+            aux = {"name": "aux", "count": rnd.choice([1, 2, 3]), "requests": {"cpu": rnd.choice(["500m", "1"]),
+                                                                               "memory": "1Gi"},
+                   **{k: ps[k] for k in ("required", "preferred", "tolerations") if k in ps}}
+            w["podSets"].append(aux)
+            w["traits"].append("podsets")
+    r = rnd.random()
+    if r < 0.3:
+        c["quota"] = {"cpu": f"{max(1000, int(total * rnd.uniform(0.4, 0.9)) // 500 * 500)}m", "memory": "4Ti"}
+        trait = "quota"
+        if r < 0.12:
+            c["preemption"] = {"withinClusterQueue": "LowerPriority"}
+            for w in workloads:
+                w["priority"] = rnd.choice([0, 10, 100])
+            trait = "preemption"
+        for w in workloads:
+            w["traits"].append(trait)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--cases", type=int, default=20)
     ap.add_argument("--only", type=int)
+    ap.add_argument("--changes", action="store_true", help="the change cases (change-<seed>-<i>.json)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for i in ([a.only] if a.only is not None else range(a.cases)):
-        c = case(a.seed, i)
+        c = (change_case if a.changes else case)(a.seed, i)
         p = os.path.join(a.out, c["name"] + ".json")
         json.dump(c, open(p, "w"), indent=1)
         print(p)

@@ -13,13 +13,17 @@ agreement table, and exits 1 unless the differential held:
 - every disagreement falls in a named class of diagnose's model (docs/operations.md);
 - the Workloads that agreed are at least --min-agreed of the Workloads generated.
 
-Usage: report.py --results DIR --cases-dir DIR --seed N --cases C [--min-agreed F]
+With --changes K, the change cases too (change_report.py: RESULTS/change-<i>.*).
+
+Usage: report.py --results DIR --cases-dir DIR --seed N --cases C [--changes K] [--min-agreed F]
 """
 import argparse
 import collections
 import json
 import os
 import sys
+
+import change_report
 
 
 PREEMPTING = "Pending the preemption"
@@ -46,17 +50,8 @@ def classify(l, before=()):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--cases-dir", required=True)
-    ap.add_argument("--seed", required=True)
-    ap.add_argument("--cases", type=int, required=True)
-    # With seed 2026 every one of 351 Workloads agrees (docs/operations.md); the floor
-    # leaves room for the named classes, not for a broken lab.
-    ap.add_argument("--min-agreed", type=float, default=0.95)
-    a = ap.parse_args()
-
+def report_pending(a):
+    """The pending cases' failures, disagreements and tables; True when they held."""
     failures = []  # (case index, what)
     lines = []
     expected_workloads = 0
@@ -94,12 +89,9 @@ def main():
             lines.append((i, l, case, got[:j]))
 
     def replay(i):
-        return (f"  replay: python3 test/e2e/tas/generate.py --seed {a.seed} --only {i} --out /tmp/cases &&"
-                f" scripts/tas-lab.sh run /tmp/cases/case-{a.seed}-{i}.json")
+        return change_report.replay_line(a.seed, i, False)
 
-    for i, what in failures:
-        print(f"FAIL case {i}: {what}")
-        print(replay(i))
+    change_report.print_failures(failures, a.seed, False)
     agreed = sum(1 for _, l, _, _ in lines if l["agree"])
     classes = collections.Counter()
     unclassified = 0
@@ -159,6 +151,30 @@ def main():
     ok = not failures and not unclassified and expected_workloads > 0 and agreed >= floor
     if agreed < floor:
         print(f"FAIL agreement {agreed}/{expected_workloads} is below the floor of {a.min_agreed:.0%}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--cases-dir", required=True)
+    ap.add_argument("--seed", required=True)
+    ap.add_argument("--cases", type=int, required=True)
+    ap.add_argument("--changes", type=int, default=0)
+    # With seed 2026 every one of 351 Workloads agrees (docs/operations.md); the floor
+    # leaves room for the named classes, not for a broken lab.
+    ap.add_argument("--min-agreed", type=float, default=0.95)
+    a = ap.parse_args()
+    if a.cases + a.changes == 0:
+        print("FAIL no cases")
+        return 1
+    ok = True
+    if a.cases:
+        ok &= report_pending(a)
+    if a.changes:
+        if a.cases:
+            print()
+        ok &= change_report.report(a)
     return 0 if ok else 1
 
 
