@@ -34,15 +34,20 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   if (!q) return k;
   k.modelled = true;
   // The scheduler validates the requests against the limits, then against the namespace's
-  // LimitRanges, before any flavor is tried.
-  for (auto [invalid, note] :
-       {std::pair{kueue_resources_invalid(c, w),
-                  "the requests Kueue computes (LimitRange defaults, then limits for missing "
-                  "requests) exceed a container's limits"},
-        std::pair{kueue_limit_range_invalid(c, w),
-                  "the requests Kueue computes are outside the min or max of the namespace's "
-                  "LimitRanges (the lowest max and the highest min of each resource)"}}) {
-    if (invalid.empty() || w.quota_reserved()) continue;
+  // LimitRanges, before any flavor is tried; a Workload holding a reservation is past it.
+  using validation = std::string (*)(const cluster_objects&, const workload&);
+  for (const auto& [validate, note] :
+       {std::pair<validation, const char*>{
+            kueue_resources_invalid,
+            "the requests Kueue computes (LimitRange defaults, then limits for missing requests) "
+            "exceed a container's limits"},
+        std::pair<validation, const char*>{
+            kueue_limit_range_invalid,
+            "the requests Kueue computes are outside the min or max of the namespace's "
+            "LimitRanges (the lowest max and the highest min of each resource)"}}) {
+    if (w.quota_reserved()) break;
+    std::string invalid = validate(c, w);
+    if (invalid.empty()) continue;
     k.step = "resources";
     k.message = std::move(invalid);
     k.reason = "Pending";

@@ -108,12 +108,12 @@ std::shared_ptr<const core::node_list> node_view::take() {
   // Unique in the process: a list is never taken for another view's.
   static std::atomic<std::uint64_t> next_id{1};
   auto out = std::make_shared<core::node_list>();
-  const bool known = changes_known_ && taken_ != 0;
+  const bool known = changes_known_ && last_;
   if (known) {
     std::sort(changed_.begin(), changed_.end());
     changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
   }
-  if (known && last_ && last_->id == taken_) {
+  if (known) {
     // The list taken before with the named Nodes as the view has them now: one pass over a
     // vector (names and labels are shared, so each Node is two reference counts), not a
     // walk of the map.
@@ -137,10 +137,9 @@ std::shared_ptr<const core::node_list> node_view::take() {
   }
   out->id = next_id.fetch_add(1, std::memory_order_relaxed);
   if (known) {
-    out->since = taken_;
+    out->since = last_->id;
     out->changed = std::move(changed_);
   }
-  taken_ = out->id;
   changes_known_ = true;
   changed_.clear();
   last_ = out;

@@ -56,10 +56,9 @@ class node_view {
   node_watch::label_filter keep_;
   std::map<core::node_name, labels, std::less<>> nodes_;
   std::map<core::node_name, labels, std::less<>> listing_;
-  std::uint64_t taken_ = 0;                      // the id of the list last taken (0: none yet)
   bool changes_known_ = false;                   // changed_ holds every change since that list
   std::vector<std::string> changed_;             // names, in event order, repeats allowed
-  std::shared_ptr<const core::node_list> last_;  // the list last taken
+  std::shared_ptr<const core::node_list> last_;  // the list last taken (null: none yet)
 };
 
 }  // namespace topogate::inventory::detail

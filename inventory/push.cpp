@@ -342,7 +342,9 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
   // The store call holds no lock a reader, a Node change or another inventory needs.
   auto saved = store->save(name, stored, expected, call.deadline);
   ps.note_store_call(!saved.failed_with(core::errc::unavailable));
-  for (int retry = 0; saved.failed_with(core::errc::conflict) && !req.if_match && retry < 8;
+  constexpr int unconditional_retries = 8;
+  for (int retry = 0;
+       saved.failed_with(core::errc::conflict) && !req.if_match && retry < unconditional_retries;
        ++retry) {
     // Without If-Match the writer asked for last-writer-wins: take the store's newest version
     // and write over it. Replicas racing the same way back off a little, differently.
@@ -375,8 +377,8 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
     inv.record_failure(opts, "store: another version each time it was written (store conflict)");
     report(e, before);
     return refusal(push_outcome::unavailable,
-                   "revision not stored, nothing changed: the store changed under each of 9 "
-                   "writes; send it again",
+                   "revision not stored, nothing changed: the store changed under each of " +
+                       std::to_string(1 + unconditional_retries) + " writes; send it again",
                    std::chrono::seconds(1));
   }
   if (!saved.ok()) {

@@ -212,6 +212,15 @@ TEST(KueueQueue, ReservedWaitsForItsAdmissionChecks) {
 // The namespace against the ClusterQueue's namespaceSelector: {} selects every namespace, an
 // absent selector none; without Namespace objects the apiserver's kubernetes.io/metadata.name
 // label is what a namespace carries.
+// A container named main with these requests and limits.
+container_resources main_container(resource_amounts requests, resource_amounts limits) {
+  container_resources ct;
+  ct.name = "main";
+  ct.requests = std::move(requests);
+  ct.limits = std::move(limits);
+  return ct;
+}
+
 // The PodSet with its template's one container.
 podset with_container(podset ps, const container_resources& ct) {
   ps.resources.containers = {ct};
@@ -223,9 +232,7 @@ podset with_container(podset ps, const container_resources& ct) {
 // Pending with Kueue's words; equal requests and limits pass.
 TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
   auto c = tas_cluster();
-  container_resources ct;
-  ct.name = "main";
-  ct.limits = {{"cpu", 2000}};
+  const container_resources ct = main_container({}, {{"cpu", 2000}});
   auto& w = add_workload(c, "w", {with_container(make_podset("main", 2, 0), ct)});
   // Without a LimitRange the limit fills the missing request: 2 <= 2.
   EXPECT_TRUE(decide(c, "w").admissible);
@@ -271,10 +278,8 @@ TEST(KueueQueue, RequestsAboveLimitsAfterDefaults) {
 // other keeps the Workload Pending with Kueue's words; a Pod bound is on the Pod's request.
 TEST(KueueQueue, LimitRangeMinAndMax) {
   auto c = tas_cluster();
-  container_resources ct;
-  ct.name = "main";
-  ct.requests = {{"cpu", 1000}};
-  auto& w = add_workload(c, "w", {with_container(make_podset("main", 2, 1000), ct)});
+  auto& w = add_workload(
+      c, "w", {with_container(make_podset("main", 2, 1000), main_container({{"cpu", 1000}}, {}))});
   limit_range lr;
   lr.namespace_ = "default";
   lr.name = "bounds";
