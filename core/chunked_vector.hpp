@@ -259,9 +259,12 @@ class chunked_vector {
   }
   chunk& own(size_type c) {
     auto& p = chunks_[c];
-    if (p.use_count() > 1) {
+    // Written in place only through the sole reference. Every writer in the project holds
+    // the list it copied from while it edits the copy, so a chunk the two share counts two
+    // references and is copied; the sole reference is a chunk this copy made itself.
+    if (p.use_count() != 1) {
       auto copy = std::make_shared<chunk>();
-      copy->reserve(std::max(p->size() + 1, max_chunk));
+      copy->reserve(max_chunk + 1);
       copy->assign(p->begin(), p->end());
       p = std::move(copy);
     }

@@ -225,6 +225,29 @@ TEST(DriftRegistry, TheStatusAndTheCountFollowTheNodesAcrossTheGrace) {
     return now && now->mismatched == 0;
   }));
   EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+
+  // A new revision moves every Node to another rack while the Node list stays the same: the
+  // checks compare again (what the last one found belonged to the revision before).
+  auto moved = testing::snapshot_json("n-2", 4);
+  for (std::size_t at = moved.find("rack-0"); at != std::string::npos; at = moved.find("rack-0"))
+    moved.replace(at, 6, "rack-7");
+  testing::write_file(dir / "snapshot.json", moved);
+  ASSERT_TRUE(testing::eventually([&] {
+    reg.resync();
+    const auto cur = reg.find("dc")->current();
+    return cur && cur->accepted_revision_id == "n-2";
+  }));
+  ASSERT_TRUE(testing::eventually([&] {
+    if (!check()) return false;
+    return reg.node_drift("dc")->mismatched == 4;
+  }));
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+  clk.advance(119s);
+  ASSERT_TRUE(check());  // the same revision and list, past the grace: aged, not compared
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 4u);
+  EXPECT_NE(reg.status_json("dc")->find(
+                R"({"key":"topology.gpustack.ai/rack","want":"rack-7","have":"rack-0"})"),
+            std::string::npos);
   reg.stop();
 }
 
