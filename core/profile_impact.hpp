@@ -37,7 +37,7 @@ struct node_assignment {
 // node -> profile for one revision.
 struct profile_assignment {
   std::vector<assigned_profile>
-      profiles;                           // only profiles in use, by depth (deepest first), then id
+      profiles;  // only profiles in use, by depth (deepest first), then id
   // Sorted by node name, unique; copies share chunks, and update_profiles copies only those
   // of the updated Nodes.
   chunked_vector<node_assignment> nodes;
