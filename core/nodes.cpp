@@ -36,8 +36,7 @@ const std::string* cluster_node::label(std::string_view key) const noexcept {
 }
 
 const cluster_node* node_list::find(std::string_view name) const noexcept {
-  auto it = std::lower_bound(nodes.begin(), nodes.end(), name,
-                             [](const cluster_node& n, std::string_view k) { return n.name < k; });
+  const auto it = nodes.partition_point([name](const cluster_node& n) { return n.name < name; });
   if (it == nodes.end() || it->name != name) return nullptr;
   return &*it;
 }
@@ -73,7 +72,7 @@ namespace {
 constexpr std::size_t max_node_list_bytes = 512u << 20;
 
 void finish(node_list_result& r) {
-  auto& nodes = r.list.nodes;
+  std::vector<cluster_node> nodes(r.list.nodes.begin(), r.list.nodes.end());
   for (auto& n : nodes) {
     auto& labels = n.labels.edit();
     std::sort(labels.begin(), labels.end(),
@@ -88,6 +87,7 @@ void finish(node_list_result& r) {
       std::unique(nodes.begin(), nodes.end(),
                   [](const cluster_node& a, const cluster_node& b) { return a.name == b.name; }),
       nodes.end());
+  r.list.nodes = chunked_vector<cluster_node>(std::move(nodes));
 }
 
 bool list_kind(std::string_view kind) { return kind == "List" || kind == "NodeList"; }
@@ -239,10 +239,8 @@ node_list_result parse_node_list(std::string_view text) {
 node_list select_nodes(const node_list& all, const topology_source& src) {
   if (!src.node_selector) return all;
   node_list out;
-  out.nodes.reserve(all.nodes.size());     // never regrown; the list is kept, so a few of many
-  for (const cluster_node& n : all.nodes)  // selected give the room back
+  for (const cluster_node& n : all.nodes)
     if (src.node_selector->matches(n.labels)) out.nodes.push_back(n);
-  if (out.nodes.size() < out.nodes.capacity() / 2) out.nodes.shrink_to_fit();
   return out;
 }
 

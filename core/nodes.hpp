@@ -11,15 +11,16 @@
 #include <utility>
 #include <vector>
 
+#include "chunked_vector.hpp"
 #include "field_error.hpp"
 #include "topology_source.hpp"
 
 namespace topogate::core {
 
 // A Node's labels, sorted by key. Copies share one vector: the Node list the watch hands to
-// every inventory, and each inventory's selected part of it, copy no label (at 10,000 Nodes a
-// list copy is then ~10,000 names and reference counts, not ~50,000 strings). A write through
-// a copy that shares its vector copies the vector first, so a shared list is never changed.
+// every inventory, and each inventory's selected part of it, copy no label when a chunk of
+// the list is copied (node_list). A write through a copy that shares its vector copies the
+// vector first, so a shared list is never changed.
 class node_labels {
  public:
   using value_type = std::pair<std::string, std::string>;
@@ -58,9 +59,8 @@ class node_labels {
   std::shared_ptr<storage> p_;
 };
 
-// A Node's name: immutable, and copies share one string. A Node list is copied once per
-// change window (the view's, each inventory's selected part), and at 10,000 Nodes a copy is
-// then 10,000 reference counts, not 10,000 allocations, copies and frees of names.
+// A Node's name: immutable, and copies share one string: every list that has the Node, and
+// the profile assignment, hold one copy of it.
 class node_name {
  public:
   node_name() = default;
@@ -113,7 +113,10 @@ struct cluster_node {
 };
 
 struct node_list {
-  std::vector<cluster_node> nodes;  // sorted by name, unique
+  // Sorted by name, unique. Copies share their chunks of 64 Nodes (core/chunked_vector.hpp):
+  // the list the watch builds once per change window from the one before, and each
+  // inventory's selected Nodes, copy only the chunks of the Nodes that changed.
+  chunked_vector<cluster_node> nodes;
   // What changed since an earlier list, when the source knows it (the Node view): `id` names
   // this list (unique in the process; 0: unnamed) and, when `since` is not 0, it is the list
   // named `since` with the Nodes named in `changed` (sorted, unique; a superset is allowed)

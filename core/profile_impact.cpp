@@ -165,9 +165,7 @@ const std::vector<std::string>& node_assignment::values() const noexcept {
 }
 
 const node_assignment* profile_assignment::find(std::string_view node) const noexcept {
-  auto it = std::lower_bound(
-      nodes.begin(), nodes.end(), node,
-      [](const node_assignment& n, std::string_view name) { return n.node < name; });
+  const auto it = nodes.partition_point([node](const node_assignment& n) { return n.node < node; });
   return it != nodes.end() && it->node == node ? &*it : nullptr;
 }
 
@@ -278,8 +276,8 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
   }
   std::vector<std::uint32_t> index_of_depth;
   rules.table(count_by_depth, out, index_of_depth);
-  for (std::size_t i = 0; i < out.nodes.size(); ++i)
-    out.nodes[i].profile = index_of_depth[depth_of[i]];
+  std::size_t i = 0;
+  out.nodes.edit_each([&](node_assignment& a) { a.profile = index_of_depth[depth_of[i++]]; });
   return out;
 }
 
@@ -314,32 +312,33 @@ std::shared_ptr<const profile_assignment> update_profiles(
     if (depth < count_by_depth.size()) count_by_depth[depth] += before.profiles[p].nodes;
   }
 
+  // `before`'s entries, shared chunk by chunk: only the chunks of the updated Nodes are
+  // copied (and every one when a profile appears or disappears, which renumbers them all).
   profile_assignment out;
-  out.nodes.reserve(before.nodes.size() + updates.size());
-  std::vector<std::size_t> fresh_depth;  // for the entries taken from `updates`, in order
-  std::vector<std::size_t> fresh_at;     // their positions in out.nodes
-  std::size_t i = 0;
+  out.nodes = before.nodes;
+  const auto position = [&](std::string_view name) {
+    return out.nodes.partition_point([name](const node_assignment& n) { return n.node < name; });
+  };
+  std::vector<std::pair<std::string_view, std::size_t>> fresh;  // Node, depth
   for (const profile_update& u : updates) {
-    const auto first = before.nodes.begin() + static_cast<std::ptrdiff_t>(i);
-    const auto at = std::lower_bound(
-        first, before.nodes.end(), u.node,
-        [](const node_assignment& n, std::string_view name) { return n.node < name; });
-    out.nodes.insert(out.nodes.end(), first, at);
-    i = static_cast<std::size_t>(at - before.nodes.begin());
-    if (i < before.nodes.size() && before.nodes[i].node == u.node) {
-      --count_by_depth[depth_of_profile[before.nodes[i].profile]];
-      ++i;
+    const auto it = position(u.node);
+    const std::size_t at = it.index();
+    const bool had = it != out.nodes.end() && it->node == u.node;
+    if (had) --count_by_depth[depth_of_profile[it->profile]];
+    if (u.described == nullptr && u.cluster == nullptr) {  // no longer managed
+      if (had) out.nodes.erase(at);
+      continue;
     }
-    if (u.described == nullptr && u.cluster == nullptr) continue;  // no longer managed
     node_assignment a;
     const std::size_t depth = rules.assign({u.node, u.described, u.cluster}, a);
     ++count_by_depth[depth];
-    fresh_depth.push_back(depth);
-    fresh_at.push_back(out.nodes.size());
-    out.nodes.push_back(std::move(a));
+    fresh.emplace_back(u.node, depth);
+    if (had) {
+      out.nodes.set(at, std::move(a));
+    } else {
+      out.nodes.insert(at, std::move(a));
+    }
   }
-  out.nodes.insert(out.nodes.end(), before.nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                   before.nodes.end());
 
   std::vector<std::uint32_t> index_of_depth;
   rules.table(count_by_depth, out, index_of_depth);
@@ -351,10 +350,12 @@ std::shared_ptr<const profile_assignment> update_profiles(
     std::vector<std::uint32_t> renumber(before.profiles.size());
     for (std::size_t p = 0; p < before.profiles.size(); ++p)
       renumber[p] = index_of_depth[depth_of_profile[p]];
-    for (auto& n : out.nodes) n.profile = renumber[n.profile];
+    out.nodes.edit_each([&](node_assignment& n) {
+      if (n.profile < renumber.size()) n.profile = renumber[n.profile];
+    });
   }
-  for (std::size_t k = 0; k < fresh_at.size(); ++k)
-    out.nodes[fresh_at[k]].profile = index_of_depth[fresh_depth[k]];
+  for (const auto& [name, depth] : fresh)
+    out.nodes.edit(position(name).index()).profile = index_of_depth[depth];
   return std::make_shared<const profile_assignment>(std::move(out));
 }
 
@@ -378,23 +379,32 @@ profile_impact compute_profile_impact(const profile_assignment& before,
   for (std::size_t p = 0; p < before.profiles.size(); ++p)
     for (std::size_t q = 0; q < after.profiles.size(); ++q)
       if (before.profiles[p].id == after.profiles[q].id) same[p] = static_cast<std::uint32_t>(q);
-  std::size_t i = 0;
-  std::size_t j = 0;
-  while (i < before.nodes.size() || j < after.nodes.size()) {
+  // A chunk both assignments share holds the same entries, which keep their profiles when
+  // each profile keeps its place in the table: it is passed over whole.
+  bool same_places = before.profiles.size() == after.profiles.size();
+  for (std::size_t p = 0; same_places && p < same.size(); ++p) same_places = same[p] == p;
+  auto i = before.nodes.begin();
+  auto j = after.nodes.begin();
+  const auto i_end = before.nodes.end();
+  const auto j_end = after.nodes.end();
+  while (i != i_end || j != j_end) {
+    if (same_places && i.shares_chunk_with(j)) {
+      i.skip_chunk();
+      j.skip_chunk();
+      continue;
+    }
     // Both name mostly the same Nodes in the same order: equal names are tried first.
-    if (i < before.nodes.size() && j < after.nodes.size() &&
-        before.nodes[i].node == after.nodes[j].node) {
-      const auto& b = before.nodes[i++];
-      const auto& a = after.nodes[j++];
+    if (i != i_end && j != j_end && i->node == j->node) {
+      const auto& b = *i++;
+      const auto& a = *j++;
       if (same[b.profile] != a.profile)
         note(im.changed, im.changed_count,
              {a.node, before.profile_of(b).id, after.profile_of(a).id});
-    } else if (j == after.nodes.size() ||
-               (i < before.nodes.size() && before.nodes[i].node < after.nodes[j].node)) {
-      const auto& b = before.nodes[i++];
+    } else if (j == j_end || (i != i_end && i->node < j->node)) {
+      const auto& b = *i++;
       note(im.removed, im.removed_count, {b.node, before.profile_of(b).id, {}});
     } else {
-      const auto& a = after.nodes[j++];
+      const auto& a = *j++;
       note(im.added, im.added_count, {a.node, {}, after.profile_of(a).id});
     }
   }

@@ -28,7 +28,8 @@ struct node_assignment {
   node_name node;             // shared with the Node list's entry when it has the Node
   std::uint32_t profile = 0;  // index into profile_assignment::profiles
   // One value per level of the profile, kubernetes.io/hostname excluded; shared by the
-  // copies (an assignment updated for a few Nodes copies every other entry).
+  // copies (an assignment updated for a few Nodes copies their chunks, and a profile
+  // appearing or disappearing renumbers every entry).
   std::shared_ptr<const std::vector<std::string>> level_values;
   [[nodiscard]] const std::vector<std::string>& values() const noexcept;
 };
@@ -36,8 +37,10 @@ struct node_assignment {
 // node -> profile for one revision.
 struct profile_assignment {
   std::vector<assigned_profile>
-      profiles;                        // only profiles in use, by depth (deepest first), then id
-  std::vector<node_assignment> nodes;  // sorted by node name, unique
+      profiles;  // only profiles in use, by depth (deepest first), then id
+  // Sorted by node name, unique; copies share chunks, and update_profiles copies only those
+  // of the updated Nodes.
+  chunked_vector<node_assignment> nodes;
   [[nodiscard]] const assigned_profile& profile_of(const node_assignment& n) const {
     return profiles[n.profile];
   }

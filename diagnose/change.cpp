@@ -191,14 +191,16 @@ change_report diagnose_change(const cluster_objects& c, const core::topology_sou
   r.revision = snap.revision;
   r.source = src.name;
   // The cluster's Nodes as the inventory lists them.
-  core::node_list all;
+  std::vector<core::cluster_node> listed;
   for (const auto& n : c.nodes) {
     core::node_labels::storage labels(n.labels.begin(), n.labels.end());
     std::sort(labels.begin(), labels.end());
-    all.nodes.push_back({n.name, core::node_labels(std::move(labels))});
+    listed.push_back({n.name, core::node_labels(std::move(labels))});
   }
-  std::sort(all.nodes.begin(), all.nodes.end(),
+  std::sort(listed.begin(), listed.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
+  core::node_list all;
+  all.nodes = core::chunked_vector<core::cluster_node>(std::move(listed));
   const core::node_list selected = core::select_nodes(all, src);
   r.errors = core::validate_snapshot(snap, {&src, &all, false});
   if (!r.errors.empty()) return r;

@@ -48,20 +48,25 @@ std::shared_ptr<const revision::level_carriers> carriers_of(const core::topology
 inventory::node_diff inventory::diff_nodes(const core::node_list& before,
                                            const core::node_list& after, std::size_t most) {
   node_diff d;
-  const auto& was = before.nodes;
-  const auto& now = after.nodes;
-  std::size_t i = 0;
-  std::size_t j = 0;
+  auto i = before.nodes.begin();
+  auto j = after.nodes.begin();
+  const auto i_end = before.nodes.end();
+  const auto j_end = after.nodes.end();
   const auto add = [&](const core::cluster_node* a, const core::cluster_node* b) {
     d.changes.emplace_back(a, b);
     d.many = d.changes.size() > most;
     return !d.many;
   };
-  while (i < was.size() && j < now.size()) {
+  while (i != i_end && j != j_end) {
+    if (i.shares_chunk_with(j)) {  // the same Nodes, the same labels
+      i.skip_chunk();
+      j.skip_chunk();
+      continue;
+    }
     // The lists mostly name the same Nodes at the same places: one comparison of equal
     // names, the order asked only where they differ.
-    const core::cluster_node& a = was[i];
-    const core::cluster_node& b = now[j];
+    const core::cluster_node& a = *i;
+    const core::cluster_node& b = *j;
     if (a.name == b.name) {
       ++i;
       ++j;
@@ -74,10 +79,10 @@ inventory::node_diff inventory::diff_nodes(const core::node_list& before,
       if (!add(nullptr, &b)) return d;
     }
   }
-  for (; i < was.size(); ++i)
-    if (!add(&was[i], nullptr)) return d;
-  for (; j < now.size(); ++j)
-    if (!add(nullptr, &now[j])) return d;
+  for (; i != i_end; ++i)
+    if (!add(&*i, nullptr)) return d;
+  for (; j != j_end; ++j)
+    if (!add(nullptr, &*j)) return d;
   return d;
 }
 
@@ -91,7 +96,6 @@ std::shared_ptr<const core::node_list> inventory::select_changed(
     const core::cluster_node* now;
   };
   std::vector<edit> edits;
-  std::size_t added = 0;
   for (const std::string& name : all->changed) {
     const core::cluster_node* now = all->find(name);
     if (now != nullptr && selector && !selector->matches(now->labels)) now = nullptr;
@@ -99,29 +103,29 @@ std::shared_ptr<const core::node_list> inventory::select_changed(
     if (was == nullptr && now == nullptr) continue;
     if (was != nullptr && now != nullptr && was->labels == now->labels) continue;
     edits.push_back({was, now});
-    if (was == nullptr) ++added;
   }
   if (edits.empty()) return nullptr;
   std::shared_ptr<const core::node_list> selected;
   if (!selector) {
     selected = all;  // every Node is selected: the list itself
   } else {
-    // `before` with the edits applied, both in name order: the Nodes that did not change are
-    // copied as they are (a name and a reference count each), never matched again.
+    // `before` with the edits applied: its chunks are shared, and each edit copies the one
+    // chunk of the Node it names.
     auto out = std::make_shared<core::node_list>();
-    out->nodes.reserve(before.nodes.size() + added);
-    auto e = edits.begin();
-    for (const core::cluster_node& n : before.nodes) {
-      for (; e != edits.end() && e->was == nullptr && e->now->name < n.name; ++e)
-        out->nodes.push_back(*e->now);
-      if (e != edits.end() && e->was == &n) {
-        if (e->now != nullptr) out->nodes.push_back(*e->now);
-        ++e;
-        continue;
+    out->nodes = before.nodes;
+    for (const edit& e : edits) {
+      const std::string_view name = e.now != nullptr ? e.now->name : e.was->name;
+      const std::size_t at =
+          out->nodes.partition_point([name](const core::cluster_node& n) { return n.name < name; })
+              .index();
+      if (e.was == nullptr) {
+        out->nodes.insert(at, *e.now);
+      } else if (e.now == nullptr) {
+        out->nodes.erase(at);
+      } else {
+        out->nodes.set(at, *e.now);
       }
-      out->nodes.push_back(n);
     }
-    for (; e != edits.end(); ++e) out->nodes.push_back(*e->now);  // joining past the last
     selected = std::move(out);
   }
   const std::size_t most = std::max<std::size_t>(64, selected->nodes.size() / 16);

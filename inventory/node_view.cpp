@@ -114,24 +114,23 @@ std::shared_ptr<const core::node_list> node_view::take() {
     changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
   }
   if (known) {
-    // The list taken before with the named Nodes as the view has them now: one pass over a
-    // vector (names and labels are shared, so each Node is two reference counts), not a
-    // walk of the map.
-    out->nodes.reserve(nodes_.size());
-    auto c = changed_.begin();
-    const auto add_changed = [&](std::string_view name) {
-      if (const auto it = nodes_.find(name); it != nodes_.end())
-        out->nodes.push_back({it->first, it->second});
-    };
-    for (const core::cluster_node& n : last_->nodes) {
-      for (; c != changed_.end() && *c < n.name.str(); ++c) add_changed(*c);
-      if (c != changed_.end() && *c == n.name.str()) {
-        add_changed(*c++);
-        continue;
+    // The list taken before, sharing its chunks, with the named Nodes as the view has them
+    // now: a change copies the chunk of each Node it names (at most 64 Nodes), nothing else.
+    out->nodes = last_->nodes;
+    for (const std::string& name : changed_) {
+      const auto at = out->nodes.partition_point(
+          [&name](const core::cluster_node& n) { return n.name < name; });
+      const std::size_t i = at.index();
+      const bool listed = at != out->nodes.end() && at->name == name;
+      const auto now = nodes_.find(name);
+      if (now == nodes_.end()) {
+        if (listed) out->nodes.erase(i);
+      } else if (!listed) {
+        out->nodes.insert(i, {now->first, now->second});
+      } else if (!(at->labels == now->second)) {
+        out->nodes.set(i, {now->first, now->second});
       }
-      out->nodes.push_back(n);
     }
-    for (; c != changed_.end(); ++c) add_changed(*c);
   } else {
     out->nodes = list().nodes;
   }

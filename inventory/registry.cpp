@@ -271,17 +271,24 @@ void registry::impl::check_drift() {
     }
     if (!nodes) {
       e.drift_seen.clear();
+      e.drift_found.clear();
+      e.drift_list.reset();
       std::lock_guard dl(e.drift_mu);
       e.drift = nullptr;
       continue;
     }
     // Nothing served: nothing the consumer writes, so nothing to drift from.
-    std::vector<topogate::inventory::node_drift> found;
-    if (const auto rev = e.inv->current()) {
-      if (const auto snap = rev->accepted_shared())
-        found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
+    const auto rev = e.inv->current();
+    if (!rev || rev != e.drift_rev.lock() || nodes != e.drift_list.lock()) {
+      e.drift_found.clear();
+      if (rev) {
+        if (const auto snap = rev->accepted_shared())
+          e.drift_found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
+      }
+      e.drift_rev = rev;
+      e.drift_list = nodes;
     }
-    auto report = e.drift_seen.update(std::move(found), clk.now(), e.spec.drift_grace);
+    auto report = e.drift_seen.update(e.drift_found, clk.now(), e.spec.drift_grace);
     std::lock_guard dl(e.drift_mu);
     e.drift = std::move(report);
   }

@@ -116,6 +116,12 @@ struct registry::impl {
     std::shared_ptr<const core::node_list> drift_nodes;
     std::shared_ptr<const drift_report> drift;
     drift_tracker drift_seen;
+    // What the last check compared (loop thread only): the same revision and the same list
+    // give the same Nodes differing, so a check between changes compares nothing again
+    // and only ages what it found. Weak: a check keeps neither alive.
+    std::weak_ptr<const revision> drift_rev;
+    std::weak_ptr<const core::node_list> drift_list;
+    std::vector<topogate::inventory::node_drift> drift_found;
   };
 
   registry_config cfg;

@@ -84,17 +84,19 @@ spec:
 using labels_t = std::vector<std::pair<std::string, std::string>>;
 
 node_list nodes_of(std::vector<std::pair<std::string, labels_t>> in) {
-  node_list out;
+  std::vector<cluster_node> sorted;
   for (auto& [name, labels] : in) {
     cluster_node n;
     n.name = name;
     labels.emplace_back(std::string(hostname_label), name);
     std::sort(labels.begin(), labels.end());
     n.labels = std::move(labels);
-    out.nodes.push_back(std::move(n));
+    sorted.push_back(std::move(n));
   }
-  std::sort(out.nodes.begin(), out.nodes.end(),
+  std::sort(sorted.begin(), sorted.end(),
             [](const cluster_node& a, const cluster_node& b) { return a.name < b.name; });
+  node_list out;
+  out.nodes = chunked_vector<cluster_node>(std::move(sorted));
   return out;
 }
 

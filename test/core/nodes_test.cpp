@@ -200,7 +200,7 @@ TEST(NodeLabels, CopiesShareAndAWriteCopiesFirst) {
   node_list list;
   list.nodes.push_back({"n", a});
   const node_list copy = list;
-  list.nodes[0].labels.edit()[0].second = "changed";
+  list.nodes.edit(0).labels.edit()[0].second = "changed";
   EXPECT_EQ(*copy.find("n")->label("k1"), "v1");
   EXPECT_EQ(*list.find("n")->label("k1"), "changed");
   EXPECT_EQ(*a.get().front().second.data(), 'v');

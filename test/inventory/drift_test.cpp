@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 // A Node's labels as the consumer leaves them for `snap` and `rev`: its levels and profile.
 core::node_list labelled_as(const revision& rev, const core::snapshot& snap, int n) {
   auto list = testing::nodes(n);
-  for (auto& node : list.nodes) {
+  list.nodes.edit_each([&](core::cluster_node& node) {
     auto& labels = node.labels.edit();
     for (const auto& sn : snap.nodes)
       if (sn.name == node.name)
@@ -29,15 +29,15 @@ core::node_list labelled_as(const revision& rev, const core::snapshot& snap, int
     if (const auto* a = rev.profiles->find(node.name))
       labels.emplace_back("topology.gpustack.ai/profile", rev.profiles->profile_of(*a).id);
     std::sort(labels.begin(), labels.end());
-  }
+  });
   return list;
 }
 
 void set_label(core::node_list& list, std::string_view node, std::string_view key,
                std::optional<std::string> value) {
-  for (auto& n : list.nodes) {
-    if (n.name != node) continue;
-    auto& labels = n.labels.edit();
+  for (std::size_t i = 0; i < list.nodes.size(); ++i) {
+    if (list.nodes[i].name != node) continue;
+    auto& labels = list.nodes.edit(i).labels.edit();
     std::erase_if(labels, [&](const auto& kv) { return kv.first == key; });
     if (value) labels.emplace_back(std::string(key), *value);
     std::sort(labels.begin(), labels.end());
@@ -110,7 +110,7 @@ TEST(Drift, APrunedNodeAndANodeNotInTheListAreNotCompared) {
   // worker-3 exists again, unlabelled, before the next evaluation: it is not served, so not
   // compared; a Node the list lacks is not compared either.
   set_label(nodes, "worker-3", testing::rack, std::nullopt);
-  std::erase_if(nodes.nodes, [](const auto& n) { return n.name == "worker-0"; });
+  nodes.nodes.erase_if([](const auto& n) { return n.name == "worker-0"; });
   EXPECT_TRUE(find_drift(cfg.source, *rev, *snap, nodes).empty());
 }
 
@@ -225,6 +225,29 @@ TEST(DriftRegistry, TheStatusAndTheCountFollowTheNodesAcrossTheGrace) {
     return now && now->mismatched == 0;
   }));
   EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+
+  // A new revision moves every Node to another rack while the Node list stays the same: the
+  // checks compare again (what the last one found belonged to the revision before).
+  auto moved = testing::snapshot_json("n-2", 4);
+  for (std::size_t at = moved.find("rack-0"); at != std::string::npos; at = moved.find("rack-0"))
+    moved.replace(at, 6, "rack-7");
+  testing::write_file(dir / "snapshot.json", moved);
+  ASSERT_TRUE(testing::eventually([&] {
+    reg.resync();
+    const auto cur = reg.find("dc")->current();
+    return cur && cur->accepted_revision_id == "n-2";
+  }));
+  ASSERT_TRUE(testing::eventually([&] {
+    if (!check()) return false;
+    return reg.node_drift("dc")->mismatched == 4;
+  }));
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 0u);
+  clk.advance(119s);
+  ASSERT_TRUE(check());  // the same revision and list, past the grace: aged, not compared
+  EXPECT_EQ(reg.node_drift("dc")->drifted, 4u);
+  EXPECT_NE(reg.status_json("dc")->find(
+                R"({"key":"topology.gpustack.ai/rack","want":"rack-7","have":"rack-0"})"),
+            std::string::npos);
   reg.stop();
 }
 

@@ -171,7 +171,7 @@ TEST(ProfileImpactPolicy, NoLimitAndFirstRevisionAreNeverRefused) {
 core::node_list labelled_nodes(int n, const std::vector<std::string>& profile) {
   auto list = testing::nodes(n);
   for (std::size_t i = 0; i < list.nodes.size(); ++i) {
-    auto& node = list.nodes[i];
+    auto& node = list.nodes.edit(i);
     const int idx = std::stoi(node.name.str().substr(7));
     if (!profile[static_cast<std::size_t>(idx)].empty())
       node.labels.emplace_back("topology.gpustack.ai/profile",

@@ -175,5 +175,55 @@ TEST(NodeView, AfterARelistOrPastSixtyFourChangesNoChangeIsNamed) {
   EXPECT_EQ(f.view.take()->since, relisted.id);  // and named again from there
 }
 
+// Each list taken is the one before with the changed Nodes edited in: the same Nodes as a list
+// built from the whole view, sharing every chunk but those of the Nodes that changed.
+TEST(NodeView, AListTakenSharesTheChunksOfTheNodesThatDidNotChange) {
+  view_fixture f(listed);
+  simdjson::dom::element e;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string text = view_fixture::node("w" + std::to_string(1000 + i), R"("keep/a":"1")");
+    ASSERT_FALSE(f.parser.parse(text).get(e));
+    f.view.add_listed(e);
+  }
+  f.view.finish_list();
+  const auto first = f.view.take();
+  // The chunks a walk over both lists in name order passes over whole, as diffs do.
+  const auto shared_chunks = [](const core::node_list& a, const core::node_list& b) {
+    std::size_t n = 0;
+    auto i = a.nodes.begin();
+    auto j = b.nodes.begin();
+    while (i != a.nodes.end() && j != b.nodes.end()) {
+      if (i.shares_chunk_with(j)) {
+        ++n;
+        i.skip_chunk();
+        j.skip_chunk();
+      } else if (i->name == j->name) {
+        ++i;
+        ++j;
+      } else if (i->name < j->name) {
+        ++i;
+      } else {
+        ++j;
+      }
+    }
+    return n;
+  };
+  EXPECT_TRUE(f.apply("MODIFIED", "w1500", R"("keep/a":"2")"));
+  const auto second = f.view.take();
+  EXPECT_EQ(second->nodes, f.view.list().nodes);
+  EXPECT_EQ(*second->find("w1500")->label("keep/a"), "2");
+  EXPECT_EQ(*first->find("w1500")->label("keep/a"), "1");  // the list taken before is as it was
+  EXPECT_EQ(shared_chunks(*first, *second), first->nodes.chunk_count() - 1);
+  // A Node that joins and one that leaves: only their chunks are copied.
+  EXPECT_TRUE(f.apply("ADDED", "w1250x", R"("keep/a":"1")"));
+  EXPECT_TRUE(f.apply("DELETED", "w1999", ""));
+  const auto third = f.view.take();
+  EXPECT_EQ(third->nodes, f.view.list().nodes);
+  EXPECT_EQ(third->nodes.size(), second->nodes.size());
+  EXPECT_EQ(third->find("w1999"), nullptr);
+  ASSERT_NE(third->find("w1250x"), nullptr);
+  EXPECT_GE(shared_chunks(*second, *third), second->nodes.chunk_count() - 3);
+}
+
 }  // namespace
 }  // namespace topogate::inventory::detail

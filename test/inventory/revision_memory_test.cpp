@@ -171,8 +171,7 @@ TEST(RevisionMemory, PrunedNodesFollowTheDocumentOrderAcrossNodeChanges) {
   EXPECT_EQ(full->node_count, 12u);
 
   auto fewer = testing::nodes(12);
-  std::erase_if(fewer.nodes,
-                [](const auto& n) { return n.name == "worker-2" || n.name == "worker-10"; });
+  fewer.nodes.erase_if([](const auto& n) { return n.name == "worker-2" || n.name == "worker-10"; });
   inv.set_nodes(fewer);
   const auto pruned = inv.current();
   ASSERT_NE(pruned, nullptr);

@@ -99,16 +99,18 @@ inline std::string snapshot_bad_level(std::string_view revision) {
 }
 
 inline core::node_list nodes(int n, int skip = -1) {
-  core::node_list list;
+  std::vector<core::cluster_node> sorted;
   for (int i = 0; i < n; ++i) {
     if (i == skip) continue;
     core::cluster_node node;
     node.name = "worker-" + std::to_string(i);
     node.labels = {{"kubernetes.io/hostname", node.name}};
-    list.nodes.push_back(std::move(node));
+    sorted.push_back(std::move(node));
   }
-  std::sort(list.nodes.begin(), list.nodes.end(),
+  std::sort(sorted.begin(), sorted.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
+  core::node_list list;
+  list.nodes = core::chunked_vector<core::cluster_node>(std::move(sorted));
   return list;
 }
 
