@@ -212,6 +212,116 @@ TEST(Kueue, ResourceTheQueueDoesNotCover) {
   EXPECT_TRUE(k.admissible) << k.message;
 }
 
+// A second resource group, nvidia.com/gpu, with its own flavors in order: `plain` (no
+// Topology) then `g` (a TAS flavor over the same Nodes and Topology) with `gpu_quota` GPUs.
+cluster_objects gpu_group_cluster(std::int64_t gpu_quota) {
+  auto c = tas_cluster();
+  for (auto& n : c.nodes) n.allocatable["nvidia.com/gpu"] = 4;
+  resource_flavor plain;
+  plain.name = "plain";
+  plain.node_labels = {{"pool", "gpu"}};
+  resource_flavor g = plain;
+  g.name = "g";
+  g.topology_name = "t";
+  c.flavors.push_back(plain);
+  c.flavors.push_back(g);
+  auto& q = c.cluster_queues[0];
+  q.group_resources.push_back({"nvidia.com/gpu"});
+  q.flavors.push_back({1, "plain", {"nvidia.com/gpu"}, {{"nvidia.com/gpu", 8}}, {}, {}});
+  q.flavors.push_back({1, "g", {"nvidia.com/gpu"}, {{"nvidia.com/gpu", gpu_quota}}, {}, {}});
+  return c;
+}
+
+podset gpu_podset(std::int64_t gpus) {
+  auto ps = make_podset("main", 1, 1000);
+  ps.requests["nvidia.com/gpu"] = gpus;
+  return ps;
+}
+
+// Kueue's Status.Message sorts the reasons of the flavors it tried: flavors z then f, both
+// short of quota, are named f first.
+TEST(Kueue, ReasonsOfSeveralFlavorsSorted) {
+  auto c = tas_cluster();
+  c.flavors[0].name = "z";
+  c.cluster_queues[0].flavors[0].name = "z";
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 2000;
+  add_flavor_f2(c, "other", "zone-c", {{"c1", 4000}});
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 1000;
+  add_workload(c, "w", {make_podset("main", 3, 1000)});
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor f2, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (1), insufficient quota for cpu in flavor z, previously considered podsets "
+            "requests (0) + current podset request (3) > maximum capacity (2)");
+  // Within z's quota: z is taken, no reason at all.
+  c.workloads[0].podsets[0].count = 2;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "z");
+}
+
+// The second group is searched only for a PodSet asking one of its resources; a flavor
+// without a Topology refuses a TAS PodSet asking GPUs, and past the TAS flavor's quota the
+// second group's quota stops it, with every flavor's reason.
+TEST(Kueue, SecondResourceGroupFlavorsAndQuota) {
+  auto c = gpu_group_cluster(2);
+  add_workload(c, "cpu-only", {make_podset("main", 2, 1000)});
+  add_workload(c, "big", {gpu_podset(3)});
+  EXPECT_EQ(decide(c, "cpu-only").podsets[0].flavor, "f");
+  EXPECT_TRUE(decide(c, "cpu-only").admissible);
+  const auto k = decide(c, "big");
+  EXPECT_EQ(k.podsets[0].stage, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling, insufficient quota for nvidia.com/gpu in flavor g, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (2)");
+  // Without the TAS flavor nothing in the second group takes it.
+  c.cluster_queues[0].flavors.pop_back();
+  named(c, "big").podsets[0].requests["nvidia.com/gpu"] = 1;
+  EXPECT_EQ(decide(c, "big").message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling");
+}
+
+// A PodSet holding TAS flavors of two resource groups (f for cpu, g for GPUs): Kueue's
+// onlyTASFlavor fails. With the quota fitting, Kueue v0.17.0 admits it anyway, without a
+// topology assignment (its mode was cached before); with unused quota short, the error is
+// its message.
+TEST(Kueue, TwoTasFlavorsOfOnePodSet) {
+  auto c = gpu_group_cluster(2);
+  add_workload(c, "w", {gpu_podset(1)});
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "no topology assignment");
+  EXPECT_TRUE(has_note(k,
+                       "Kueue v0.17.0 known bug: PodSet main is assigned more than one TAS "
+                       "flavor (f, g"));
+  // Its GPUs held by another Workload: short of unused quota, within nominalQuota.
+  auto& other = hold(c, "held", "q", 1000);
+  other.podsets[0].requests["nvidia.com/gpu"] = 1;
+  other.assignments[0].flavors["nvidia.com/gpu"] = "g";
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 2;
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "failed to assign flavors to pod set main: more than one TAS flavor assigned: f, g");
+  // Beyond nominalQuota the flavor is not kept: the quota reasons, no TAS error.
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 3;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling, insufficient quota for nvidia.com/gpu in flavor g, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (2)");
+  // Back within the unused quota: admitted again, without a topology assignment.
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 1;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "no topology assignment");
+}
+
 // A flavor without the requested level is skipped: Kueue's "does not contain the requested
 // level".
 TEST(Kueue, FlavorWithoutTheLevelIsSkipped) {
