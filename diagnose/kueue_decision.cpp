@@ -325,6 +325,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       std::map<std::size_t, std::string> chosen;  // resource group -> flavor
       std::set<std::size_t> done;                 // resource groups searched
       std::string fail;
+      bool fail_is_error = false;  // Kueue's status error: "failed to assign flavors ..."
       // Resource groups whose request lacks unused quota only where Kueue would look for
       // Workloads to preempt and none may be (its mode Preempt, without candidates): the
       // flavor it keeps, and the reasons.
@@ -351,9 +352,16 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           if (f.group != rg) continue;
           if (pos++ < start[g * n_rg + rg]) continue;
           last_pos = pos - 1;
-          std::string why;
+          std::string why, error;
           for (std::size_t i : groups[g])
-            if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
+            if (why.empty() && error.empty())
+              why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only, &error);
+          if (!error.empty()) {
+            // The flavor check's error ends the search (the PodSet's affinity does not parse).
+            fail = error;
+            fail_is_error = true;
+            break;
+          }
           if (!why.empty()) {
             reasons.push_back(why);
             continue;
@@ -420,6 +428,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           chosen_pos[g * n_rg + rg] = pos - 1;
           break;
         }
+        if (fail_is_error) break;
         if (!chosen.count(rg) && !borrowing_flavor.empty()) {
           // Kueue takes the best flavor it saw and starts the next cycle after the last tried.
           chosen[rg] = borrowing_flavor;
@@ -471,7 +480,8 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       if (!fail.empty()) {
         kd.step = "quota";
         kd.podset = first.name;
-        kd.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
+        kd.message = (fail_is_error ? "failed to" : "couldn't") +
+                     std::string(" assign flavors to pod set ") + first.name + ": " + fail;
         for (std::size_t i : groups[g]) {
           kd.podsets[i].stage = "quota";
           kd.podsets[i].detail = fail;

@@ -822,6 +822,102 @@ TEST(KueueAffinity, FlavorsWhoseNodeLabelsTheAffinityRefuses) {
   EXPECT_NE(k.message.find("; excluded: affinity: 2"), std::string::npos) << k.message;
 }
 
+// A term that does not parse, worded as Kubernetes' field errors (component-helpers'
+// nodeaffinity and apimachinery's labels.NewRequirement); a valid one has no error.
+TEST(KueueAffinity, ParseErrorsWordedAsKubernetes) {
+  const auto errors = [](node_selector_term t, std::size_t index = 0) {
+    return aggregate_errors(affinity_term_errors(t, index));
+  };
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"4"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Lt", {"+9"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Lt", {"-9223372036854775808"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"abc"}), 2),
+            "nodeSelectorTerms[2].matchExpressions[0].values[0]: Invalid value: \"abc\": for "
+            "'Gt', 'Lt' operators, the value must be an integer");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"9223372036854775808"})),
+            "nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "
+            "\"9223372036854775808\": for 'Gt', 'Lt' operators, the value must be an integer");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"1", "x"})),
+            "[nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: [\"1\",\"x\"]: for "
+            "'Gt', 'Lt' operators, exactly one value is required, "
+            "nodeSelectorTerms[0].matchExpressions[0].values[1]: Invalid value: \"x\": for 'Gt', "
+            "'Lt' operators, the value must be an integer]");
+  EXPECT_EQ(errors(expr("gpus", "In", {"8"})), "");
+  node_selector_term none = expr("gpus", "NotIn");
+  EXPECT_EQ(errors(none),
+            "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: []: for 'in', "
+            "'notin' operators, values set can't be empty");
+  none.match_expressions[0].values_null = true;  // `values` absent: Go's nil slice
+  EXPECT_EQ(errors(none),
+            "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: null: for 'in', "
+            "'notin' operators, values set can't be empty");
+  EXPECT_EQ(errors(expr("gpus", "Exists")), "");
+  EXPECT_EQ(
+      errors(expr("gpus", "DoesNotExist", {"<8>"})),
+      "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: [\"\\u003c8\\u003e\"]: "
+      "values set must be empty for exists and does not exist");
+  EXPECT_EQ(errors(expr("gpus", "Equals", {"8"})),
+            "nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: \"Equals\": "
+            "supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "In", {"a1"}}}}), "");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "NotIn", {"a1", "b1"}}}}),
+            "nodeSelectorTerms[0].matchFields[0].values: Invalid value: [\"a1\",\"b1\"]: must "
+            "have one element");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "Exists", {}}}}),
+            "nodeSelectorTerms[0].matchFields[0].operator: Unsupported value: \"Exists\": "
+            "supported values: \"In\", \"NotIn\"");
+  // The aggregate: none, one, duplicates dropped.
+  EXPECT_EQ(aggregate_errors({}), "");
+  EXPECT_EQ(aggregate_errors({"a", "a"}), "a");
+  EXPECT_EQ(aggregate_errors({"a", "b", "a"}), "[a, b]");
+  EXPECT_EQ(
+      node_selector_text({expr("gpus", "Gt", {"1", "x"}), {{}, {{"metadata.name", "In", {"a1"}}}}}),
+      "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{NodeSelectorTerm{MatchExpressions:"
+      "[]NodeSelectorRequirement{NodeSelectorRequirement{Key:gpus,Operator:Gt,Values:[1 "
+      "x],},},MatchFields:[]NodeSelectorRequirement{},},NodeSelectorTerm{MatchExpressions:"
+      "[]NodeSelectorRequirement{},MatchFields:[]NodeSelectorRequirement{"
+      "NodeSelectorRequirement{Key:metadata.name,Operator:In,Values:[a1],},},},},}");
+}
+
+// TAS parses the workers' whole required affinity before counting domains: one term that
+// does not parse stops the PodSet, a valid term beside it notwithstanding; the flavor check
+// meets it first when its key is a flavor label, unless another kept term matches the flavor.
+TEST(KueueAffinity, InvalidAffinityStopsThePodSet) {
+  auto c = tas_cluster();
+  auto& w = add_workload(c, "w", {make_podset("main", 2, 1000)});
+  w.podsets[0].required_affinity = node_affinity{expr(zone, "In", {"zone-a"})};
+  EXPECT_TRUE(decide(c, "w").admissible);
+  w.podsets[0].required_affinity->push_back(expr("gpus", "Gt", {"abc"}));
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: invalid affinity node selectors: "
+            "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{NodeSelectorTerm{MatchExpressions:"
+            "[]NodeSelectorRequirement{NodeSelectorRequirement{Key:topology.kubernetes.io/zone,"
+            "Operator:In,Values:[zone-a],},},MatchFields:[]NodeSelectorRequirement{},},"
+            "NodeSelectorTerm{MatchExpressions:[]NodeSelectorRequirement{NodeSelectorRequirement{"
+            "Key:gpus,Operator:Gt,Values:[abc],},},MatchFields:[]NodeSelectorRequirement{},},},}, "
+            "reason: nodeSelectorTerms[1].matchExpressions[0].values[0]: Invalid value: \"abc\": "
+            "for 'Gt', 'Lt' operators, the value must be an integer");
+  // On the flavor's label key, alone: the flavor check's error, renumbered over the
+  // expressions it keeps.
+  node_selector_term on_pool = expr("gpus", "Exists");
+  on_pool.match_expressions.push_back({"pool", "Gt", {"abc"}});
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "In", {"tpu"}), on_pool};
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "failed to assign flavors to pod set main: nodeSelectorTerms[1].matchExpressions[0]."
+            "values[0]: Invalid value: \"abc\": for 'Gt', 'Lt' operators, the value must be an "
+            "integer");
+  // Another kept term matches the flavor: through to TAS, which refuses the whole affinity.
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "In", {"gpu"}), on_pool};
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_NE(k.message.find("invalid affinity node selectors: "), std::string::npos) << k.message;
+}
+
 // ---------------------------------------------------------------- slices
 
 // podSetSliceRequiredTopology + podSetSliceSize: every slice of `size` Pods fits one domain

@@ -476,6 +476,16 @@ TEST(KueueRecorded, RequiredNodeAffinity) {
                                                "few-or-no-gpus", "gpus-not-b1"});
 }
 
+// node-affinity-invalid.json: affinities that do not parse (Gt not an integer, In without
+// values, empty or absent, an unknown operator, matchFields of two values, on a flavor's label
+// key), Pending in Kueue's words; a valid Gt admitted.
+TEST(KueueRecorded, InvalidRequiredNodeAffinity) {
+  expect_recorded_decisions(
+      "kueue-affinity-invalid",
+      {"gt-not-integer", "in-no-values", "in-values-absent", "two-errors", "valid-term-too",
+       "profile-key-gt", "profile-key-and-valid", "bad-operator", "gt-valid", "fields-two-values"});
+}
+
 // resource-groups.json: cpu, memory and pods in the profile's flavor, nvidia.com/gpu in a
 // second group (gpu-plain without a Topology, then gpu-tas): Kueue's messages word for word,
 // and w-gpu admitted without a topology assignment, as diagnose says (Kueue's known bug).
