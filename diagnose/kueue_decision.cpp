@@ -311,7 +311,11 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     std::vector<const workload*> victims;              // of the groups that preempt
     bool reclaims = false;                             // some in other ClusterQueues of the cohort
     std::map<flavor_resource, std::int64_t> need_all;  // what the preempting flavors lack
-    std::vector<std::string> preempt_reasons;
+    // Kueue's Assignment.Message: one "couldn't assign flavors to pod set P: reasons" for each
+    // PodSet of a group that got flavors without fitting (Preempt mode), in group order.
+    std::vector<std::string> not_fit;
+    std::string first_not_fit;        // the first such PodSet
+    bool without_candidates = false;  // a group in Preempt mode that no preemption frees
     for (auto& m : multi_tas) m.clear();
     std::fill(chosen_pos.begin(), chosen_pos.end(), std::string::npos);
     for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -328,9 +332,9 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       bool fail_is_error = false;  // Kueue's status error: "failed to assign flavors ..."
       // Resource groups whose request lacks unused quota only where Kueue would look for
       // Workloads to preempt and none may be (its mode Preempt, without candidates): the
-      // flavor it keeps, and the reasons.
+      // flavor it keeps. `group_reasons`: the reasons of the resource groups in Preempt mode.
       std::map<std::size_t, std::string> soft;
-      std::vector<std::string> soft_reasons;
+      std::vector<std::string> group_reasons;
       for (const auto& [res, amount] : total) {
         const std::size_t rg = group_covering(*q, res);
         if (rg == std::string::npos) {
@@ -440,13 +444,12 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           for (const workload* v : preempting_victims)
             if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
           for (const auto& [fr, v] : preempting_need) need_all[fr] = std::max(need_all[fr], v);
-          preempt_reasons.push_back("couldn't assign flavors to pod set " + first.name + ": " +
-                                    reasons_text(reasons));
+          group_reasons.insert(group_reasons.end(), reasons.begin(), reasons.end());
         }
         if (!chosen.count(rg) && !unused_only.empty()) {
           // Kueue keeps that flavor in Preempt mode and goes on with the other resources.
           soft[rg] = unused_only;
-          soft_reasons.insert(soft_reasons.end(), reasons.begin(), reasons.end());
+          group_reasons.insert(group_reasons.end(), reasons.begin(), reasons.end());
           continue;
         }
         if (!chosen.count(rg)) {
@@ -455,39 +458,37 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           break;
         }
       }
-      if (fail.empty() && !soft.empty()) {
-        // Preempt mode without candidates: Kueue's message is the reasons, unless a PodSet
-        // was assigned more than one TAS flavor (onlyTASFlavor's error comes first).
-        auto with_soft = chosen;
-        with_soft.insert(soft.begin(), soft.end());
-        const std::size_t bad = check_tas_flavors(g, with_soft);
-        if (bad != std::string::npos) {
-          kd.step = "quota";
-          kd.podset = w.podsets[bad].name;
-          kd.message = "failed to assign flavors to pod set " + w.podsets[bad].name +
-                       ": more than one TAS flavor assigned: " + join(multi_tas[bad], ", ");
-          for (std::size_t i : groups[g]) {
-            kd.podsets[i].stage = "quota";
-            kd.podsets[i].detail = kd.message;
-          }
-          kd.notes.push_back("PodSet " + w.podsets[bad].name +
-                             " takes TAS flavors from more than one resource group; Kueue "
-                             "places a PodSet in one TAS flavor only");
-          return false;
-        }
-        fail = reasons_text(soft_reasons);
-      }
-      if (!fail.empty()) {
+      if (fail_is_error) {
+        // Kueue's message is the first error alone.
         kd.step = "quota";
         kd.podset = first.name;
-        kd.message = (fail_is_error ? "failed to" : "couldn't") +
-                     std::string(" assign flavors to pod set ") + first.name + ": " + fail;
+        kd.message = "failed to assign flavors to pod set " + first.name + ": " + fail;
         for (std::size_t i : groups[g]) {
           kd.podsets[i].stage = "quota";
           kd.podsets[i].detail = fail;
         }
         return false;
       }
+      // The group's PodSets each named with the group's reasons (Kueue gives every PodSet of
+      // the group the group's status); a group that fails ends the assignment.
+      const auto name_not_fit = [&](const std::string& why) {
+        for (std::size_t i : groups[g]) {
+          not_fit.push_back("couldn't assign flavors to pod set " + w.podsets[i].name + ": " + why);
+          if (first_not_fit.empty()) first_not_fit = w.podsets[i].name;
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = why;
+        }
+      };
+      if (!fail.empty()) {
+        name_not_fit(fail);
+        kd.step = "quota";
+        kd.podset = first_not_fit;
+        kd.message = join(not_fit, "; ");
+        return false;
+      }
+      if (!group_reasons.empty()) name_not_fit(reasons_text(group_reasons));
+      without_candidates = without_candidates || !soft.empty();
+      chosen.insert(soft.begin(), soft.end());
       for (const auto& [res, amount] : total) {
         const std::size_t rg = group_covering(*q, res);
         if (rg == std::string::npos) continue;
@@ -507,6 +508,29 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         if (group_flavor[g].empty()) group_flavor[g] = f;
       for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
     }
+    if (without_candidates) {
+      // Preempt mode and a group no preemption frees: Kueue's message is the groups' reasons,
+      // unless a PodSet was assigned more than one TAS flavor (onlyTASFlavor's error, which
+      // Kueue's message gives alone).
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (std::size_t i : groups[g]) {
+          if (multi_tas[i].empty()) continue;
+          kd.step = "quota";
+          kd.podset = w.podsets[i].name;
+          kd.message = "failed to assign flavors to pod set " + w.podsets[i].name +
+                       ": more than one TAS flavor assigned: " + join(multi_tas[i], ", ");
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = kd.message;
+          kd.notes.push_back("PodSet " + w.podsets[i].name +
+                             " takes TAS flavors from more than one resource group; Kueue "
+                             "places a PodSet in one TAS flavor only");
+          return false;
+        }
+      kd.step = "quota";
+      kd.podset = first_not_fit;
+      kd.message = join(not_fit, "; ");
+      return false;
+    }
     if (!victims.empty()) {
       // The scheduler's GetTargets on the whole assignment: the same search, with the
       // topology placement checked as well once the targets are gone (the flavor assigner's
@@ -520,7 +544,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         // the flavor assigner's message, and reserves nothing.
         kd.step = "quota";
         kd.podset = w.podsets.front().name;
-        kd.message = join(preempt_reasons, "; ");
+        kd.message = join(not_fit, "; ");
         for (auto& p : kd.podsets) {
           p.stage = "quota";
           p.detail = kd.message;
@@ -539,7 +563,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       // gains ". Pending the preemption of N workload(s)").
       kd.step = "preemption";
       kd.podset = w.podsets.front().name;
-      kd.message = join(preempt_reasons, "; ") + ". Pending the preemption of " +
+      kd.message = join(not_fit, "; ") + ". Pending the preemption of " +
                    std::to_string(victims.size()) + " workload(s)";
       for (const workload* v : victims) kd.preempts.push_back(v->namespace_ + "/" + v->name);
       std::sort(kd.preempts.begin(), kd.preempts.end());

@@ -106,6 +106,49 @@ TEST(Kueue, QuotaOfEarlierPodSetsCountsAgainstNominal) {
   EXPECT_TRUE(decide(c, "w").admissible);
 }
 
+// Kueue's message names every PodSet its assignment did not fit, in group order: each PodSet
+// of a group with the group's reasons; a group short of unused quota with nothing to preempt
+// (Preempt mode) lets the next groups be tried, and a group that fails ends the message.
+TEST(Kueue, MessageNamesEveryPodSetNotFitting) {
+  const std::string short_of =
+      "insufficient unused quota for cpu in flavor f, ";  // nominalQuota 10, 6 held
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 10000;
+  hold(c, "held", "q", 6000);
+  add_workload(c, "w", {make_podset("a", 1, 3000), make_podset("b", 1, 4000)});
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message, "couldn't assign flavors to pod set b: " + short_of + "3 more needed");
+  EXPECT_EQ(k.podset, "b");
+  // Both short: a's reasons, then b's with a's request counted before it.
+  named(c, "w").podsets[0].requests["cpu"] = 5000;
+  k = decide(c, "w");
+  EXPECT_EQ(k.podset, "a");
+  EXPECT_EQ(k.message, "couldn't assign flavors to pod set a: " + short_of +
+                           "1 more needed; couldn't assign flavors to pod set b: " + short_of +
+                           "5 more needed");
+  EXPECT_EQ(k.podsets[1].stage, "quota");
+  // b beyond nominalQuota: a's Preempt-mode reasons, then b's failure.
+  named(c, "w").podsets[1].requests["cpu"] = 6000;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set a: " + short_of +
+                "1 more needed; couldn't assign flavors to pod set b: insufficient quota for cpu "
+                "in flavor f, previously considered podsets requests (5) + current podset request "
+                "(6) > maximum capacity (10)");
+  // A group of two: each of its PodSets named with the group's reasons.
+  auto g = tas_cluster();
+  g.cluster_queues[0].flavors[0].nominal["cpu"] = 4000;
+  add_workload(
+      g, "w",
+      {make_podset("leader", 1, 1000, zone, "set"), make_podset("workers", 2, 2000, zone, "set")});
+  const std::string over =
+      "insufficient quota for cpu in flavor f, previously considered podsets requests (0) + "
+      "current podset request (5) > maximum capacity (4)";
+  EXPECT_EQ(decide(g, "w").message, "couldn't assign flavors to pod set leader: " + over +
+                                        "; couldn't assign flavors to pod set workers: " + over);
+  g.cluster_queues[0].flavors[0].nominal["cpu"] = 5000;
+  EXPECT_TRUE(decide(g, "w").admissible);
+}
+
 // Workloads holding a reservation in the ClusterQueue use its quota.
 TEST(Kueue, ReservedWorkloadsUseTheQuota) {
   auto c = tas_cluster();
