@@ -642,6 +642,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   std::vector<std::size_t> start(groups.size() * n_rg, 0);
   std::set<std::vector<std::size_t>> seen;
   std::vector<std::string> tried;
+  bool later_quota = false;  // a cycle after the first stopped at quota (its message kept)
   for (;;) {
     if (!seen.insert(start).second) break;
     kueue_decision attempt = blank;
@@ -673,7 +674,11 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       bool from_first = true;
       for (auto s0 : start) from_first = from_first && s0 == 0;
       if (from_first || seen.count(std::vector<std::size_t>(start.size(), 0))) {
-        if (from_first || k.step.empty()) k = attempt;
+        // A later cycle that quota stops ends the search; its message is the one Kueue's
+        // condition keeps as the Workload waits (an event in the queue runs the cycles again,
+        // from the first flavor, and may leave the first cycle's message instead).
+        later_quota = !from_first;
+        k = attempt;
         break;
       }
       start.assign(start.size(), 0);
@@ -689,7 +694,13 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       start[j] = p == std::string::npos || p + 1 >= rg_size[j % n_rg] ? 0 : p + 1;
     }
   }
-  if (!tried.empty() && (k.admissible || tried.size() > 1)) {
+  if (later_quota && !tried.empty())
+    k.notes.push_back("topology placement failed in " + join(tried, ", ") +
+                      "; Kueue's next scheduling cycle starts after it (LastTriedFlavorIdx) and "
+                      "stops at quota and flavor choice: Kueue's condition keeps that cycle's "
+                      "message as the Workload waits, though an event in the queue that runs "
+                      "the cycles again may leave the first cycle's topology message");
+  else if (!tried.empty() && (k.admissible || tried.size() > 1)) {
     for (auto& t : tried)
       if (t == join(group_flavor, "+") && !k.admissible) t.clear();
     std::vector<std::string> before;

@@ -236,6 +236,23 @@ TEST(Kueue, NextCycleTriesTheNextFlavorAfterPlacementFails) {
   EXPECT_EQ(k.step, "topology");
 }
 
+// The next cycle's flavor refused for quota: that cycle's message is the one Kueue keeps.
+TEST(Kueue, NextCycleStoppedAtQuotaGivesItsMessage) {
+  auto c = tas_cluster();
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 16000}});
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 8000;
+  add_workload(c, "w", {make_podset("main", 3, 3000)});  // f's zones hold 2; f2 has 8 CPUs
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.podsets[0].stage, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor f2, "
+            "previously considered podsets requests (0) + current podset request (9) > maximum "
+            "capacity (8)");
+  EXPECT_TRUE(has_note(k, "topology placement failed in f; Kueue's next scheduling cycle"));
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 9000;  // f2 takes it
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
 // A resource no resource group covers: Kueue's "unavailable in ClusterQueue".
 TEST(Kueue, ResourceTheQueueDoesNotCover) {
   auto c = tas_cluster();
