@@ -370,7 +370,9 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             reasons.push_back(why);
             continue;
           }
-          bool fits = true, borrows = false, unused = false;
+          // `hard`: a resource Kueue finds no fit for (NoFit), which ends the flavor's checks;
+          // one short of unused quota only (Preempt mode) lets the next resources be checked.
+          bool fits = true, borrows = false, unused = false, hard = false;
           std::map<flavor_resource, std::int64_t> short_of;  // what preemption must free
           for (const auto& r : q->group_resources[rg]) {
             auto t = total.find(r);
@@ -386,6 +388,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
                                 quota_text(r, t->second) + ") > maximum capacity (" +
                                 quota_text(r, most) + ")");
               fits = false;
+              hard = true;
               break;
             }
             const std::int64_t available = quota.available(fr);
@@ -399,14 +402,18 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
                 short_of[fr] = val;
                 continue;
               }
-              unused = preemptable;
               fits = false;
-              break;
+              if (!preemptable) {
+                hard = true;
+                break;
+              }
+              unused = true;
+              continue;
             }
             borrows = borrows || (quota.in_cohort() && quota.borrows(fr, val));
           }
           if (!fits) {
-            if (unused && unused_only.empty()) unused_only = f.name;
+            if (unused && !hard && unused_only.empty()) unused_only = f.name;
             continue;
           }
           if (!short_of.empty()) {

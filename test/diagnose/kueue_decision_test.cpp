@@ -134,6 +134,15 @@ TEST(Kueue, MessageNamesEveryPodSetNotFitting) {
                 "1 more needed; couldn't assign flavors to pod set b: insufficient quota for cpu "
                 "in flavor f, previously considered podsets requests (5) + current podset request "
                 "(6) > maximum capacity (10)");
+  // A resource short of unused quota only does not end the flavor's checks: a later one
+  // beyond the quota is named as well (Kueue's reasons sorted).
+  named(c, "w").podsets[1].requests["cpu"] = 4000;
+  named(c, "w").podsets[0].requests["memory"] = 300ll << 30;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set a: insufficient quota for memory in flavor f, "
+            "previously considered podsets requests (0) + current podset request (300Gi) > "
+            "maximum capacity (256Gi), " +
+                short_of + "1 more needed");
   // A group of two: each of its PodSets named with the group's reasons.
   auto g = tas_cluster();
   g.cluster_queues[0].flavors[0].nominal["cpu"] = 4000;
