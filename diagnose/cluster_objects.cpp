@@ -24,7 +24,9 @@ std::vector<node_selector_requirement> requirements_of(const doc_node* n) {
   if (!n || !n->is_sequence()) return out;
   for (const doc_node& r : n->items) {
     node_selector_requirement req{text_of(r.find("key")), text_of(r.find("operator")), {}};
-    if (const doc_node* v = r.find("values"); v && v->is_sequence())
+    const doc_node* v = r.find("values");
+    req.values_null = !v || !v->is_sequence();
+    if (!req.values_null)
       for (const doc_node& x : v->items) req.values.push_back(x.text);
     out.push_back(std::move(req));
   }
@@ -675,6 +677,124 @@ bool affinity_matches(const node_affinity& terms, const label_map& labels, std::
     if (ok) return true;
   }
   return false;
+}
+
+namespace {
+
+// A string as Go's encoding/json writes it (HTML characters escaped).
+std::string go_json_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || ch == '<' || ch == '>' || ch == '&') {
+      static const char* hex = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// A requirement's values as apimachinery prints a bad []string: its JSON (null for nil).
+std::string values_json(const node_selector_requirement& r) {
+  if (r.values_null && r.values.empty()) return "null";
+  std::string out = "[";
+  for (std::size_t i = 0; i < r.values.size(); ++i)
+    out += (i ? "," : "") + go_json_string(r.values[i]);
+  return out + "]";
+}
+
+// Go's strconv.ParseInt(v, 10, 64) succeeds.
+bool go_int64(std::string_view v) {
+  std::string_view digits = v;
+  if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return false;
+  std::int64_t out = 0;
+  std::string signed_digits(v[0] == '+' ? v.substr(1) : v);
+  const auto [end, ec] =
+      std::from_chars(signed_digits.data(), signed_digits.data() + signed_digits.size(), out);
+  return ec == std::errc() && end == signed_digits.data() + signed_digits.size();
+}
+
+}  // namespace
+
+std::vector<std::string> affinity_term_errors(const node_selector_term& term, std::size_t index) {
+  std::vector<std::string> errs;
+  const std::string at = "nodeSelectorTerms[" + std::to_string(index) + "]";
+  const auto invalid = [&](const std::string& path, const std::string& value,
+                           const std::string& detail) {
+    errs.push_back(path + ": Invalid value: " + value + ": " + detail);
+  };
+  const auto unsupported = [&](const std::string& path, const std::string& op,
+                               const std::string& supported) {
+    errs.push_back(path + ".operator: Unsupported value: " + go_json_string(op) +
+                   ": supported values: " + supported);
+  };
+  for (std::size_t j = 0; j < term.match_expressions.size(); ++j) {
+    const auto& r = term.match_expressions[j];
+    const std::string p = at + ".matchExpressions[" + std::to_string(j) + "]";
+    if (r.op == "In" || r.op == "NotIn") {
+      if (r.values.empty())
+        invalid(p + ".values", values_json(r),
+                "for 'in', 'notin' operators, values set can't be empty");
+    } else if (r.op == "Exists" || r.op == "DoesNotExist") {
+      if (!r.values.empty())
+        invalid(p + ".values", values_json(r),
+                "values set must be empty for exists and does not exist");
+    } else if (r.op == "Gt" || r.op == "Lt") {
+      if (r.values.size() != 1)
+        invalid(p + ".values", values_json(r),
+                "for 'Gt', 'Lt' operators, exactly one value is required");
+      for (std::size_t k = 0; k < r.values.size(); ++k)
+        if (!go_int64(r.values[k]))
+          invalid(p + ".values[" + std::to_string(k) + "]", go_json_string(r.values[k]),
+                  "for 'Gt', 'Lt' operators, the value must be an integer");
+    } else {
+      unsupported(p, r.op, "\"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"");
+    }
+  }
+  for (std::size_t j = 0; j < term.match_fields.size(); ++j) {
+    const auto& f = term.match_fields[j];
+    const std::string p = at + ".matchFields[" + std::to_string(j) + "]";
+    if (f.op == "In" || f.op == "NotIn") {
+      if (f.values.size() != 1) invalid(p + ".values", values_json(f), "must have one element");
+    } else {
+      unsupported(p, f.op, "\"In\", \"NotIn\"");
+    }
+  }
+  return errs;
+}
+
+std::string aggregate_errors(const std::vector<std::string>& errors) {
+  std::vector<std::string> seen;
+  for (const auto& e : errors)
+    if (std::find(seen.begin(), seen.end(), e) == seen.end()) seen.push_back(e);
+  if (seen.empty()) return {};
+  if (seen.size() == 1) return seen.front();
+  return "[" + detail::join(seen, ", ") + "]";
+}
+
+std::string node_selector_text(const node_affinity& terms) {
+  const auto requirements = [](const std::vector<node_selector_requirement>& rs) {
+    std::string out = "[]NodeSelectorRequirement{";
+    for (const auto& r : rs)
+      out += "NodeSelectorRequirement{Key:" + r.key + ",Operator:" + r.op + ",Values:[" +
+             detail::join(r.values, " ") + "],},";
+    return out + "}";
+  };
+  std::string out = "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{";
+  for (const auto& t : terms)
+    out += "NodeSelectorTerm{MatchExpressions:" + requirements(t.match_expressions) +
+           ",MatchFields:" + requirements(t.match_fields) + ",},";
+  return out + "},}";
 }
 
 bool source_selects(const topology_source_object& src, const label_map& labels) {

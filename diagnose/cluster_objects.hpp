@@ -193,6 +193,7 @@ struct k8s_namespace {
 struct node_selector_requirement {
   std::string key, op;  // op: In, NotIn, Exists, DoesNotExist, Gt, Lt
   std::vector<std::string> values;
+  bool values_null = false;  // `values` absent or null (Go's nil slice), not []
 };
 struct node_selector_term {
   std::vector<node_selector_requirement> match_expressions, match_fields;
@@ -204,6 +205,20 @@ using node_affinity = std::vector<node_selector_term>;
 // matches nothing; matchFields know metadata.name only and are checked when `name` is set.
 [[nodiscard]] bool affinity_matches(const node_affinity& terms, const label_map& labels,
                                     std::string_view name);
+
+// The parse errors of one term (`index`: its place in the list) as k8s.io/component-helpers'
+// nodeaffinity (v0.35) finds them: an operator it does not know, In/NotIn without values,
+// Exists/DoesNotExist with values, Gt/Lt without exactly one integer, matchFields other than
+// In/NotIn of exactly one value; each worded as apimachinery's field errors
+// ("nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: \"abc\": ..."). Label
+// keys and values are not validated. An empty term has none.
+[[nodiscard]] std::vector<std::string> affinity_term_errors(const node_selector_term& term,
+                                                            std::size_t index);
+// Errors joined as apimachinery's aggregate prints them: duplicates dropped, one alone, several
+// "[a, b]"; "" when none.
+[[nodiscard]] std::string aggregate_errors(const std::vector<std::string>& errors);
+// The node selector as Go's %s prints a *corev1.NodeSelector (&NodeSelector{...}).
+[[nodiscard]] std::string node_selector_text(const node_affinity& terms);
 
 struct topology_domain {
   std::vector<std::string> values;  // one per assignment level

@@ -171,11 +171,37 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   const bool stop_when_preempting =
       q->when_can_preempt == "MayStopSearch" || q->when_can_preempt == "Preempt";
 
-  // 1. Quota and flavor, group by group; `start[g]`: the position in its resource group's
-  // flavors where the group's search begins (Kueue's LastTriedFlavorIdx: after a failed
-  // scheduling cycle the next one starts after the flavor tried last).
+  // 1. Quota and flavor, group by group; `start[g * n_rg + rg]`: the position in resource
+  // group rg's flavors where PodSet group g's search begins (Kueue's LastTriedFlavorIdx, kept
+  // per PodSet and resource: after a failed scheduling cycle the next one starts after the
+  // flavor tried last). `chosen_pos` likewise: the position tried last, npos when the PodSet
+  // group took no flavor of that resource group.
+  const std::size_t n_rg = q->group_resources.size();
+  std::vector<std::size_t> rg_size(n_rg, 0);
+  for (const auto& f : q->flavors)
+    if (f.group < n_rg) ++rg_size[f.group];
   std::vector<std::string> group_flavor(groups.size());
-  std::vector<std::size_t> chosen_pos(groups.size()), rg_size(groups.size());
+  std::vector<std::size_t> chosen_pos(groups.size() * n_rg, std::string::npos);
+  // The TAS flavors a PodSet was assigned when more than one (Kueue's onlyTASFlavor fails:
+  // "more than one TAS flavor assigned"), sorted; empty otherwise.
+  std::vector<std::vector<std::string>> multi_tas(w.podsets.size());
+  // The PodSets' requests that a TAS placement needs.
+  const auto tas_podset = [&](const podset& ps) { return requests_tas(ps) || tas_only; };
+  // A PodSet's TAS flavors among `chosen` (resource group -> flavor), for the resources it
+  // requests (Kueue filters the group's flavors by the PodSet's own requests).
+  const auto tas_flavors_of = [&](const podset& ps,
+                                  const std::map<std::size_t, std::string>& chosen) {
+    std::set<std::string> out;
+    const auto add = [&](std::string_view res) {
+      auto it = chosen.find(group_covering(*q, res));
+      if (it == chosen.end()) return;
+      if (const resource_flavor* rf = c.flavor(it->second); rf && !rf->topology_name.empty())
+        out.insert(it->second);
+    };
+    for (const auto& [r, v] : ps.requests) add(r);
+    if (covers_pods) add("pods");
+    return std::vector<std::string>(out.begin(), out.end());
+  };
   // 2. (defined before 1, which checks placement after a preemption) Topology-aware placement,
   // group by group in the chosen flavor; each group's assignment is subtracted before the next.
   // `strict` also subtracts the Pod count. `removed`: Workloads taken as preempted, their capacity
@@ -193,6 +219,26 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         if (out)
           for (std::size_t i : groups[g]) out->podsets[i].stage = "placed";
         continue;  // not a TAS PodSet: quota alone admits it
+      }
+      bool no_tas = false;
+      for (std::size_t i : groups[g]) no_tas = no_tas || !multi_tas[i].empty();
+      if (no_tas) {
+        // Kueue v0.17.0 known bug: onlyTASFlavor fails for the PodSet, but the assignment's
+        // mode was computed (and cached) before, so Kueue admits it without a topology
+        // assignment when its quota fits.
+        if (out)
+          for (std::size_t i : groups[g]) {
+            out->podsets[i].stage = "placed";
+            out->podsets[i].detail = "no topology assignment";
+            if (!multi_tas[i].empty())
+              out->notes.push_back(
+                  "Kueue v0.17.0 known bug: PodSet " + w.podsets[i].name +
+                  " is assigned more than one TAS flavor (" + join(multi_tas[i], ", ") +
+                  ", from different resource groups); Kueue finds no topology for it and, its "
+                  "quota fitting, admits it without a topology assignment (its Pods are not "
+                  "placed by TAS)");
+          }
+        continue;
       }
       auto it = snaps.find(fname);
       if (it == snaps.end())
@@ -239,12 +285,39 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     }
     return true;
   };
+  // Kueue's Status.Message: the reasons sorted, joined by ", ".
+  const auto reasons_text = [](std::vector<std::string> reasons) {
+    std::sort(reasons.begin(), reasons.end());
+    return join(reasons, ", ");
+  };
+  // The PodSets of group g assigned more than one TAS flavor by `chosen`: multi_tas set; the
+  // first such in spec order, npos when none.
+  const auto check_tas_flavors = [&](std::size_t g,
+                                     const std::map<std::size_t, std::string>& chosen) {
+    std::size_t first = std::string::npos;
+    for (std::size_t i : groups[g]) {
+      multi_tas[i].clear();
+      if (!tas_podset(w.podsets[i])) continue;
+      auto t = tas_flavors_of(w.podsets[i], chosen);
+      if (t.size() > 1) {
+        multi_tas[i] = std::move(t);
+        first = std::min(first, i);
+      }
+    }
+    return first;
+  };
   auto quota_pass = [&](const std::vector<std::size_t>& start, kueue_decision& kd) {
     std::map<std::pair<std::string, std::string>, std::int64_t> assumed_quota;
     std::vector<const workload*> victims;              // of the groups that preempt
     bool reclaims = false;                             // some in other ClusterQueues of the cohort
     std::map<flavor_resource, std::int64_t> need_all;  // what the preempting flavors lack
-    std::vector<std::string> preempt_reasons;
+    // Kueue's Assignment.Message: one "couldn't assign flavors to pod set P: reasons" for each
+    // PodSet of a group that got flavors without fitting (Preempt mode), in group order.
+    std::vector<std::string> not_fit;
+    std::string first_not_fit;        // the first such PodSet
+    bool without_candidates = false;  // a group in Preempt mode that no preemption frees
+    for (auto& m : multi_tas) m.clear();
+    std::fill(chosen_pos.begin(), chosen_pos.end(), std::string::npos);
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const podset& first = w.podsets[groups[g].front()];
       resource_amounts total;
@@ -254,7 +327,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         if (covers_pods) total["pods"] += counts[i];
       }
       std::map<std::size_t, std::string> chosen;  // resource group -> flavor
+      std::set<std::size_t> done;                 // resource groups searched
       std::string fail;
+      bool fail_is_error = false;  // Kueue's status error: "failed to assign flavors ..."
+      // Resource groups whose request lacks unused quota only where Kueue would look for
+      // Workloads to preempt and none may be (its mode Preempt, without candidates): the
+      // flavor it keeps. `group_reasons`: the reasons of the resource groups in Preempt mode.
+      std::map<std::size_t, std::string> soft;
+      std::vector<std::string> group_reasons;
       for (const auto& [res, amount] : total) {
         const std::size_t rg = group_covering(*q, res);
         if (rg == std::string::npos) {
@@ -262,11 +342,10 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
           fail = "resource " + res + " unavailable in ClusterQueue";
           break;
         }
-        if (chosen.count(rg)) continue;
+        if (!done.insert(rg).second) continue;
         std::vector<std::string> reasons;
         std::size_t pos = 0;
-        rg_size[g] = 0;
-        for (const auto& f : q->flavors) rg_size[g] += f.group == rg;
+        std::string unused_only;  // the first flavor short of unused quota alone
         // A flavor that fits only by borrowing: the first such, kept while the search goes on
         // for one that fits without (flavorFungibility.whenCanBorrow: TryNextFlavor).
         std::string borrowing_flavor, preempting_flavor;
@@ -275,16 +354,25 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         std::map<flavor_resource, std::int64_t> preempting_need;
         for (const auto& f : q->flavors) {
           if (f.group != rg) continue;
-          if (pos++ < start[g]) continue;
+          if (pos++ < start[g * n_rg + rg]) continue;
           last_pos = pos - 1;
-          std::string why;
+          std::string why, error;
           for (std::size_t i : groups[g])
-            if (why.empty()) why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only);
+            if (why.empty() && error.empty())
+              why = flavor_mismatch(c, *q, rg, w.podsets[i], f.name, tas_only, &error);
+          if (!error.empty()) {
+            // The flavor check's error ends the search (the PodSet's affinity does not parse).
+            fail = error;
+            fail_is_error = true;
+            break;
+          }
           if (!why.empty()) {
             reasons.push_back(why);
             continue;
           }
-          bool fits = true, borrows = false;
+          // `hard`: a resource Kueue finds no fit for (NoFit), which ends the flavor's checks;
+          // one short of unused quota only (Preempt mode) lets the next resources be checked.
+          bool fits = true, borrows = false, unused = false, hard = false;
           std::map<flavor_resource, std::int64_t> short_of;  // what preemption must free
           for (const auto& r : q->group_resources[rg]) {
             auto t = total.find(r);
@@ -300,6 +388,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
                                 quota_text(r, t->second) + ") > maximum capacity (" +
                                 quota_text(r, most) + ")");
               fits = false;
+              hard = true;
               break;
             }
             const std::int64_t available = quota.available(fr);
@@ -308,19 +397,31 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
               // without any the next flavor is tried.
               reasons.push_back("insufficient unused quota for " + r + " in flavor " + f.name +
                                 ", " + quota_text(r, val - available) + " more needed");
-              if (may_preempt && (val <= quota.nominal(fr) || preempt_while_borrowing)) {
+              const bool preemptable = val <= quota.nominal(fr) || preempt_while_borrowing;
+              if (may_preempt && preemptable) {
                 short_of[fr] = val;
                 continue;
               }
               fits = false;
-              break;
+              if (!preemptable) {
+                hard = true;
+                break;
+              }
+              unused = true;
+              continue;
             }
             borrows = borrows || (quota.in_cohort() && quota.borrows(fr, val));
           }
-          if (!fits) continue;
+          if (!fits) {
+            if (unused && !hard && unused_only.empty()) unused_only = f.name;
+            continue;
+          }
           if (!short_of.empty()) {
             auto choice = preemption_targets(c, *q, w, short_of);
-            if (choice.targets.empty()) continue;  // no candidates: the next flavor
+            if (choice.targets.empty()) {  // no candidates: the next flavor
+              if (unused_only.empty()) unused_only = f.name;
+              continue;
+            }
             if (preempting_flavor.empty()) {
               preempting_flavor = f.name;
               preempting_pos = pos - 1;
@@ -335,50 +436,107 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
             continue;
           }
           chosen[rg] = f.name;
-          chosen_pos[g] = pos - 1;
+          chosen_pos[g * n_rg + rg] = pos - 1;
           break;
         }
+        if (fail_is_error) break;
         if (!chosen.count(rg) && !borrowing_flavor.empty()) {
           // Kueue takes the best flavor it saw and starts the next cycle after the last tried.
           chosen[rg] = borrowing_flavor;
-          chosen_pos[g] = last_pos;
+          chosen_pos[g * n_rg + rg] = last_pos;
         } else if (!chosen.count(rg) && !preempting_flavor.empty()) {
           // Fitting by borrowing is preferred to preempting (BorrowingOverPreemption).
           chosen[rg] = preempting_flavor;
-          chosen_pos[g] = stop_when_preempting ? preempting_pos : last_pos;
+          chosen_pos[g * n_rg + rg] = stop_when_preempting ? preempting_pos : last_pos;
           for (const workload* v : preempting_victims)
             if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
           for (const auto& [fr, v] : preempting_need) need_all[fr] = std::max(need_all[fr], v);
-          preempt_reasons.push_back("couldn't assign flavors to pod set " + first.name + ": " +
-                                    join(reasons, ", "));
+          group_reasons.insert(group_reasons.end(), reasons.begin(), reasons.end());
+        }
+        if (!chosen.count(rg) && !unused_only.empty()) {
+          // Kueue keeps that flavor in Preempt mode and goes on with the other resources.
+          soft[rg] = unused_only;
+          group_reasons.insert(group_reasons.end(), reasons.begin(), reasons.end());
+          continue;
         }
         if (!chosen.count(rg)) {
-          fail = join(reasons, ", ");
+          fail = reasons_text(reasons);
           if (fail.empty()) fail = "no flavor in the resource group of " + res;
           break;
         }
       }
-      if (!fail.empty()) {
+      if (fail_is_error) {
+        // Kueue's message is the first error alone.
         kd.step = "quota";
         kd.podset = first.name;
-        kd.message = "couldn't assign flavors to pod set " + first.name + ": " + fail;
+        kd.message = "failed to assign flavors to pod set " + first.name + ": " + fail;
         for (std::size_t i : groups[g]) {
           kd.podsets[i].stage = "quota";
           kd.podsets[i].detail = fail;
         }
         return false;
       }
+      // The group's PodSets each named with the group's reasons (Kueue gives every PodSet of
+      // the group the group's status); a group that fails ends the assignment.
+      const auto name_not_fit = [&](const std::string& why) {
+        for (std::size_t i : groups[g]) {
+          not_fit.push_back("couldn't assign flavors to pod set " + w.podsets[i].name + ": " + why);
+          if (first_not_fit.empty()) first_not_fit = w.podsets[i].name;
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = why;
+        }
+      };
+      if (!fail.empty()) {
+        name_not_fit(fail);
+        kd.step = "quota";
+        kd.podset = first_not_fit;
+        kd.message = join(not_fit, "; ");
+        return false;
+      }
+      if (!group_reasons.empty()) name_not_fit(reasons_text(group_reasons));
+      without_candidates = without_candidates || !soft.empty();
+      chosen.insert(soft.begin(), soft.end());
       for (const auto& [res, amount] : total) {
         const std::size_t rg = group_covering(*q, res);
         if (rg == std::string::npos) continue;
         auto& a = assumed_quota[{chosen[rg], res}];
         a = sat_add(a, amount);
       }
-      // The flavor TAS places the group in: that of its covered resources' group.
+      // The flavor TAS places the group in: its TAS flavor (Kueue's onlyTASFlavor), else the
+      // first chosen.
       group_flavor[g].clear();
+      check_tas_flavors(g, chosen);
+      for (const auto& [rg, f] : chosen)
+        if (const resource_flavor* rf = c.flavor(f); rf && !rf->topology_name.empty()) {
+          group_flavor[g] = f;
+          break;
+        }
       for (const auto& [rg, f] : chosen)
         if (group_flavor[g].empty()) group_flavor[g] = f;
       for (std::size_t i : groups[g]) kd.podsets[i].flavor = group_flavor[g];
+    }
+    if (without_candidates) {
+      // Preempt mode and a group no preemption frees: Kueue's message is the groups' reasons,
+      // unless a PodSet was assigned more than one TAS flavor (onlyTASFlavor's error, which
+      // Kueue's message gives alone).
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (std::size_t i : groups[g]) {
+          if (multi_tas[i].empty()) continue;
+          kd.step = "quota";
+          kd.podset = w.podsets[i].name;
+          kd.message = "failed to assign flavors to pod set " + w.podsets[i].name +
+                       ": more than one TAS flavor assigned: " + join(multi_tas[i], ", ");
+          kd.podsets[i].stage = "quota";
+          kd.podsets[i].detail = kd.message;
+          kd.notes.push_back("PodSet " + w.podsets[i].name +
+                             " takes TAS flavors from more than one resource group; Kueue "
+                             "places a PodSet in one TAS flavor only");
+          return false;
+        }
+      kd.step = "quota";
+      kd.podset = first_not_fit;
+      kd.message = join(not_fit, "; ");
+      return false;
     }
     if (!victims.empty()) {
       // The scheduler's GetTargets on the whole assignment: the same search, with the
@@ -393,7 +551,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
         // the flavor assigner's message, and reserves nothing.
         kd.step = "quota";
         kd.podset = w.podsets.front().name;
-        kd.message = join(preempt_reasons, "; ");
+        kd.message = join(not_fit, "; ");
         for (auto& p : kd.podsets) {
           p.stage = "quota";
           p.detail = kd.message;
@@ -412,7 +570,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       // gains ". Pending the preemption of N workload(s)").
       kd.step = "preemption";
       kd.podset = w.podsets.front().name;
-      kd.message = join(preempt_reasons, "; ") + ". Pending the preemption of " +
+      kd.message = join(not_fit, "; ") + ". Pending the preemption of " +
                    std::to_string(victims.size()) + " workload(s)";
       for (const workload* v : victims) kd.preempts.push_back(v->namespace_ + "/" + v->name);
       std::sort(kd.preempts.begin(), kd.preempts.end());
@@ -455,7 +613,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     if (total_delta <= 0) return false;
     const auto saved_flavor = group_flavor;
     const auto saved_pos = chosen_pos;
-    const auto saved_size = rg_size;
+    const auto saved_multi = multi_tas;
     bool found = false;
     std::int64_t lo = 0, hi = total_delta + 1, last_good = 0;  // Go's sort.Search
     while (lo < hi) {
@@ -484,13 +642,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       // The next cycle starts from the full assignment's flavors (Kueue keeps its state).
       group_flavor = saved_flavor;
       chosen_pos = saved_pos;
-      rg_size = saved_size;
+      multi_tas = saved_multi;
     }
     return found;
   };
-  std::vector<std::size_t> start(groups.size(), 0);
+  std::vector<std::size_t> start(groups.size() * n_rg, 0);
   std::set<std::vector<std::size_t>> seen;
   std::vector<std::string> tried;
+  bool later_quota = false;  // a cycle after the first stopped at quota (its message kept)
   for (;;) {
     if (!seen.insert(start).second) break;
     kueue_decision attempt = blank;
@@ -521,20 +680,34 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
     if (!quota_ok) {
       bool from_first = true;
       for (auto s0 : start) from_first = from_first && s0 == 0;
-      if (from_first || seen.count(std::vector<std::size_t>(groups.size(), 0))) {
-        if (from_first || k.step.empty()) k = attempt;
+      if (from_first || seen.count(std::vector<std::size_t>(start.size(), 0))) {
+        // A later cycle that quota stops ends the search; its message is the one Kueue's
+        // condition keeps as the Workload waits (an event in the queue runs the cycles again,
+        // from the first flavor, and may leave the first cycle's message instead).
+        later_quota = !from_first;
+        k = attempt;
         break;
       }
-      start.assign(groups.size(), 0);
+      start.assign(start.size(), 0);
       continue;
     }
     k = attempt;
     if (k.admissible || k.no_decision) break;
     tried.push_back(join(group_flavor, "+"));
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      start[g] = chosen_pos[g] + 1 >= rg_size[g] ? 0 : chosen_pos[g] + 1;
+    // Each resource group the PodSet group took a flavor of starts after it (the first
+    // after the last); the others from the first.
+    for (std::size_t j = 0; j < start.size(); ++j) {
+      const std::size_t p = chosen_pos[j];
+      start[j] = p == std::string::npos || p + 1 >= rg_size[j % n_rg] ? 0 : p + 1;
+    }
   }
-  if (!tried.empty() && (k.admissible || tried.size() > 1)) {
+  if (later_quota && !tried.empty())
+    k.notes.push_back("topology placement failed in " + join(tried, ", ") +
+                      "; Kueue's next scheduling cycle starts after it (LastTriedFlavorIdx) and "
+                      "stops at quota and flavor choice: Kueue's condition keeps that cycle's "
+                      "message as the Workload waits, though an event in the queue that runs "
+                      "the cycles again may leave the first cycle's topology message");
+  else if (!tried.empty() && (k.admissible || tried.size() > 1)) {
     for (auto& t : tried)
       if (t == join(group_flavor, "+") && !k.admissible) t.clear();
     std::vector<std::string> before;

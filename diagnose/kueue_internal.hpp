@@ -81,9 +81,12 @@ bool requests_tas(const podset& ps);
 std::string quota_text(std::string_view res, std::int64_t v);
 // The resource group of `q` covering `res`; npos when none does.
 std::size_t group_covering(const cluster_queue& q, std::string_view res);
-// Kueue's checkFlavorForPodSets for one PodSet: "" when the flavor may take it.
+// Kueue's checkFlavorForPodSets for one PodSet: "" when the flavor may take it. `error`, when
+// given, gets the error Kueue's check returns instead of a reason (the required node affinity
+// kept for the flavor's label keys does not parse and no term matches); the result is then "".
 std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, std::size_t rg,
-                            const podset& ps, const std::string& flavor, bool tas_only);
+                            const podset& ps, const std::string& flavor, bool tas_only,
+                            std::string* error = nullptr);
 
 // A flavor and a resource (Kueue's FlavorResource).
 using flavor_resource = std::pair<std::string, std::string>;

@@ -406,6 +406,19 @@ tas_result place_group(tas_snapshot& s, const tas_request& workers, const tas_re
     r.reason = "podset slice topology " + slice_key + " is above the podset topology " + key;
     return r;
   }
+  if (ps.required_affinity) {
+    // Kueue parses the workers' required node affinity whole before counting any domain.
+    std::vector<std::string> errs;
+    for (std::size_t i = 0; i < ps.required_affinity->size(); ++i) {
+      auto e = affinity_term_errors((*ps.required_affinity)[i], i);
+      errs.insert(errs.end(), e.begin(), e.end());
+    }
+    if (!errs.empty()) {
+      r.reason = "invalid affinity node selectors: " + node_selector_text(*ps.required_affinity) +
+                 ", reason: " + aggregate_errors(errs);
+      return r;
+    }
+  }
   fill_counts(s, req, leader ? &leader_req : nullptr, with_flavor(ps, s.rf),
               s.per_node ? ps.node_selector : label_map{},
               ps.required_affinity ? &*ps.required_affinity : nullptr, assumed, slice);

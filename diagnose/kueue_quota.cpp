@@ -24,7 +24,8 @@ std::size_t group_covering(const cluster_queue& q, std::string_view res) {
 }
 
 std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, std::size_t rg,
-                            const podset& ps, const std::string& flavor, bool tas_only) {
+                            const podset& ps, const std::string& flavor, bool tas_only,
+                            std::string* error) {
   const resource_flavor* rf = c.flavor(flavor);
   if (!rf) return "flavor " + flavor + " not found";
   const bool implied = !requests_tas(ps) && tas_only;
@@ -91,7 +92,23 @@ std::string flavor_mismatch(const cluster_objects& c, const cluster_queue& q, st
       }
       kept.push_back(std::move(k));
     }
-    if (!kept.empty() && !affinity_matches(kept, rf->node_labels, "")) return no_match;
+    // The terms ORed; a term that does not parse is skipped, and its errors are the check's
+    // error when no other term matches (component-helpers' LazyErrorNodeSelector).
+    std::vector<std::string> errs;
+    bool matched = kept.empty();
+    for (std::size_t i = 0; i < kept.size() && !matched; ++i) {
+      auto e = affinity_term_errors(kept[i], i);
+      if (!e.empty()) {
+        errs.insert(errs.end(), e.begin(), e.end());
+        continue;
+      }
+      matched = affinity_matches({kept[i]}, rf->node_labels, "");
+    }
+    if (!matched && !errs.empty() && error) {
+      *error = aggregate_errors(errs);
+      return "";
+    }
+    if (!matched) return no_match;
   }
   return "";
 }

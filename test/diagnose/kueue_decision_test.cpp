@@ -106,6 +106,58 @@ TEST(Kueue, QuotaOfEarlierPodSetsCountsAgainstNominal) {
   EXPECT_TRUE(decide(c, "w").admissible);
 }
 
+// Kueue's message names every PodSet its assignment did not fit, in group order: each PodSet
+// of a group with the group's reasons; a group short of unused quota with nothing to preempt
+// (Preempt mode) lets the next groups be tried, and a group that fails ends the message.
+TEST(Kueue, MessageNamesEveryPodSetNotFitting) {
+  const std::string short_of =
+      "insufficient unused quota for cpu in flavor f, ";  // nominalQuota 10, 6 held
+  auto c = tas_cluster();
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 10000;
+  hold(c, "held", "q", 6000);
+  add_workload(c, "w", {make_podset("a", 1, 3000), make_podset("b", 1, 4000)});
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message, "couldn't assign flavors to pod set b: " + short_of + "3 more needed");
+  EXPECT_EQ(k.podset, "b");
+  // Both short: a's reasons, then b's with a's request counted before it.
+  named(c, "w").podsets[0].requests["cpu"] = 5000;
+  k = decide(c, "w");
+  EXPECT_EQ(k.podset, "a");
+  EXPECT_EQ(k.message, "couldn't assign flavors to pod set a: " + short_of +
+                           "1 more needed; couldn't assign flavors to pod set b: " + short_of +
+                           "5 more needed");
+  EXPECT_EQ(k.podsets[1].stage, "quota");
+  // b beyond nominalQuota: a's Preempt-mode reasons, then b's failure.
+  named(c, "w").podsets[1].requests["cpu"] = 6000;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set a: " + short_of +
+                "1 more needed; couldn't assign flavors to pod set b: insufficient quota for cpu "
+                "in flavor f, previously considered podsets requests (5) + current podset request "
+                "(6) > maximum capacity (10)");
+  // A resource short of unused quota only does not end the flavor's checks: a later one
+  // beyond the quota is named as well (Kueue's reasons sorted).
+  named(c, "w").podsets[1].requests["cpu"] = 4000;
+  named(c, "w").podsets[0].requests["memory"] = 300ll << 30;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set a: insufficient quota for memory in flavor f, "
+            "previously considered podsets requests (0) + current podset request (300Gi) > "
+            "maximum capacity (256Gi), " +
+                short_of + "1 more needed");
+  // A group of two: each of its PodSets named with the group's reasons.
+  auto g = tas_cluster();
+  g.cluster_queues[0].flavors[0].nominal["cpu"] = 4000;
+  add_workload(
+      g, "w",
+      {make_podset("leader", 1, 1000, zone, "set"), make_podset("workers", 2, 2000, zone, "set")});
+  const std::string over =
+      "insufficient quota for cpu in flavor f, previously considered podsets requests (0) + "
+      "current podset request (5) > maximum capacity (4)";
+  EXPECT_EQ(decide(g, "w").message, "couldn't assign flavors to pod set leader: " + over +
+                                        "; couldn't assign flavors to pod set workers: " + over);
+  g.cluster_queues[0].flavors[0].nominal["cpu"] = 5000;
+  EXPECT_TRUE(decide(g, "w").admissible);
+}
+
 // Workloads holding a reservation in the ClusterQueue use its quota.
 TEST(Kueue, ReservedWorkloadsUseTheQuota) {
   auto c = tas_cluster();
@@ -193,6 +245,23 @@ TEST(Kueue, NextCycleTriesTheNextFlavorAfterPlacementFails) {
   EXPECT_EQ(k.step, "topology");
 }
 
+// The next cycle's flavor refused for quota: that cycle's message is the one Kueue keeps.
+TEST(Kueue, NextCycleStoppedAtQuotaGivesItsMessage) {
+  auto c = tas_cluster();
+  add_flavor_f2(c, "other", "zone-o", {{"o1", 16000}});
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 8000;
+  add_workload(c, "w", {make_podset("main", 3, 3000)});  // f's zones hold 2; f2 has 8 CPUs
+  const auto k = decide(c, "w");
+  EXPECT_EQ(k.podsets[0].stage, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor f2, "
+            "previously considered podsets requests (0) + current podset request (9) > maximum "
+            "capacity (8)");
+  EXPECT_TRUE(has_note(k, "topology placement failed in f; Kueue's next scheduling cycle"));
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 9000;  // f2 takes it
+  EXPECT_TRUE(decide(c, "w").admissible);
+}
+
 // A resource no resource group covers: Kueue's "unavailable in ClusterQueue".
 TEST(Kueue, ResourceTheQueueDoesNotCover) {
   auto c = tas_cluster();
@@ -210,6 +279,116 @@ TEST(Kueue, ResourceTheQueueDoesNotCover) {
   c.cluster_queues[0].flavors[0].nominal["nvidia.com/gpu"] = 32;
   k = decide(c, "w");
   EXPECT_TRUE(k.admissible) << k.message;
+}
+
+// A second resource group, nvidia.com/gpu, with its own flavors in order: `plain` (no
+// Topology) then `g` (a TAS flavor over the same Nodes and Topology) with `gpu_quota` GPUs.
+cluster_objects gpu_group_cluster(std::int64_t gpu_quota) {
+  auto c = tas_cluster();
+  for (auto& n : c.nodes) n.allocatable["nvidia.com/gpu"] = 4;
+  resource_flavor plain;
+  plain.name = "plain";
+  plain.node_labels = {{"pool", "gpu"}};
+  resource_flavor g = plain;
+  g.name = "g";
+  g.topology_name = "t";
+  c.flavors.push_back(plain);
+  c.flavors.push_back(g);
+  auto& q = c.cluster_queues[0];
+  q.group_resources.push_back({"nvidia.com/gpu"});
+  q.flavors.push_back({1, "plain", {"nvidia.com/gpu"}, {{"nvidia.com/gpu", 8}}, {}, {}});
+  q.flavors.push_back({1, "g", {"nvidia.com/gpu"}, {{"nvidia.com/gpu", gpu_quota}}, {}, {}});
+  return c;
+}
+
+podset gpu_podset(std::int64_t gpus) {
+  auto ps = make_podset("main", 1, 1000);
+  ps.requests["nvidia.com/gpu"] = gpus;
+  return ps;
+}
+
+// Kueue's Status.Message sorts the reasons of the flavors it tried: flavors z then f, both
+// short of quota, are named f first.
+TEST(Kueue, ReasonsOfSeveralFlavorsSorted) {
+  auto c = tas_cluster();
+  c.flavors[0].name = "z";
+  c.cluster_queues[0].flavors[0].name = "z";
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 2000;
+  add_flavor_f2(c, "other", "zone-c", {{"c1", 4000}});
+  c.cluster_queues[0].flavors[1].nominal["cpu"] = 1000;
+  add_workload(c, "w", {make_podset("main", 3, 1000)});
+  auto k = decide(c, "w");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor f2, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (1), insufficient quota for cpu in flavor z, previously considered podsets "
+            "requests (0) + current podset request (3) > maximum capacity (2)");
+  // Within z's quota: z is taken, no reason at all.
+  c.workloads[0].podsets[0].count = 2;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].flavor, "z");
+}
+
+// The second group is searched only for a PodSet asking one of its resources; a flavor
+// without a Topology refuses a TAS PodSet asking GPUs, and past the TAS flavor's quota the
+// second group's quota stops it, with every flavor's reason.
+TEST(Kueue, SecondResourceGroupFlavorsAndQuota) {
+  auto c = gpu_group_cluster(2);
+  add_workload(c, "cpu-only", {make_podset("main", 2, 1000)});
+  add_workload(c, "big", {gpu_podset(3)});
+  EXPECT_EQ(decide(c, "cpu-only").podsets[0].flavor, "f");
+  EXPECT_TRUE(decide(c, "cpu-only").admissible);
+  const auto k = decide(c, "big");
+  EXPECT_EQ(k.podsets[0].stage, "quota");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling, insufficient quota for nvidia.com/gpu in flavor g, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (2)");
+  // Without the TAS flavor nothing in the second group takes it.
+  c.cluster_queues[0].flavors.pop_back();
+  named(c, "big").podsets[0].requests["nvidia.com/gpu"] = 1;
+  EXPECT_EQ(decide(c, "big").message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling");
+}
+
+// A PodSet holding TAS flavors of two resource groups (f for cpu, g for GPUs): Kueue's
+// onlyTASFlavor fails. With the quota fitting, Kueue v0.17.0 admits it anyway, without a
+// topology assignment (its mode was cached before); with unused quota short, the error is
+// its message.
+TEST(Kueue, TwoTasFlavorsOfOnePodSet) {
+  auto c = gpu_group_cluster(2);
+  add_workload(c, "w", {gpu_podset(1)});
+  auto k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "no topology assignment");
+  EXPECT_TRUE(has_note(k,
+                       "Kueue v0.17.0 known bug: PodSet main is assigned more than one TAS "
+                       "flavor (f, g"));
+  // Its GPUs held by another Workload: short of unused quota, within nominalQuota.
+  auto& other = hold(c, "held", "q", 1000);
+  other.podsets[0].requests["nvidia.com/gpu"] = 1;
+  other.assignments[0].flavors["nvidia.com/gpu"] = "g";
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 2;
+  k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "failed to assign flavors to pod set main: more than one TAS flavor assigned: f, g");
+  // Beyond nominalQuota the flavor is not kept: the quota reasons, no TAS error.
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 3;
+  EXPECT_EQ(decide(c, "w").message,
+            "couldn't assign flavors to pod set main: Flavor \"plain\" does not support "
+            "TopologyAwareScheduling, insufficient quota for nvidia.com/gpu in flavor g, "
+            "previously considered podsets requests (0) + current podset request (3) > maximum "
+            "capacity (2)");
+  // Back within the unused quota: admitted again, without a topology assignment.
+  named(c, "w").podsets[0].requests["nvidia.com/gpu"] = 1;
+  k = decide(c, "w");
+  EXPECT_TRUE(k.admissible) << k.message;
+  EXPECT_EQ(k.podsets[0].detail, "no topology assignment");
 }
 
 // A flavor without the requested level is skipped: Kueue's "does not contain the requested
@@ -710,6 +889,102 @@ TEST(KueueAffinity, FlavorsWhoseNodeLabelsTheAffinityRefuses) {
   k = decide(c, "w");
   EXPECT_EQ(k.step, "topology");
   EXPECT_NE(k.message.find("; excluded: affinity: 2"), std::string::npos) << k.message;
+}
+
+// A term that does not parse, worded as Kubernetes' field errors (component-helpers'
+// nodeaffinity and apimachinery's labels.NewRequirement); a valid one has no error.
+TEST(KueueAffinity, ParseErrorsWordedAsKubernetes) {
+  const auto errors = [](node_selector_term t, std::size_t index = 0) {
+    return aggregate_errors(affinity_term_errors(t, index));
+  };
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"4"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Lt", {"+9"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Lt", {"-9223372036854775808"})), "");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"abc"}), 2),
+            "nodeSelectorTerms[2].matchExpressions[0].values[0]: Invalid value: \"abc\": for "
+            "'Gt', 'Lt' operators, the value must be an integer");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"9223372036854775808"})),
+            "nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "
+            "\"9223372036854775808\": for 'Gt', 'Lt' operators, the value must be an integer");
+  EXPECT_EQ(errors(expr("gpus", "Gt", {"1", "x"})),
+            "[nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: [\"1\",\"x\"]: for "
+            "'Gt', 'Lt' operators, exactly one value is required, "
+            "nodeSelectorTerms[0].matchExpressions[0].values[1]: Invalid value: \"x\": for 'Gt', "
+            "'Lt' operators, the value must be an integer]");
+  EXPECT_EQ(errors(expr("gpus", "In", {"8"})), "");
+  node_selector_term none = expr("gpus", "NotIn");
+  EXPECT_EQ(errors(none),
+            "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: []: for 'in', "
+            "'notin' operators, values set can't be empty");
+  none.match_expressions[0].values_null = true;  // `values` absent: Go's nil slice
+  EXPECT_EQ(errors(none),
+            "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: null: for 'in', "
+            "'notin' operators, values set can't be empty");
+  EXPECT_EQ(errors(expr("gpus", "Exists")), "");
+  EXPECT_EQ(
+      errors(expr("gpus", "DoesNotExist", {"<8>"})),
+      "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: [\"\\u003c8\\u003e\"]: "
+      "values set must be empty for exists and does not exist");
+  EXPECT_EQ(errors(expr("gpus", "Equals", {"8"})),
+            "nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: \"Equals\": "
+            "supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "In", {"a1"}}}}), "");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "NotIn", {"a1", "b1"}}}}),
+            "nodeSelectorTerms[0].matchFields[0].values: Invalid value: [\"a1\",\"b1\"]: must "
+            "have one element");
+  EXPECT_EQ(errors({{}, {{"metadata.name", "Exists", {}}}}),
+            "nodeSelectorTerms[0].matchFields[0].operator: Unsupported value: \"Exists\": "
+            "supported values: \"In\", \"NotIn\"");
+  // The aggregate: none, one, duplicates dropped.
+  EXPECT_EQ(aggregate_errors({}), "");
+  EXPECT_EQ(aggregate_errors({"a", "a"}), "a");
+  EXPECT_EQ(aggregate_errors({"a", "b", "a"}), "[a, b]");
+  EXPECT_EQ(
+      node_selector_text({expr("gpus", "Gt", {"1", "x"}), {{}, {{"metadata.name", "In", {"a1"}}}}}),
+      "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{NodeSelectorTerm{MatchExpressions:"
+      "[]NodeSelectorRequirement{NodeSelectorRequirement{Key:gpus,Operator:Gt,Values:[1 "
+      "x],},},MatchFields:[]NodeSelectorRequirement{},},NodeSelectorTerm{MatchExpressions:"
+      "[]NodeSelectorRequirement{},MatchFields:[]NodeSelectorRequirement{"
+      "NodeSelectorRequirement{Key:metadata.name,Operator:In,Values:[a1],},},},},}");
+}
+
+// TAS parses the workers' whole required affinity before counting domains: one term that
+// does not parse stops the PodSet, a valid term beside it notwithstanding; the flavor check
+// meets it first when its key is a flavor label, unless another kept term matches the flavor.
+TEST(KueueAffinity, InvalidAffinityStopsThePodSet) {
+  auto c = tas_cluster();
+  auto& w = add_workload(c, "w", {make_podset("main", 2, 1000)});
+  w.podsets[0].required_affinity = node_affinity{expr(zone, "In", {"zone-a"})};
+  EXPECT_TRUE(decide(c, "w").admissible);
+  w.podsets[0].required_affinity->push_back(expr("gpus", "Gt", {"abc"}));
+  auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_EQ(k.message,
+            "couldn't assign flavors to pod set main: invalid affinity node selectors: "
+            "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{NodeSelectorTerm{MatchExpressions:"
+            "[]NodeSelectorRequirement{NodeSelectorRequirement{Key:topology.kubernetes.io/zone,"
+            "Operator:In,Values:[zone-a],},},MatchFields:[]NodeSelectorRequirement{},},"
+            "NodeSelectorTerm{MatchExpressions:[]NodeSelectorRequirement{NodeSelectorRequirement{"
+            "Key:gpus,Operator:Gt,Values:[abc],},},MatchFields:[]NodeSelectorRequirement{},},},}, "
+            "reason: nodeSelectorTerms[1].matchExpressions[0].values[0]: Invalid value: \"abc\": "
+            "for 'Gt', 'Lt' operators, the value must be an integer");
+  // On the flavor's label key, alone: the flavor check's error, renumbered over the
+  // expressions it keeps.
+  node_selector_term on_pool = expr("gpus", "Exists");
+  on_pool.match_expressions.push_back({"pool", "Gt", {"abc"}});
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "In", {"tpu"}), on_pool};
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "quota");
+  EXPECT_EQ(k.message,
+            "failed to assign flavors to pod set main: nodeSelectorTerms[1].matchExpressions[0]."
+            "values[0]: Invalid value: \"abc\": for 'Gt', 'Lt' operators, the value must be an "
+            "integer");
+  // Another kept term matches the flavor: through to TAS, which refuses the whole affinity.
+  w.podsets[0].required_affinity = node_affinity{expr("pool", "In", {"gpu"}), on_pool};
+  k = decide(c, "w");
+  EXPECT_EQ(k.step, "topology");
+  EXPECT_NE(k.message.find("invalid affinity node selectors: "), std::string::npos) << k.message;
 }
 
 // ---------------------------------------------------------------- slices

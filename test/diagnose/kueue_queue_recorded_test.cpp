@@ -476,6 +476,34 @@ TEST(KueueRecorded, RequiredNodeAffinity) {
                                                "few-or-no-gpus", "gpus-not-b1"});
 }
 
+// node-affinity-invalid.json: affinities that do not parse (Gt not an integer, In without
+// values, empty or absent, an unknown operator, matchFields of two values, on a flavor's label
+// key), Pending in Kueue's words; a valid Gt admitted.
+TEST(KueueRecorded, InvalidRequiredNodeAffinity) {
+  expect_recorded_decisions(
+      "kueue-affinity-invalid",
+      {"gt-not-integer", "in-no-values", "in-values-absent", "two-errors", "valid-term-too",
+       "profile-key-gt", "profile-key-and-valid", "bad-operator", "gt-valid", "fields-two-values"});
+}
+
+// resource-groups.json: cpu, memory and pods in the profile's flavor, nvidia.com/gpu in a
+// second group (gpu-plain without a Topology, then gpu-tas): Kueue's messages word for word,
+// and w-gpu admitted without a topology assignment, as diagnose says (Kueue's known bug).
+TEST(KueueRecorded, SeveralResourceGroups) {
+  expect_recorded_decisions("kueue-resource-groups", {"w-cpu", "w-gpu", "w-gpu-big", "w-gpu-two"});
+  auto c = load("kueue-resource-groups");
+  std::erase_if(c.workloads, [](const workload& w) { return w.name != "w-gpu"; });
+  ASSERT_EQ(c.workloads.size(), 1u);
+  ASSERT_EQ(c.workloads[0].assignments.size(), 1u);
+  EXPECT_TRUE(c.workloads[0].assignments[0].topology_domains.empty());  // as Kueue admitted it
+  c.workloads[0].conditions.clear();
+  c.workloads[0].assignments.clear();
+  const auto k = diagnose_pending(c, "default", "w-gpu").kueue;
+  EXPECT_TRUE(k.admissible);
+  EXPECT_EQ(k.podsets[0].detail, "no topology assignment");
+  EXPECT_TRUE(has_note(k, "more than one TAS flavor (gpu-tas, gpustack-"));
+}
+
 // The TAS lab's cohort-borrowing: above gpustack's 6 + 3 borrowed, borrowing 2 of the 3 the
 // lender lends, the lender short of its own kept quota, gpustack's borrowing used up.
 TEST(KueueRecorded, CohortBorrowing) {

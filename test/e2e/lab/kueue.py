@@ -37,14 +37,26 @@ def profiles_of(s, labels):
     return profiles, members
 
 
+def flavor_entry(name, res, nodes, s, quotas):
+    """The ClusterQueue's entry for flavor NAME over resources RES: nominalQuota from QUOTAS
+    (else the allocatable sum of NODES), and the scenario's borrowingLimit and lendingLimit."""
+    rq = []
+    for r in res:
+        e = {"name": r, "nominalQuota": str(quotas[r]) if r in quotas else quota(r, allocatable_sum(nodes, r))}
+        for field in ("borrowingLimit", "lendingLimit"):  # the scenario's limits (cohort)
+            if r in (s.get(field) or {}):
+                e[field] = str(s[field][r])
+        rq.append(e)
+    return {"name": name, "resources": rq}
+
+
 def make_flavors(api, s, labels):
-    """One Topology and one ResourceFlavor (pinned to the profile) per profile; the
-    ClusterQueue's flavor entries for them."""
+    """One Topology and one ResourceFlavor (pinned to the profile) per profile, and the
+    scenario's own flavors (`resourceGroups`); the ClusterQueue's resource groups over them:
+    [{coveredResources, flavors}] (one group of every profile's flavor by default)."""
     profiles, members = profiles_of(s, labels)
-    res = covered(s)
     quotas = s.get("quota") or {}
     fl = s.get("flavor") or {}  # the scenario's nodeTaints and tolerations, on every flavor
-    flavors = []
     for p in profiles:
         name = f"gpustack-{p}"
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
@@ -56,16 +68,37 @@ def make_flavors(api, s, labels):
                 rf_spec[key] = fl[key]
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                    "metadata": {"name": name, "labels": owned(s)}, "spec": rf_spec})
-        rq = []
-        for r in res:
-            e = {"name": r, "nominalQuota": str(quotas[r]) if r in quotas else
-                 quota(r, allocatable_sum(members[p], r))}
-            for field in ("borrowingLimit", "lendingLimit"):  # the scenario's limits (cohort)
-                if r in (s.get(field) or {}):
-                    e[field] = str(s[field][r])
-            rq.append(e)
-        flavors.append({"name": name, "resources": rq})
-    return profiles, members, flavors
+    node_profile = {n["name"]: labels["nodes"][n["name"]]["profile"] for n in s["nodes"]}
+    groups = []
+    for g in s.get("resourceGroups") or [{"coveredResources": covered(s)}]:
+        res = list(g["coveredResources"])
+        entries = []
+        for f in g.get("flavors") or [{"profileOf": members[p][0]["name"]} for p in profiles]:
+            if f.get("profileOf"):
+                p = node_profile[f["profileOf"]]
+                entries.append(flavor_entry(f"gpustack-{p}", res, members[p], s, {**quotas, **(f.get("quota") or {})}))
+                continue
+            # A flavor of the scenario's own: its nodeLabels select Nodes by their nodeLabels;
+            # topologyOf: the Topology of that Node's profile (a TAS flavor), else none.
+            sel = f.get("nodeLabels") or {}
+            nodes = [n for n in s["nodes"] if all((n.get("nodeLabels") or {}).get(k) == v for k, v in sel.items())]
+            spec = {"nodeLabels": sel} if sel else {}
+            if f.get("topologyOf"):
+                spec["topologyName"] = f"gpustack-{node_profile[f['topologyOf']]}"
+            for key in ("nodeTaints", "tolerations"):
+                if f.get(key):
+                    spec[key] = f[key]
+            api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                       "metadata": {"name": f["name"], "labels": owned(s)}, "spec": spec})
+            entries.append(flavor_entry(f["name"], res, nodes, s, f.get("quota") or {}))
+        groups.append({"coveredResources": res, "flavors": entries})
+    return profiles, members, groups
+
+
+def queue_groups(groups, quota_, borrowing, lending):
+    """The resource groups of another ClusterQueue or a Cohort over the same flavors."""
+    return [{"coveredResources": g["coveredResources"],
+             "flavors": queue_flavors(g["flavors"], quota_, borrowing, lending)} for g in groups]
 
 
 def queue_flavors(flavors, quota_, borrowing, lending):
@@ -109,25 +142,25 @@ def apply_chain(api, s, labels):
     {profiles: {profile: Nodes}, flavors: [names]}."""
     apply_topology_source(api, s, levels(s), labels["revision"])
     stamp = now()
-    profiles, members, flavors = make_flavors(api, s, labels)
-    cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}),
-               "resourceGroups": [{"coveredResources": covered(s), "flavors": flavors}]}
+    profiles, members, groups = make_flavors(api, s, labels)
+    flavors = [f for g in groups for f in g["flavors"]]
+    cq_spec = {"namespaceSelector": s.get("namespaceSelector", {}), "resourceGroups": groups}
     if s.get("cohort"):
         cq_spec["cohortName"] = s["cohort"]
     if s.get("preemption"):
         cq_spec["preemption"] = s["preemption"]
     # Other ClusterQueues over the same flavors (e.g. lenders of the cohort).
     for other in s.get("clusterQueues") or []:
-        spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": covered(s), "flavors": queue_flavors(
-            flavors, other.get("quota"), other.get("borrowingLimit"), other.get("lendingLimit"))}]}
+        spec = {"namespaceSelector": {}, "resourceGroups": queue_groups(
+            groups, other.get("quota"), other.get("borrowingLimit"), other.get("lendingLimit"))}
         if other.get("cohort"):
             spec["cohortName"] = other["cohort"]
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                    "metadata": {"name": other["name"], "labels": owned(s)}, "spec": spec})
     # Cohort objects: their own quota over the same flavors, and their parents.
     for k in s.get("cohorts") or []:
-        spec = {"resourceGroups": [{"coveredResources": covered(s), "flavors": queue_flavors(
-            flavors, k.get("quota"), k.get("borrowingLimit"), k.get("lendingLimit"))}]}
+        spec = {"resourceGroups": queue_groups(
+            groups, k.get("quota"), k.get("borrowingLimit"), k.get("lendingLimit"))}
         if k.get("parent"):
             spec["parentName"] = k["parent"]
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
@@ -190,7 +223,7 @@ def apply_chain(api, s, labels):
         patch_queue(api, {"stopPolicy": q["stopPolicy"]})
     if q.get("missingFlavor"):
         # A flavor entry naming a ResourceFlavor that does not exist, last in the group.
-        extra = {"name": q["missingFlavor"], "resources": [dict(r) for r in flavors[0]["resources"]]}
+        extra = {"name": q["missingFlavor"], "resources": [dict(r) for r in groups[0]["flavors"][0]["resources"]]}
         api.patch(CQ, QUEUE, [{"op": "add", "path": "/spec/resourceGroups/0/flavors/-", "value": extra}],
                   content_type="application/json-patch+json")
     if q:
@@ -301,7 +334,8 @@ def migrate_queue(api, s, t, labels, reserved, timeout=60.0):
     q0 = queue_state(api)
     held0 = reserved()
     apply_topology_source(api, t, levels(t), labels["revision"])
-    _, _, flavors = make_flavors(api, t, labels)
+    _, _, groups = make_flavors(api, t, labels)
+    flavors = groups[0]["flavors"]  # one group (scenario.check refuses a change with several)
     # Nodes moved between the profiles there were (the same flavors, their quotas updated):
     # GPUStack drains nothing, there is no flavor to replace.
     same = sorted(f["name"] for f in flavors) == sorted(q0["flavors"])

@@ -135,6 +135,7 @@ def check(s):
     if s.get("admissionCheck") is not None and not (isinstance(s["admissionCheck"], str) and
                                                    DNS_LABEL.match(s["admissionCheck"])):
         errs.append("admissionCheck: a DNS label")
+    errs += _check_groups(s, names)
     ch = s.get("change")
     if ch is not None:
         clevels = (ch.get("topologySource") or {}).get("levels") if isinstance(ch, dict) else None
@@ -148,6 +149,54 @@ def check(s):
                 for key in labels or {}:
                     if key not in (clevels or []):
                         errs.append(f"change.nodes[{n}][{key}]: not a level of change.topologySource")
+    return errs
+
+
+def _check_groups(s, nodes):
+    """`resourceGroups`: each {coveredResources, flavors}, a resource in one group only, a
+    flavor in one group only; a flavor is {profileOf: NODE} (that Node's profile flavor) or
+    {name, nodeLabels, topologyOf: NODE, quota, nodeTaints, tolerations}."""
+    groups = s.get("resourceGroups")
+    if groups is None:
+        return []
+    if not isinstance(groups, list) or not groups:
+        return ["resourceGroups: a list of {coveredResources, flavors}"]
+    errs = []
+    if s.get("coveredResourcesOnly") is not None or s.get("change") is not None:
+        errs.append("resourceGroups: not with coveredResourcesOnly or change")
+    seen_res, seen_flavors = set(), set()
+    for i, g in enumerate(groups):
+        res = g.get("coveredResources") if isinstance(g, dict) else None
+        if not isinstance(res, list) or not res or not all(isinstance(r, str) for r in res):
+            errs.append(f"resourceGroups[{i}].coveredResources: at least one resource name")
+            continue
+        for r in res:
+            if r in seen_res:
+                errs.append(f"resourceGroups[{i}].coveredResources: {r} is in an earlier group")
+            seen_res.add(r)
+        for j, f in enumerate(g.get("flavors") or []):
+            where = f"resourceGroups[{i}].flavors[{j}]"
+            if not isinstance(f, dict):
+                errs.append(f"{where}: {{profileOf}} or {{name, ...}}")
+                continue
+            if f.get("profileOf") is not None:
+                key = ("profile", f["profileOf"])
+                if f["profileOf"] not in nodes or set(f) - {"profileOf", "quota"}:
+                    errs.append(f"{where}: profileOf names a Node (and only quota beside it)")
+            else:
+                key = ("name", f.get("name"))
+                if not isinstance(f.get("name"), str) or not DNS_LABEL.match(f["name"]) or \
+                        f["name"].startswith("gpustack-") or set(f) - {
+                            "name", "nodeLabels", "topologyOf", "quota", "nodeTaints", "tolerations"}:
+                    errs.append(f"{where}: {{name (a DNS label, not gpustack-*), nodeLabels, topologyOf, "
+                                "quota, nodeTaints, tolerations}")
+                if f.get("topologyOf") is not None and f["topologyOf"] not in nodes:
+                    errs.append(f"{where}.topologyOf: a Node of nodes")
+            if key in seen_flavors:
+                errs.append(f"{where}: a flavor is in one group only")
+            seen_flavors.add(key)
+            if f.get("quota") is not None and not isinstance(f["quota"], dict):
+                errs.append(f"{where}.quota: resource -> quantity")
     return errs
 
 
@@ -181,7 +230,8 @@ def changed(s):
 
 
 def covered(s):
-    """The ClusterQueue's covered resources: coveredResourcesOnly, else cpu, memory, every
+    """The ClusterQueue's covered resources (one resource group; `resourceGroups` sets
+    several): coveredResourcesOnly, else cpu, memory, every
     resource a PodSet requests (its containers' requests or limits, its Pod-level requests)
     and coveredResources."""
     if s.get("coveredResourcesOnly"):

@@ -15,9 +15,10 @@ and existing usage (bound Pods), and one to three Workloads: a size and per-Pod 
 and a required level, a preferred level or none; then the traits of add_traits (quota
 below capacity, several PodSets and groups, a tainted GPU pool, Nodes without Ready),
 drawn from a stream of their own; from others, a cohort (add_cohort) or preemption by
-priority (add_preemption); and, from one more, the other inputs of Kueue's decision
+priority (add_preemption); from one more, the other inputs of Kueue's decision
 (add_inputs: node affinity, limits and Pod-level requests, LimitRange defaults, queue
-states, minCount, slices).
+states, minCount, slices); and, from one more, a LimitRange's max and min
+(add_limit_bounds).
 """
 import argparse
 import json
@@ -78,6 +79,7 @@ def case(seed, i):
     add_cohort(c, random.Random(f"{seed}/{i}/cohort"))
     add_preemption(c, random.Random(f"{seed}/{i}/preemption"))
     add_inputs(c, random.Random(f"{seed}/{i}/inputs"))
+    add_limit_bounds(c, random.Random(f"{seed}/{i}/limitrange-bounds"))
     return c
 
 
@@ -266,6 +268,34 @@ def add_inputs(c, rnd):
             ps["sliceSize"] = rnd.choice(divisors(ps["count"]))
             ps.pop("preferred", None)  # a slice-only request: unconstrained above its slices
             w["traits"].append("slices")
+
+
+def add_limit_bounds(c, rnd):
+    """A namespace LimitRange with bounds (`limitrange-bounds`), from a stream of its own
+    again: on the Container or the Pod, a CPU max and a memory min (or one of them), each
+    the value of one of the case's first PodSets (requests, else limits), so that PodSets
+    above the max or below the min are refused before any flavor (Kueue's "resources didn't
+    satisfy LimitRange constraints") and those at the bound or within it are not. Every
+    Workload of the case is named with the trait."""
+    if rnd.random() >= 0.12:
+        return
+    sets = [w["podSets"][0] for w in c["workloads"]]
+    cpus = sorted({milli(q) for p in sets for q in [(p.get("requests") or {}).get("cpu") or
+                                                    (p.get("limits") or {}).get("cpu")] if q})
+    mems = sorted({q for p in sets for q in [(p.get("requests") or {}).get("memory") or
+                                             (p.get("limits") or {}).get("memory")] if q},
+                  key=lambda q: int(q[:-2]))
+    item = {"type": rnd.choice(["Container", "Pod"])}
+    which = rnd.choice(["max", "min", "both"])
+    if which != "min" and cpus:
+        item["max"] = {"cpu": f"{rnd.choice(cpus)}m"}
+    if which != "max" and mems:
+        item["min"] = {"memory": rnd.choice(mems)}
+    if len(item) == 1:
+        return
+    c.setdefault("limitRanges", []).append({"name": "bounds", "limits": [item]})
+    for w in c["workloads"]:
+        w["traits"].append("limitrange-bounds")
 
 
 def affinity(rnd, nodes, levels):
