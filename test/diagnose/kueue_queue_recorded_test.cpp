@@ -391,6 +391,9 @@ void expect_recorded_decisions(const std::string& dir, const std::vector<std::st
       for (const auto& d : a.topology_domains)
         doms.push_back(d.values.empty() ? std::string()
                                         : d.values.back() + "=" + std::to_string(d.count));
+      // Kueue lists the domains by their level values (an empty block before b1), diagnose by
+      // the leaf's name: the same placement compares equal.
+      std::sort(doms.begin(), doms.end());
       std::string joined;
       for (const auto& x : doms) joined += (joined.empty() ? "" : ", ") + x;
       placed[a.name] = joined;
@@ -684,6 +687,27 @@ TEST(KueueRecorded, NodeMissingALevelLabel) {
     auto c = undecided(all, "w-needs-unlabelled");
     set_label(node_named(c, "n-h1"), "topology.kubernetes.io/zone", value);
     EXPECT_TRUE(decide(c, "w-needs-unlabelled").admissible) << "zone=" << value;
+  }
+}
+
+// level-label-empty.json: the flavor blocks, its own Topology [example.com/block, hostname]:
+// n-2's empty block label is a domain, n-3 without one is left out of the flavor.
+TEST(KueueRecorded, EmptyLevelValueIsADomain) {
+  expect_recorded_decisions("kueue-level-empty", {"w-three", "w-pair-one-block", "w-pair"});
+  const auto all = load("kueue-level-empty");
+  {
+    auto c = undecided(all, "w-pair");
+    auto& n2 = node_named(c, "n-2");
+    std::erase_if(n2.labels, [](const auto& kv) { return kv.first == "example.com/block"; });
+    const auto k = decide(c, "w-pair");
+    EXPECT_FALSE(k.admissible);
+    EXPECT_NE(k.message.find("allows to fit only 1 out of 2 pod(s)"), std::string::npos)
+        << k.message;
+  }
+  {
+    auto c = undecided(all, "w-three");
+    set_label(node_named(c, "n-3"), "example.com/block", "");
+    EXPECT_TRUE(decide(c, "w-three").admissible);
   }
 }
 
