@@ -120,9 +120,9 @@ std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w
   return out;
 }
 
-// What bound, non-terminated Pods request on each Node, plus the reservation of Workloads
-// that hold quota with a hostname-level assignment but have no Pod bound yet (Kueue counts
-// that capacity as taken).
+// What bound, non-terminated Pods other than TAS Pods request on each Node, plus the
+// reservation of Workloads that hold quota with a hostname-level assignment and no such Pod
+// (Kueue counts that capacity as taken, in the Workload's flavor).
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    std::string_view flavor) {
   return node_usage(c, except, {}, flavor);
@@ -160,13 +160,17 @@ std::set<std::string> names_of(const std::vector<const workload*>& removed) {
   return gone;
 }
 
-// The Workloads with a Pod bound (not terminated): their Pods count, not their reservation.
+// A Pod Kueue counts as Node usage (in every flavor over its Node): bound, not terminated,
+// not a TAS Pod (whose Workload's reservation counts instead, in its own flavor).
+bool node_usage_pod(const k8s_pod& p) {
+  return !p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed" && !p.tas;
+}
+
+// The Workloads with such a Pod: their Pods count, not their reservation.
 std::set<std::string> with_bound_pods(const cluster_objects& c) {
   std::set<std::string> out;
   for (const auto& p : c.pods)
-    if (!p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed" &&
-        !p.workload.empty())
-      out.insert(p.namespace_ + "/" + p.workload);
+    if (node_usage_pod(p) && !p.workload.empty()) out.insert(p.namespace_ + "/" + p.workload);
   return out;
 }
 
@@ -184,7 +188,7 @@ std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, con
   std::map<std::string, resource_amounts> used;
   const std::set<std::string> gone = names_of(removed);
   for (const auto& p : c.pods) {
-    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    if (!node_usage_pod(p)) continue;
     if (!p.workload.empty() && gone.count(p.namespace_ + "/" + p.workload)) continue;
     auto& u = used[p.node_name];
     for (const auto& [k, v] : p.requests) u[k] = sat_add(u[k], v);

@@ -458,6 +458,46 @@ TEST(Kueue, OverCommittedNodeSubtractsFromItsDomain) {
       << r.kueue.message;
 }
 
+// Kueue keeps TAS usage per flavor: a TAS Pod (its podset-*-topology annotation) counts only
+// through its Workload's reservation in that Workload's flavor, while any other bound Pod
+// counts on its Node in every flavor.
+TEST(Kueue, TasPodsCountInTheirWorkloadsFlavorOnly) {
+  auto c = tas_cluster();
+  c.nodes.resize(2);  // zone-a: a1 and a2, 4 CPU each, in flavor f and (pool gpu) in f2
+  resource_flavor f2 = c.flavors[0];
+  f2.name = "f2";
+  c.flavors.push_back(f2);
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 0;  // w goes to f2
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}, {}, {}});
+  auto& held = add_workload(c, "held", {make_podset("main", 1, 3000)});
+  held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
+  held.admitted_cluster_queue = "q";
+  podset_assignment a;
+  a.name = "main";
+  a.count = 1;
+  a.flavors = {{"cpu", "f"}};
+  a.topology_levels = {host};
+  a.topology_domains = {{{"a1"}, 1}};
+  held.assignments.push_back(a);
+  k8s_pod p;
+  p.namespace_ = "default";
+  p.name = "held-0";
+  p.node_name = "a1";
+  p.phase = "Running";
+  p.requests = {{"cpu", 3000}};
+  p.workload = "held";
+  p.tas = true;
+  c.pods.push_back(p);
+  add_workload(c, "w", {make_podset("main", 2, 3000)});
+  // In f2, held's TAS Pod does not count: a1 and a2 each hold one Pod of 3 CPUs.
+  EXPECT_TRUE(decide(c, "w").admissible);
+  // The same Pod without Kueue's TAS annotation is Node usage in f2 too.
+  c.pods[0].tas = false;
+  const auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("allows to fit only 1 out of 2"), std::string::npos) << k.message;
+}
+
 TEST(Kueue, NoPodsInAllocatableFitsNoPod) {
   auto c = tas_cluster();
   add_workload(c, "w", {make_podset("main", 4, 1000)});
@@ -611,6 +651,24 @@ TEST(KueueRequests, LimitsFillMissingRequestsOfAWorkloadNotOfAPod) {
   add_json(c, R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d"},
     "spec":{"nodeName":"n","containers":[{"name":"a","resources":{"limits":{"cpu":"2"}}}]}})");
   EXPECT_TRUE(c.pods.at(0).requests.empty());
+}
+
+// A Pod with one of Kueue's podset-*-topology annotations is a TAS Pod; other annotations
+// (the Workload's own) do not make it one.
+TEST(KueueRequests, TasPodsAreReadByTheirAnnotation) {
+  cluster_objects c;
+  for (const char* a :
+       {"kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+        "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/workload"})
+    add_json(c,
+             std::string(R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d",
+      "annotations":{")") +
+                 a + R"(":"x"}},"spec":{"nodeName":"n","containers":[{"name":"a"}]}})");
+  ASSERT_EQ(c.pods.size(), 4u);
+  EXPECT_TRUE(c.pods[0].tas);
+  EXPECT_TRUE(c.pods[1].tas);
+  EXPECT_TRUE(c.pods[2].tas);
+  EXPECT_FALSE(c.pods[3].tas);
 }
 
 TEST(KueueRequests, PodLevelRequestsReplaceTheContainersSum) {
