@@ -437,19 +437,25 @@ TEST(Kueue, NodeWithoutReadyConditionIsExcluded) {
   EXPECT_TRUE(named);
 }
 
+// A running Pod bound to NODE requesting CPU millicores.
+k8s_pod running_pod(const std::string& ns, const std::string& name, const std::string& node,
+                    std::int64_t cpu) {
+  k8s_pod p;
+  p.namespace_ = ns;
+  p.name = name;
+  p.node_name = node;
+  p.phase = "Running";
+  p.requests = {{"cpu", cpu}};
+  return p;
+}
+
 TEST(Kueue, OverCommittedNodeSubtractsFromItsDomain) {
   auto c = tas_cluster();
   c.nodes.resize(2);  // zone-a only: a1 and a2, 4 CPU each
   add_workload(c, "w", {make_podset("main", 2, 1000)});
   EXPECT_TRUE(decide(c, "w").admissible);
   // a1 runs 7 CPU of Pods on 4: free -3 CPU counts as -3 Pods; the zone holds 4 - 3 = 1.
-  k8s_pod p;
-  p.namespace_ = "kube-system";
-  p.name = "big";
-  p.node_name = "a1";
-  p.phase = "Running";
-  p.requests = {{"cpu", 7000}};
-  c.pods.push_back(p);
+  c.pods.push_back(running_pod("kube-system", "big", "a1", 7000));
   const auto r = diagnose_pending(c, "default", "w");
   EXPECT_FALSE(r.kueue.admissible);
   EXPECT_EQ(r.fits[0].best_domain, 1);
@@ -469,22 +475,8 @@ TEST(Kueue, TasPodsCountInTheirWorkloadsFlavorOnly) {
   c.flavors.push_back(f2);
   c.cluster_queues[0].flavors[0].nominal["cpu"] = 0;  // w goes to f2
   c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}, {}, {}});
-  auto& held = add_workload(c, "held", {make_podset("main", 1, 3000)});
-  held.conditions = {{"QuotaReserved", "True", "QuotaReserved", ""}};
-  held.admitted_cluster_queue = "q";
-  podset_assignment a;
-  a.name = "main";
-  a.count = 1;
-  a.flavors = {{"cpu", "f"}};
-  a.topology_levels = {host};
-  a.topology_domains = {{{"a1"}, 1}};
-  held.assignments.push_back(a);
-  k8s_pod p;
-  p.namespace_ = "default";
-  p.name = "held-0";
-  p.node_name = "a1";
-  p.phase = "Running";
-  p.requests = {{"cpu", 3000}};
+  hold(c, "held", "q", 3000).assignments[0].topology_domains = {{{"a1"}, 1}};  // in f, on a1
+  k8s_pod p = running_pod("default", "held-0", "a1", 3000);
   p.workload = "held";
   p.tas = true;
   c.pods.push_back(p);
