@@ -202,6 +202,10 @@ void read_pod(cluster_objects& c, const doc_node& o, const std::string& path, er
   p.node_name = text_of(at(o, {"spec", "nodeName"}));
   p.phase = text_of(at(o, {"status", "phase"}));
   p.workload = text_of(at(o, {"metadata", "annotations", "kueue.x-k8s.io/workload"}));
+  for (const char* a :
+       {"kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+        "kueue.x-k8s.io/podset-unconstrained-topology"})
+    p.tas = p.tas || at(o, {"metadata", "annotations", a}) != nullptr;
   if (const doc_node* spec = o.find("spec"))
     p.requests = pod_requests(*spec, errors, child(path, "spec"));
   c.pods.push_back(std::move(p));

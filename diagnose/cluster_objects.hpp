@@ -109,6 +109,9 @@ struct k8s_pod {
   std::string namespace_, name, node_name, phase;
   resource_amounts requests;  // effective request: containers, init containers, overhead
   std::string workload;       // Kueue's kueue.x-k8s.io/workload annotation, when set
+  // A TAS Pod (Kueue's podset-required-, podset-preferred- or podset-unconstrained-topology
+  // annotation): Kueue counts it through its Workload's reservation, not as Node usage.
+  bool tas = false;
 };
 
 struct kueue_topology {

@@ -120,53 +120,101 @@ std::vector<std::string> flavors_for(const cluster_objects& c, const workload& w
   return out;
 }
 
-// What bound, non-terminated Pods request on each Node, plus the reservation of Workloads
-// that hold quota with a hostname-level assignment but have no Pod bound yet (Kueue counts
-// that capacity as taken).
+// What bound, non-terminated Pods other than TAS Pods request on each Node, plus the
+// reservation of Workloads that hold quota with a hostname-level assignment and no such Pod
+// (Kueue counts that capacity as taken, in the Workload's flavor).
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    std::string_view flavor) {
   return node_usage(c, except, {}, flavor);
 }
 
-std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
-                                                   const std::vector<const workload*>& removed,
-                                                   std::string_view flavor) {
-  std::map<std::string, resource_amounts> used;
-  std::set<std::string> with_pods, gone;
-  for (const workload* x : removed) gone.insert(x->namespace_ + "/" + x->name);
-  for (const auto& p : c.pods) {
-    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
-    if (!p.workload.empty() && gone.count(p.namespace_ + "/" + p.workload)) continue;
-    auto& u = used[p.node_name];
-    for (const auto& [k, v] : p.requests) u[k] = sat_add(u[k], v);
-    u["pods"] = sat_add(u["pods"], 1);
-    if (!p.workload.empty()) with_pods.insert(p.namespace_ + "/" + p.workload);
-  }
+namespace {
+
+// Each reservation Kueue counts as TAS usage in `flavor` (every flavor when empty): the
+// assignments of Workloads that hold quota and have no Pod bound (WITH_PODS), `except` and
+// the Workloads of GONE left out; FN(assignment, its PodSet).
+template <class Fn>
+void for_each_reservation(const cluster_objects& c, const workload* except,
+                          const std::set<std::string>& gone, const std::set<std::string>& with_pods,
+                          std::string_view flavor, Fn fn) {
   for (const auto& w : c.workloads) {
     if (&w == except || gone.count(w.namespace_ + "/" + w.name) || !w.quota_reserved() ||
         with_pods.count(w.namespace_ + "/" + w.name))
       continue;
     for (const auto& a : w.assignments) {
-      if (a.topology_levels.empty() || a.topology_levels.back() != hostname_label) continue;
       // Kueue keeps TAS usage per flavor: a reservation counts in its own flavor only.
       if (!flavor.empty() && !a.flavors.empty()) {
         bool in = false;
         for (const auto& [r, f] : a.flavors) in = in || f == flavor;
         if (!in) continue;
       }
-      const podset* ps = nullptr;
       for (const auto& s : w.podsets)
-        if (s.name == a.name) ps = &s;
-      if (!ps) continue;
-      for (const auto& d : a.topology_domains) {
-        if (d.values.empty()) continue;
-        auto& u = used[d.values.back()];
-        for (const auto& [k, v] : ps->requests)
-          for (std::int64_t i = 0; i < d.count; ++i) u[k] = sat_add(u[k], v);
-        u["pods"] = sat_add(u["pods"], d.count);
-      }
+        if (s.name == a.name) fn(a, s);
     }
   }
+}
+
+std::set<std::string> names_of(const std::vector<const workload*>& removed) {
+  std::set<std::string> gone;
+  for (const workload* x : removed) gone.insert(x->namespace_ + "/" + x->name);
+  return gone;
+}
+
+// A Pod Kueue counts as Node usage (in every flavor over its Node): bound, not terminated,
+// not a TAS Pod (whose Workload's reservation counts instead, in its own flavor).
+bool node_usage_pod(const k8s_pod& p) {
+  return !p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed" && !p.tas;
+}
+
+// The Workloads with such a Pod: their Pods count, not their reservation.
+std::set<std::string> with_bound_pods(const cluster_objects& c) {
+  std::set<std::string> out;
+  for (const auto& p : c.pods)
+    if (node_usage_pod(p) && !p.workload.empty()) out.insert(p.namespace_ + "/" + p.workload);
+  return out;
+}
+
+void add_requests(resource_amounts& u, const podset& ps, std::int64_t count) {
+  for (const auto& [k, v] : ps.requests)
+    for (std::int64_t i = 0; i < count; ++i) u[k] = sat_add(u[k], v);
+  u["pods"] = sat_add(u["pods"], count);
+}
+
+}  // namespace
+
+std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
+                                                   const std::vector<const workload*>& removed,
+                                                   std::string_view flavor) {
+  std::map<std::string, resource_amounts> used;
+  const std::set<std::string> gone = names_of(removed);
+  for (const auto& p : c.pods) {
+    if (!node_usage_pod(p)) continue;
+    if (!p.workload.empty() && gone.count(p.namespace_ + "/" + p.workload)) continue;
+    auto& u = used[p.node_name];
+    for (const auto& [k, v] : p.requests) u[k] = sat_add(u[k], v);
+    u["pods"] = sat_add(u["pods"], 1);
+  }
+  for_each_reservation(
+      c, except, gone, with_bound_pods(c), flavor,
+      [&](const podset_assignment& a, const podset& ps) {
+        if (a.topology_levels.empty() || a.topology_levels.back() != hostname_label) return;
+        for (const auto& d : a.topology_domains)
+          if (!d.values.empty()) add_requests(used[d.values.back()], ps, d.count);
+      });
+  return used;
+}
+
+std::map<std::vector<std::string>, resource_amounts> domain_usage(
+    const cluster_objects& c, const workload* except, const std::vector<const workload*>& removed,
+    std::string_view flavor, const std::vector<std::string>& levels) {
+  std::map<std::vector<std::string>, resource_amounts> used;
+  if (levels.empty() || levels.back() == hostname_label) return used;
+  for_each_reservation(c, except, names_of(removed), with_bound_pods(c), flavor,
+                       [&](const podset_assignment& a, const podset& ps) {
+                         if (a.topology_levels != levels) return;
+                         for (const auto& d : a.topology_domains)
+                           add_requests(used[d.values], ps, d.count);
+                       });
   return used;
 }
 

@@ -64,6 +64,12 @@ std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, con
 std::map<std::string, resource_amounts> node_usage(const cluster_objects& c, const workload* except,
                                                    const std::vector<const workload*>& removed,
                                                    std::string_view flavor);
+// What reservations take of each leaf domain (its values) of a Topology whose LEVELS do not end
+// with kubernetes.io/hostname, in `flavor` only: Kueue keeps such usage per domain, not per
+// Node (assignments at exactly these levels; none for a hostname Topology).
+std::map<std::vector<std::string>, resource_amounts> domain_usage(
+    const cluster_objects& c, const workload* except, const std::vector<const workload*>& removed,
+    std::string_view flavor, const std::vector<std::string>& levels);
 
 // The NFD hop of check_chain: findings and notes for every writing TopologySource
 // (nfd_hop.cpp).

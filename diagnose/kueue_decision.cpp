@@ -208,6 +208,7 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
   // free (the scheduler's check that the Workload fits once its preemption targets are gone).
   auto place_all = [&](bool strict, kueue_decision* out,
                        const std::vector<const workload*>* removed = nullptr) {
+    static const std::vector<const workload*> no_removals;
     std::map<std::string, tas_snapshot> snaps;
     std::map<std::string, std::map<std::string, resource_amounts>> assumed;  // flavor -> leaf
     for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -242,11 +243,14 @@ kueue_decision follow_kueue(const cluster_objects& c, const workload& w) {
       }
       auto it = snaps.find(fname);
       if (it == snaps.end())
-        it = snaps
-                 .emplace(fname, build_snapshot(c, *rf, *topo,
-                                                removed ? node_usage(c, &w, *removed, fname)
-                                                        : node_usage(c, &w, fname)))
-                 .first;
+        it =
+            snaps
+                .emplace(fname, build_snapshot(c, *rf, *topo,
+                                               removed ? node_usage(c, &w, *removed, fname)
+                                                       : node_usage(c, &w, fname),
+                                               domain_usage(c, &w, removed ? *removed : no_removals,
+                                                            fname, topo->levels)))
+                .first;
       tas_request workers{&w.podsets[groups[g][0]], counts[groups[g][0]]};
       std::optional<tas_request> leader;
       if (groups[g].size() > 1) {

@@ -39,10 +39,13 @@ struct tas_snapshot {
   std::vector<std::vector<tas_domain>> levels;  // coarsest first; the last are the leaves
 };
 
-// Kueue's TAS snapshot of `rf`'s Nodes under `topo`, their free capacity less `used`.
-tas_snapshot build_snapshot(const cluster_objects& c, const resource_flavor& rf,
-                            const kueue_topology& topo,
-                            const std::map<std::string, resource_amounts>& used);
+// Kueue's TAS snapshot of `rf`'s Nodes under `topo`, their free capacity less `used`, and
+// its leaf domains' less `domain_used` (by their values; usage Kueue keeps per domain when the
+// Topology does not end with kubernetes.io/hostname).
+tas_snapshot build_snapshot(
+    const cluster_objects& c, const resource_flavor& rf, const kueue_topology& topo,
+    const std::map<std::string, resource_amounts>& used,
+    const std::map<std::vector<std::string>, resource_amounts>& domain_used = {});
 
 struct tas_request {
   const podset* ps = nullptr;

@@ -14,9 +14,10 @@ namespace topogate::diagnose::detail {
 
 using namespace core;
 
-tas_snapshot build_snapshot(const cluster_objects& c, const resource_flavor& rf,
-                            const kueue_topology& topo,
-                            const std::map<std::string, resource_amounts>& used) {
+tas_snapshot build_snapshot(
+    const cluster_objects& c, const resource_flavor& rf, const kueue_topology& topo,
+    const std::map<std::string, resource_amounts>& used,
+    const std::map<std::vector<std::string>, resource_amounts>& domain_used) {
   tas_snapshot s;
   s.topo = &topo;
   s.rf = &rf;
@@ -57,6 +58,10 @@ tas_snapshot build_snapshot(const cluster_objects& c, const resource_flavor& rf,
     if (s.per_node) leaf.node = &n;
     for (const auto& [k, v] : free) leaf.free[k] += v;
   }
+  if (!s.per_node)
+    for (auto& leaf : s.levels[depth - 1])
+      if (auto it = domain_used.find(leaf.values); it != domain_used.end())
+        for (const auto& [k, v] : it->second) leaf.free[k] -= v;
   return s;
 }
 

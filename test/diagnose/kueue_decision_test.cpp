@@ -437,25 +437,57 @@ TEST(Kueue, NodeWithoutReadyConditionIsExcluded) {
   EXPECT_TRUE(named);
 }
 
+// A running Pod bound to NODE requesting CPU millicores.
+k8s_pod running_pod(const std::string& ns, const std::string& name, const std::string& node,
+                    std::int64_t cpu) {
+  k8s_pod p;
+  p.namespace_ = ns;
+  p.name = name;
+  p.node_name = node;
+  p.phase = "Running";
+  p.requests = {{"cpu", cpu}};
+  return p;
+}
+
 TEST(Kueue, OverCommittedNodeSubtractsFromItsDomain) {
   auto c = tas_cluster();
   c.nodes.resize(2);  // zone-a only: a1 and a2, 4 CPU each
   add_workload(c, "w", {make_podset("main", 2, 1000)});
   EXPECT_TRUE(decide(c, "w").admissible);
   // a1 runs 7 CPU of Pods on 4: free -3 CPU counts as -3 Pods; the zone holds 4 - 3 = 1.
-  k8s_pod p;
-  p.namespace_ = "kube-system";
-  p.name = "big";
-  p.node_name = "a1";
-  p.phase = "Running";
-  p.requests = {{"cpu", 7000}};
-  c.pods.push_back(p);
+  c.pods.push_back(running_pod("kube-system", "big", "a1", 7000));
   const auto r = diagnose_pending(c, "default", "w");
   EXPECT_FALSE(r.kueue.admissible);
   EXPECT_EQ(r.fits[0].best_domain, 1);
   EXPECT_EQ(r.fits[0].flavors[0].domains[0].nodes[0].fits, -3);
   EXPECT_NE(r.kueue.message.find("allows to fit only 1 out of 2"), std::string::npos)
       << r.kueue.message;
+}
+
+// Kueue keeps TAS usage per flavor: a TAS Pod (its podset-*-topology annotation) counts only
+// through its Workload's reservation in that Workload's flavor, while any other bound Pod
+// counts on its Node in every flavor.
+TEST(Kueue, TasPodsCountInTheirWorkloadsFlavorOnly) {
+  auto c = tas_cluster();
+  c.nodes.resize(2);  // zone-a: a1 and a2, 4 CPU each, in flavor f and (pool gpu) in f2
+  resource_flavor f2 = c.flavors[0];
+  f2.name = "f2";
+  c.flavors.push_back(f2);
+  c.cluster_queues[0].flavors[0].nominal["cpu"] = 0;  // w goes to f2
+  c.cluster_queues[0].flavors.push_back({0, "f2", {"cpu", "memory"}, {{"cpu", 64000}}, {}, {}});
+  hold(c, "held", "q", 3000).assignments[0].topology_domains = {{{"a1"}, 1}};  // in f, on a1
+  k8s_pod p = running_pod("default", "held-0", "a1", 3000);
+  p.workload = "held";
+  p.tas = true;
+  c.pods.push_back(p);
+  add_workload(c, "w", {make_podset("main", 2, 3000)});
+  // In f2, held's TAS Pod does not count: a1 and a2 each hold one Pod of 3 CPUs.
+  EXPECT_TRUE(decide(c, "w").admissible);
+  // The same Pod without Kueue's TAS annotation is Node usage in f2 too.
+  c.pods[0].tas = false;
+  const auto k = decide(c, "w");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("allows to fit only 1 out of 2"), std::string::npos) << k.message;
 }
 
 TEST(Kueue, NoPodsInAllocatableFitsNoPod) {
@@ -611,6 +643,24 @@ TEST(KueueRequests, LimitsFillMissingRequestsOfAWorkloadNotOfAPod) {
   add_json(c, R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d"},
     "spec":{"nodeName":"n","containers":[{"name":"a","resources":{"limits":{"cpu":"2"}}}]}})");
   EXPECT_TRUE(c.pods.at(0).requests.empty());
+}
+
+// A Pod with one of Kueue's podset-*-topology annotations is a TAS Pod; other annotations
+// (the Workload's own) do not make it one.
+TEST(KueueRequests, TasPodsAreReadByTheirAnnotation) {
+  cluster_objects c;
+  for (const char* a :
+       {"kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+        "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/workload"})
+    add_json(c,
+             std::string(R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d",
+      "annotations":{")") +
+                 a + R"(":"x"}},"spec":{"nodeName":"n","containers":[{"name":"a"}]}})");
+  ASSERT_EQ(c.pods.size(), 4u);
+  EXPECT_TRUE(c.pods[0].tas);
+  EXPECT_TRUE(c.pods[1].tas);
+  EXPECT_TRUE(c.pods[2].tas);
+  EXPECT_FALSE(c.pods[3].tas);
 }
 
 TEST(KueueRequests, PodLevelRequestsReplaceTheContainersSum) {

@@ -391,6 +391,9 @@ void expect_recorded_decisions(const std::string& dir, const std::vector<std::st
       for (const auto& d : a.topology_domains)
         doms.push_back(d.values.empty() ? std::string()
                                         : d.values.back() + "=" + std::to_string(d.count));
+      // Kueue lists the domains by their level values (an empty block before b1), diagnose by
+      // the leaf's name: the same placement compares equal.
+      std::sort(doms.begin(), doms.end());
       std::string joined;
       for (const auto& x : doms) joined += (joined.empty() ? "" : ", ") + x;
       placed[a.name] = joined;
@@ -641,6 +644,145 @@ TEST(KueueFixture, HostnameEqualToTheRegion) {
         if (k == host) v = n.name = "worker-a1";
   r = diagnose_pending(c, "default", "zone-trio");
   EXPECT_EQ(r.conclusion.find(bug), std::string::npos) << r.conclusion;
+}
+
+// The Workload NAME alone on C, undecided (as it was before Kueue's decision).
+cluster_objects undecided(cluster_objects c, const std::string& name) {
+  std::erase_if(c.workloads, [&](const workload& w) { return w.name != name; });
+  for (auto& w : c.workloads) {
+    w.conditions.clear();
+    w.assignments.clear();
+    w.admitted_cluster_queue.clear();
+  }
+  return c;
+}
+
+void set_label(k8s_node& n, const std::string& key, const std::string& value) {
+  auto it = std::find_if(n.labels.begin(), n.labels.end(),
+                         [&](const auto& kv) { return kv.first >= key; });
+  if (it != n.labels.end() && it->first == key)
+    it->second = value;
+  else
+    n.labels.insert(it, {key, value});
+}
+
+k8s_node& node_named(cluster_objects& c, const std::string& name) {
+  auto it = std::find_if(c.nodes.begin(), c.nodes.end(),
+                         [&](const k8s_node& n) { return n.name == name; });
+  if (it == c.nodes.end()) throw std::runtime_error("no Node " + name);
+  return *it;
+}
+
+// flavor-missing-level.json: the lab's flavor pool selects n-a1, n-a2 (zone-a) and n-h1, n-h2
+// (no zone label) under the zone profile's Topology; Kueue v0.17.0 leaves n-h1 and n-h2 out of
+// the flavor, so three Pods of 3 CPUs do not fit, two in one zone do.
+TEST(KueueRecorded, NodeMissingALevelLabel) {
+  expect_recorded_decisions("kueue-missing-level", {"w-needs-unlabelled", "w-zone-pair"});
+  const auto all = load("kueue-missing-level");
+  const auto k = decide(undecided(all, "w-needs-unlabelled"), "w-needs-unlabelled");
+  EXPECT_FALSE(k.admissible);
+  EXPECT_NE(k.message.find("allows to fit only 2 out of 3 pod(s)"), std::string::npos) << k.message;
+  // With the zone label, even an empty value (a domain of its own), the two Nodes count.
+  for (const std::string value : {"zone-h", ""}) {
+    auto c = undecided(all, "w-needs-unlabelled");
+    set_label(node_named(c, "n-h1"), "topology.kubernetes.io/zone", value);
+    EXPECT_TRUE(decide(c, "w-needs-unlabelled").admissible) << "zone=" << value;
+  }
+}
+
+// level-label-empty.json: the flavor blocks, its own Topology [example.com/block, hostname]:
+// n-2's empty block label is a domain, n-3 without one is left out of the flavor.
+TEST(KueueRecorded, EmptyLevelValueIsADomain) {
+  expect_recorded_decisions("kueue-level-empty", {"w-three", "w-pair-one-block", "w-pair"});
+  const auto all = load("kueue-level-empty");
+  {
+    auto c = undecided(all, "w-pair");
+    auto& n2 = node_named(c, "n-2");
+    std::erase_if(n2.labels, [](const auto& kv) { return kv.first == "example.com/block"; });
+    const auto k = decide(c, "w-pair");
+    EXPECT_FALSE(k.admissible);
+    EXPECT_NE(k.message.find("allows to fit only 1 out of 2 pod(s)"), std::string::npos)
+        << k.message;
+  }
+  {
+    auto c = undecided(all, "w-three");
+    set_label(node_named(c, "n-3"), "example.com/block", "");
+    EXPECT_TRUE(decide(c, "w-three").admissible);
+  }
+}
+
+// topology-without-hostname.json: the flavor zones has a Topology of its own, [zone] only:
+// Kueue v0.17.0 admits two Pods of 3 CPUs in zone-a although n-a1 is tainted, and two Pods
+// with a nodeSelector no Node matches; with kubernetes.io/hostname last it would not. w-after
+// is Pending in zone-a's usage.
+TEST(KueueRecorded, TopologyWithoutHostname) {
+  expect_recorded_decisions("kueue-no-hostname",
+                            {"w-zone-trio", "w-tainted-pair", "w-selector-pair", "w-after"});
+  // Kueue keeps the reservations of such a Topology per zone: w-after (3 x 1.5 CPUs) does not
+  // fit zone-a after w-tainted-pair's 6 CPUs and w-selector-pair's 1; without them it does.
+  auto c = load("kueue-no-hostname");
+  {
+    auto free = c;
+    std::erase_if(free.workloads, [](const workload& w) {
+      return w.name == "w-tainted-pair" || w.name == "w-selector-pair";
+    });
+    for (auto& w : free.workloads)
+      if (w.name == "w-after") w.conditions.clear();
+    const auto k = decide(free, "w-after");
+    EXPECT_TRUE(k.admissible) << k.message;
+  }
+  auto topo = std::find_if(c.topologies.begin(), c.topologies.end(),
+                           [](const kueue_topology& t) { return t.name == "zones"; });
+  ASSERT_NE(topo, c.topologies.end());
+  ASSERT_EQ(topo->levels, std::vector<std::string>{"topology.kubernetes.io/zone"});
+  topo->levels.push_back("kubernetes.io/hostname");
+  for (const std::string name : {"w-tainted-pair", "w-selector-pair"}) {
+    const auto k = decide(undecided(c, name), name);
+    EXPECT_FALSE(k.admissible) << name;
+    EXPECT_NE(k.message.find("couldn't assign flavors to pod set main: topology \"zones\""),
+              std::string::npos)
+        << name << ": " << k.message;
+  }
+}
+
+// usage-per-flavor.json: the flavors first (6 CPUs of quota) and the profile's, over the same
+// two Nodes, a Pod outside Kueue taking 1 CPU of n-a1. w-first's usage counts in first only;
+// the other Pod counts in both.
+TEST(KueueRecorded, TasUsagePerFlavor) {
+  expect_recorded_decisions("kueue-usage-per-flavor", {"w-first", "w-big", "w-second"});
+  const auto all = load("kueue-usage-per-flavor");
+  // Without the Pod outside Kueue, w-big fits the profile's flavor.
+  {
+    auto c = all;
+    ASSERT_EQ(c.pods.size(), 1u);
+    c.pods.clear();
+    std::erase_if(c.workloads, [](const workload& w) { return w.name == "w-second"; });
+    auto& w = *std::find_if(c.workloads.begin(), c.workloads.end(),
+                            [](const workload& x) { return x.name == "w-big"; });
+    w.conditions.clear();
+    EXPECT_TRUE(decide(c, "w-big").admissible);
+  }
+  // Had w-first been placed in the profile's flavor (first without quota), w-second would not
+  // fit there: n-a1 has 0 CPUs left, n-a2 1, for Pods of 3.
+  {
+    auto c = all;
+    std::erase_if(c.workloads, [](const workload& w) { return w.name == "w-big"; });
+    for (auto& w : c.workloads)
+      if (w.name == "w-first")
+        for (auto& a : w.assignments)
+          for (auto& [r, f] : a.flavors) f = "gpustack-fnv64-f7b1861ac0399767";
+    for (auto& f : c.cluster_queues.at(0).flavors)
+      for (auto& [r, v] : f.nominal) v = f.name == "first" ? 0 : 2 * v;  // room for both
+    auto& w = *std::find_if(c.workloads.begin(), c.workloads.end(),
+                            [](const workload& x) { return x.name == "w-second"; });
+    w.conditions.clear();
+    w.assignments.clear();
+    w.admitted_cluster_queue.clear();
+    const auto k = decide(c, "w-second");
+    EXPECT_FALSE(k.admissible);
+    EXPECT_NE(k.message.find("doesn't allow to fit any of 2 pod(s)"), std::string::npos)
+        << k.message;
+  }
 }
 
 }  // namespace

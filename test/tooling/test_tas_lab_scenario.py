@@ -56,3 +56,17 @@ def test_flavor_entries_are_checked():
     s = groups_scenario()
     s["coveredResourcesOnly"] = ["cpu"]
     assert "resourceGroups: not with coveredResourcesOnly or change" in scenario.check(s)
+
+
+def test_a_flavors_own_topology_is_checked():
+    s = groups_scenario()
+    flavor = s["resourceGroups"][1]["flavors"][0]
+    flavor["topology"] = ["topology.kubernetes.io/zone"]
+    assert scenario.check(s) == []
+    flavor["topology"] = []
+    assert "resourceGroups[1].flavors[0].topology: 1 to 16 label keys, not with topologyOf" in scenario.check(s)
+    flavor["topology"] = ["not a key"]
+    assert "resourceGroups[1].flavors[0].topology: 1 to 16 label keys, not with topologyOf" in scenario.check(s)
+    s = groups_scenario()
+    s["resourceGroups"][1]["flavors"][1]["topology"] = ["topology.kubernetes.io/zone"]  # beside topologyOf
+    assert "resourceGroups[1].flavors[1].topology: 1 to 16 label keys, not with topologyOf" in scenario.check(s)

@@ -79,12 +79,19 @@ def make_flavors(api, s, labels):
                 entries.append(flavor_entry(f"gpustack-{p}", res, members[p], s, {**quotas, **(f.get("quota") or {})}))
                 continue
             # A flavor of the scenario's own: its nodeLabels select Nodes by their nodeLabels;
-            # topologyOf: the Topology of that Node's profile (a TAS flavor), else none.
+            # topologyOf: the Topology of that Node's profile (a TAS flavor); topology: a
+            # Topology of its own (named after the flavor) with these levels, as listed;
+            # else none.
             sel = f.get("nodeLabels") or {}
             nodes = [n for n in s["nodes"] if all((n.get("nodeLabels") or {}).get(k) == v for k, v in sel.items())]
             spec = {"nodeLabels": sel} if sel else {}
             if f.get("topologyOf"):
                 spec["topologyName"] = f"gpustack-{node_profile[f['topologyOf']]}"
+            elif f.get("topology"):
+                api.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                           "metadata": {"name": f["name"], "labels": owned(s)},
+                           "spec": {"levels": [{"nodeLabel": level} for level in f["topology"]]}})
+                spec["topologyName"] = f["name"]
             for key in ("nodeTaints", "tolerations"):
                 if f.get(key):
                     spec[key] = f[key]

@@ -155,7 +155,7 @@ def check(s):
 def _check_groups(s, nodes):
     """`resourceGroups`: each {coveredResources, flavors}, a resource in one group only, a
     flavor in one group only; a flavor is {profileOf: NODE} (that Node's profile flavor) or
-    {name, nodeLabels, topologyOf: NODE, quota, nodeTaints, tolerations}."""
+    {name, nodeLabels, topologyOf: NODE or topology: [levels], quota, nodeTaints, tolerations}."""
     groups = s.get("resourceGroups")
     if groups is None:
         return []
@@ -187,11 +187,13 @@ def _check_groups(s, nodes):
                 key = ("name", f.get("name"))
                 if not isinstance(f.get("name"), str) or not DNS_LABEL.match(f["name"]) or \
                         f["name"].startswith("gpustack-") or set(f) - {
-                            "name", "nodeLabels", "topologyOf", "quota", "nodeTaints", "tolerations"}:
-                    errs.append(f"{where}: {{name (a DNS label, not gpustack-*), nodeLabels, topologyOf, "
-                                "quota, nodeTaints, tolerations}")
+                            "name", "nodeLabels", "topologyOf", "topology", "quota", "nodeTaints", "tolerations"}:
+                    errs.append(f"{where}: {{name (a DNS label, not gpustack-*), nodeLabels, topologyOf or "
+                                "topology, quota, nodeTaints, tolerations}")
                 if f.get("topologyOf") is not None and f["topologyOf"] not in nodes:
                     errs.append(f"{where}.topologyOf: a Node of nodes")
+                if f.get("topology") is not None and (f.get("topologyOf") is not None or not _levels_ok(f["topology"])):
+                    errs.append(f"{where}.topology: 1 to 16 label keys, not with topologyOf")
             if key in seen_flavors:
                 errs.append(f"{where}: a flavor is in one group only")
             seen_flavors.add(key)
