@@ -103,7 +103,7 @@ std::vector<node_drift> find_drift(const core::topology_source& src, const revis
   return out;
 }
 
-std::shared_ptr<const drift_report> drift_tracker::update(std::vector<node_drift> found,
+std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node_drift>& found,
                                                           std::chrono::system_clock::time_point now,
                                                           std::chrono::seconds grace) {
   auto report = std::make_shared<drift_report>();
@@ -111,7 +111,7 @@ std::shared_ptr<const drift_report> drift_tracker::update(std::vector<node_drift
   report->grace = grace;
   report->mismatched = found.size();
   std::map<std::string, seen, std::less<>> next;
-  for (auto& d : found) {
+  for (const auto& d : found) {
     auto sig = signature_of(d);
     auto since = now;
     if (auto it = since_.find(d.node); it != since_.end() && it->second.signature == sig)
@@ -124,6 +124,27 @@ std::shared_ptr<const drift_report> drift_tracker::update(std::vector<node_drift
     next.emplace(std::move(name), seen{std::move(sig), since});
   }
   since_ = std::move(next);
+  return report;
+}
+
+std::shared_ptr<const drift_report> drift_tracker::age(const std::vector<node_drift>& found,
+                                                       std::chrono::system_clock::time_point now,
+                                                       std::chrono::seconds grace) const {
+  auto report = std::make_shared<drift_report>();
+  report->checked_at = now;
+  report->grace = grace;
+  report->mismatched = found.size();
+  // since_ holds found's names, in the same order: one pass over both.
+  auto it = since_.begin();
+  for (const auto& d : found) {
+    if (it == since_.end() || it->first != d.node) it = since_.find(d.node);
+    const auto since = it != since_.end() ? it->second.since : now;
+    if (now - since >= grace) {
+      ++report->drifted;
+      if (report->nodes.size() < drift_report::max_listed) report->nodes.push_back({d, since});
+    }
+    if (it != since_.end()) ++it;
+  }
   return report;
 }
 

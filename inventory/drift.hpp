@@ -62,9 +62,15 @@ struct drift_report {
 class drift_tracker {
  public:
   // Records a check made at `now`; returns the report.
-  std::shared_ptr<const drift_report> update(std::vector<node_drift> found,
+  std::shared_ptr<const drift_report> update(const std::vector<node_drift>& found,
                                              std::chrono::system_clock::time_point now,
                                              std::chrono::seconds grace);
+  // The report of a check at `now` that found what the last update was given (`found`, by
+  // name, as find_drift lists it): the same as update(found, now, grace), without building
+  // a signature or storing anything (a check between changes, when every Node may differ).
+  std::shared_ptr<const drift_report> age(const std::vector<node_drift>& found,
+                                          std::chrono::system_clock::time_point now,
+                                          std::chrono::seconds grace) const;
   void clear() { since_.clear(); }
 
  private:

@@ -279,7 +279,8 @@ void registry::impl::check_drift() {
     }
     // Nothing served: nothing the consumer writes, so nothing to drift from.
     const auto rev = e.inv->current();
-    if (!rev || rev != e.drift_rev.lock() || nodes != e.drift_list.lock()) {
+    const bool compare = !rev || rev != e.drift_rev.lock() || nodes != e.drift_list.lock();
+    if (compare) {
       e.drift_found.clear();
       if (rev) {
         if (const auto snap = rev->accepted_shared())
@@ -288,7 +289,8 @@ void registry::impl::check_drift() {
       e.drift_rev = rev;
       e.drift_list = nodes;
     }
-    auto report = e.drift_seen.update(e.drift_found, clk.now(), e.spec.drift_grace);
+    auto report = compare ? e.drift_seen.update(e.drift_found, clk.now(), e.spec.drift_grace)
+                          : e.drift_seen.age(e.drift_found, clk.now(), e.spec.drift_grace);
     std::lock_guard dl(e.drift_mu);
     e.drift = std::move(report);
   }

@@ -153,6 +153,40 @@ TEST(DriftTracker, TheReportListsAtMostItsLimitAndCountsAll) {
   EXPECT_EQ(r->nodes.size(), drift_report::max_listed);
 }
 
+// age() is the report update() would give for what the last update found: the counts, the
+// Nodes listed, their times; a Node first seen at the last update is within the grace.
+TEST(DriftTracker, AgingWhatTheLastCheckFoundGivesWhatAnUpdateGives) {
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  std::vector<node_drift> found;
+  for (std::size_t i = 0; i < drift_report::max_listed + 20; ++i)
+    found.push_back(
+        {"n-" + std::to_string(1000 + i), {{"topology.gpustack.ai/rack", "r", "", false}}});
+  drift_tracker aged;
+  drift_tracker updated;
+  // Half of them differ since t0, the other half since t0 + 30 s.
+  std::vector<node_drift> first(found.begin(), found.begin() + 60);
+  aged.update(first, t0, 60s);
+  updated.update(first, t0, 60s);
+  aged.update(found, t0 + 30s, 60s);
+  updated.update(found, t0 + 30s, 60s);
+  for (const auto at : {t0 + 59s, t0 + 60s, t0 + 89s, t0 + 90s}) {
+    const auto a = aged.age(found, at, 60s);
+    const auto u = updated.update(found, at, 60s);
+    EXPECT_EQ(a->mismatched, u->mismatched);
+    EXPECT_EQ(a->drifted, u->drifted);
+    EXPECT_EQ(a->checked_at, at);
+    ASSERT_EQ(a->nodes.size(), u->nodes.size());
+    for (std::size_t i = 0; i < a->nodes.size(); ++i) {
+      EXPECT_EQ(a->nodes[i].drift.node, u->nodes[i].drift.node);
+      EXPECT_EQ(a->nodes[i].since, u->nodes[i].since);
+    }
+  }
+  EXPECT_EQ(aged.age(found, t0 + 59s, 60s)->drifted, 0u);
+  EXPECT_EQ(aged.age(found, t0 + 60s, 60s)->drifted, 60u);
+  EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->drifted, found.size());
+  EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->nodes.size(), drift_report::max_listed);
+}
+
 TEST(DriftRegistry, TheStatusAndTheCountFollowTheNodesAcrossTheGrace) {
   testing::temp_dir dir;
   auto cfg = api_fed_config(dir);
