@@ -1,6 +1,8 @@
 #pragma once
 // The small clusters the Kueue decision tests build in code, shared by their files.
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -151,6 +153,26 @@ inline std::string preemption_message(int more, int n) {
          "f, " +
          std::to_string(more) + " more needed. Pending the preemption of " + std::to_string(n) +
          " workload(s)";
+}
+
+// A Workload of `count` Pods required in one zone, in queue q, with `spec` as its template's
+// Pod spec (JSON), as `kubectl get workloads -o json` prints it.
+inline std::string workload_json(const std::string& name, int count, const std::string& spec,
+                                 const std::string& ns = "default") {
+  return R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"Workload","metadata":{"name":")" + name +
+         R"(","namespace":")" + ns +
+         R"("},"spec":{"queueName":"q","podSets":[{"name":"main","count":)" +
+         std::to_string(count) + R"(,"topologyRequest":{"required":")" + zone +
+         R"("},"template":{"spec":)" + spec + "}}]}}";
+}
+
+inline const podset& only_podset(const cluster_objects& c, const std::string& name) {
+  return c.find_workload("default", name)->podsets.at(0);
+}
+
+inline void add_json(cluster_objects& c, const std::string& json) {
+  const auto errors = add_objects(c, json, "objects.json");
+  EXPECT_TRUE(errors.empty()) << render_text(errors);
 }
 
 }  // namespace topogate::diagnose::kueue_test
