@@ -615,6 +615,7 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
     selected = select_changed(nodes, *selected_, diff);
     if (!selected) return;
   } else {
+    if (nodes) full_count_.fetch_add(1, std::memory_order_relaxed);
     if (nodes && cfg_.source.node_selector) {
       selected = std::make_shared<const core::node_list>(core::select_nodes(*nodes, cfg_.source));
     } else {

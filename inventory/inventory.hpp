@@ -219,6 +219,11 @@ class inventory {
   [[nodiscard]] std::uint64_t incremental_node_changes() const noexcept {
     return delta_count_.load(std::memory_order_relaxed);
   }
+  // Node lists compared with the selected Nodes in full (the first, a relist, or one whose
+  // changes the source did not name since the list before), not from their named changes.
+  [[nodiscard]] std::uint64_t full_node_comparisons() const noexcept {
+    return full_count_.load(std::memory_order_relaxed);
+  }
 
   // Replaces the Node list (nullopt = unknown) and re-validates the served revision.
   void set_nodes(std::optional<core::node_list> nodes);
@@ -309,6 +314,7 @@ class inventory {
                                 const std::shared_ptr<const core::node_list>& after) const;
   bool delta_ = true;
   std::atomic<std::uint64_t> delta_count_{0};
+  std::atomic<std::uint64_t> full_count_{0};
   // current_ (its bytes) and delta_profiles_ are exactly what evaluate() gives for the
   // selected Nodes delta_nodes_; null when that is not known. Writers only (write_mu_).
   std::shared_ptr<const core::node_list> delta_nodes_;

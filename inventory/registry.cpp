@@ -59,7 +59,16 @@ void registry::impl::apply_nodes(entry& e, std::shared_ptr<const core::node_list
       resync_requested = true;
       wake();
     }
-    if ((e.nodes != nullptr) == (list != nullptr) && (!list || same_nodes(*e.nodes, *list))) return;
+    if ((e.nodes != nullptr) == (list != nullptr) && (!list || same_nodes(*e.nodes, *list))) {
+      // Changes that cancelled out within the window (a label set and set back): nothing to
+      // evaluate, but the list's name is the one the next list's changes are named from, and
+      // an inventory that missed it would compare that next list in full.
+      if (list && list->id != 0 && list->id != e.nodes->id) {
+        e.nodes = list;
+        e.inv->set_nodes(std::move(list));
+      }
+      return;
+    }
     e.nodes = list;
     {
       std::lock_guard dl(e.drift_mu);

@@ -102,6 +102,47 @@ TEST(NodeWatch, ABurstOfChangesIsCopiedOncePerWindow) {
   EXPECT_LE(copies.load(), 1 + 5) << burst << " changes were copied " << copies.load() << " times";
 }
 
+// Changes that cancel out within one window (a Node leaves and is back) give a list equal to
+// the one before under a new name. The inventory learns the name: the next list, whose
+// changes are named from it, is applied from those changes alone, not compared in full.
+TEST(NodeWatch, AListEqualToTheOneBeforeKeepsTheNextChangeIncremental) {
+  fixture f(unknown_nodes_policy::prune);
+  f.reg->start();
+  auto* inv = f.reg->find("dc");
+  const auto named = [](core::node_list l, std::uint64_t id, std::uint64_t since,
+                        std::vector<std::string> changed) {
+    l.id = id;
+    l.since = since;
+    l.changed = std::move(changed);
+    return l;
+  };
+  ASSERT_TRUE(f.watch->deliver(named(testing::nodes(4), 1, 0, {})));
+  ASSERT_TRUE(testing::eventually([&] { return f.reg->inventory_ready("dc").ok(); }));
+  EXPECT_EQ(testing::served_revision(inv), "n-1");
+  EXPECT_EQ(inv->full_node_comparisons(), 1u) << "the first list is compared in full";
+
+  // worker-3 left and came back within the window: the same Nodes, list 2 (taken before the
+  // next change comes, as a window apart).
+  std::atomic<int> taken{0};
+  ASSERT_TRUE(f.watch->deliver_lazily(
+      [&named] { return named(testing::nodes(4), 2, 1, {"worker-3"}); }, taken));
+  ASSERT_TRUE(testing::eventually([&] { return taken.load() == 1; }));
+  // Then it leaves (list 3, named from list 2), and comes back (list 4).
+  ASSERT_TRUE(f.watch->deliver(named(testing::nodes(4, 3), 3, 2, {"worker-3"})));
+  ASSERT_TRUE(testing::eventually([&] { return testing::served_revision(inv) == "n-1+pruned-1"; }));
+  ASSERT_TRUE(f.watch->deliver(named(testing::nodes(4), 4, 3, {"worker-3"})));
+  ASSERT_TRUE(testing::eventually([&] { return testing::served_revision(inv) == "n-1"; }));
+  EXPECT_EQ(inv->full_node_comparisons(), 1u)
+      << "each list after the first was applied from the Nodes it names";
+  EXPECT_EQ(inv->incremental_node_changes(), 2u);
+
+  // A list not named from the last one (a relist) is compared in full, and changes nothing.
+  const auto served = inv->serve().rev;
+  ASSERT_TRUE(f.watch->deliver(named(testing::nodes(4), 9, 0, {})));
+  ASSERT_TRUE(testing::eventually([&] { return inv->full_node_comparisons() == 2u; }));
+  EXPECT_EQ(inv->serve().rev, served);
+}
+
 // The watch could not be built (serve passes its error along): reported, and the file is
 // served without a Node list rather than never.
 TEST(NodeWatch, WithoutAWatchTheErrorIsReportedAndTheFileIsReadWithoutNodes) {
