@@ -36,7 +36,152 @@ std::string signature_of(const node_drift& d) {
   return s;
 }
 
+// find_drift's entry for one Node (no labels: none differs), `node` as the list has it (null:
+// not in the list, not compared). `pruned` sorted by name.
+node_drift drift_of(const core::topology_source& src, const revision& rev,
+                    const core::snapshot& accepted, const std::vector<std::string>& pruned,
+                    std::string_view name, const core::cluster_node* node) {
+  node_drift d;
+  if (node == nullptr) return d;
+  const auto it = std::lower_bound(
+      accepted.nodes.begin(), accepted.nodes.end(), name,
+      [](const core::snapshot_node& n, std::string_view key) { return n.name < key; });
+  if (it != accepted.nodes.end() && it->name == name &&
+      !std::binary_search(pruned.begin(), pruned.end(), name)) {
+    for (const auto& l : it->labels) {
+      if (core::is_read_only_parent(l.key) || l.key == profile_label ||
+          !core::reads_node_label(src, l.key))
+        continue;
+      compare(d, l.key, l.value, *node);
+    }
+  }
+  if (rev.profiles) {
+    if (const auto* a = rev.profiles->find(name))
+      compare(d, profile_label, rev.profiles->profile_of(*a).id, *node);
+  }
+  if (d.labels.empty()) return d;
+  d.node = std::string(name);
+  std::sort(d.labels.begin(), d.labels.end(),
+            [](const label_drift& a, const label_drift& b) { return a.key < b.key; });
+  return d;
+}
+
+std::vector<std::string> sorted_copy(const std::vector<std::string>& v) {
+  std::vector<std::string> out = v;
+  if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes) {
+  drift_basis b;
+  b.accepted = rev.accepted_decoded;
+  b.accepted_sorted = rev.accepted_sorted;
+  b.pruned = sorted_copy(rev.pruned_nodes);
+  b.profiles = rev.profiles;
+  b.nodes = std::move(nodes);
+  return b;
+}
+
+std::optional<std::vector<std::string>> drift_changes(const drift_basis& before,
+                                                      const revision& rev,
+                                                      const core::node_list& nodes) {
+  if (!before.accepted || !before.nodes || before.accepted != rev.accepted_decoded ||
+      !before.accepted_sorted || !rev.accepted_sorted)
+    return std::nullopt;
+  std::vector<std::string> out;
+  // The lists: Nodes added, removed or relabelled.
+  {
+    const auto& a = before.nodes->nodes;
+    const auto& b = nodes.nodes;
+    auto i = a.begin();
+    auto j = b.begin();
+    while (i != a.end() && j != b.end()) {
+      if (i.shares_chunk_with(j)) {
+        i.skip_chunk();
+        j.skip_chunk();
+        continue;
+      }
+      if (i->name == j->name) {
+        if (!(i->labels == j->labels)) out.push_back(i->name);
+        ++i;
+        ++j;
+      } else if (i->name < j->name) {
+        out.push_back((i++)->name);
+      } else {
+        out.push_back((j++)->name);
+      }
+    }
+    for (; i != a.end(); ++i) out.push_back(i->name);
+    for (; j != b.end(); ++j) out.push_back(j->name);
+  }
+  // Pruned in one revision and not the other.
+  {
+    const auto pruned = sorted_copy(rev.pruned_nodes);
+    std::set_symmetric_difference(before.pruned.begin(), before.pruned.end(), pruned.begin(),
+                                  pruned.end(), std::back_inserter(out));
+  }
+  // Another profile, or managed in one and not the other.
+  const core::profile_assignment* p = before.profiles.get();
+  const core::profile_assignment* q = rev.profiles.get();
+  if (p != q) {
+    if (p == nullptr || q == nullptr) {
+      for (const auto& a : (p != nullptr ? p : q)->nodes) out.push_back(a.node);
+    } else {
+      // Entries of a shared chunk index the same profiles when both tables list the same
+      // profiles in the same order (only their counts may differ).
+      const bool same_table =
+          p->profiles.size() == q->profiles.size() &&
+          std::equal(p->profiles.begin(), p->profiles.end(), q->profiles.begin(),
+                     [](const core::assigned_profile& x, const core::assigned_profile& y) {
+                       return x.id == y.id;
+                     });
+      auto i = p->nodes.begin();
+      auto j = q->nodes.begin();
+      while (i != p->nodes.end() && j != q->nodes.end()) {
+        if (same_table && i.shares_chunk_with(j)) {
+          i.skip_chunk();
+          j.skip_chunk();
+          continue;
+        }
+        if (i->node == j->node) {
+          if (p->profile_of(*i).id != q->profile_of(*j).id) out.push_back(i->node);
+          ++i;
+          ++j;
+        } else if (i->node < j->node) {
+          out.push_back((i++)->node);
+        } else {
+          out.push_back((j++)->node);
+        }
+      }
+      for (; i != p->nodes.end(); ++i) out.push_back(i->node);
+      for (; j != q->nodes.end(); ++j) out.push_back(j->node);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<node_drift> refind_drift(const core::topology_source& src, const revision& rev,
+                                     const core::snapshot& accepted, const core::node_list& nodes,
+                                     std::vector<node_drift> before,
+                                     const std::vector<std::string>& changed) {
+  const auto pruned = sorted_copy(rev.pruned_nodes);
+  std::vector<node_drift> out;
+  out.reserve(before.size() + changed.size());
+  auto b = before.begin();
+  core::node_list::cursor at(nodes);
+  for (const std::string& name : changed) {
+    while (b != before.end() && b->node < name) out.push_back(std::move(*b++));
+    if (b != before.end() && b->node == name) ++b;  // compared again
+    auto d = drift_of(src, rev, accepted, pruned, name, at.find(name));
+    if (!d.labels.empty()) out.push_back(std::move(d));
+  }
+  for (; b != before.end(); ++b) out.push_back(std::move(*b));
+  return out;
+}
 
 std::vector<node_drift> find_drift(const core::topology_source& src, const revision& rev,
                                    const core::snapshot& accepted, const core::node_list& nodes) {
@@ -125,6 +270,29 @@ std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node
   }
   since_ = std::move(next);
   return report;
+}
+
+std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node_drift>& found,
+                                                          const std::vector<std::string>& changed,
+                                                          std::chrono::system_clock::time_point now,
+                                                          std::chrono::seconds grace) {
+  auto f = found.begin();
+  for (const std::string& name : changed) {
+    f = std::lower_bound(f, found.end(), name,
+                         [](const node_drift& d, const std::string& n) { return d.node < n; });
+    auto it = since_.find(name);
+    if (f == found.end() || f->node != name) {
+      if (it != since_.end()) since_.erase(it);  // no longer differs
+      continue;
+    }
+    auto sig = signature_of(*f);
+    if (it == since_.end()) {
+      since_.emplace(name, seen{std::move(sig), now});
+    } else if (it->second.signature != sig) {
+      it->second = seen{std::move(sig), now};  // differs otherwise: starts again
+    }
+  }
+  return age(found, now, grace);
 }
 
 std::shared_ptr<const drift_report> drift_tracker::age(const std::vector<node_drift>& found,

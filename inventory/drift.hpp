@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/nodes.hpp"
+#include "core/profile_impact.hpp"
 #include "core/snapshot.hpp"
 #include "core/topology_source.hpp"
 #include "inventory/inventory.hpp"
@@ -43,6 +45,36 @@ struct node_drift {
                                                  const core::snapshot& accepted,
                                                  const core::node_list& nodes);
 
+// What one check compared: enough to tell which Nodes a later check must compare again.
+struct drift_basis {
+  std::shared_ptr<const core::snapshot> accepted;  // the revision's (accepted_decoded)
+  bool accepted_sorted = false;                    // its Nodes listed by name
+  std::vector<std::string> pruned;                 // the revision's pruned Nodes
+  std::shared_ptr<const core::profile_assignment> profiles;
+  std::shared_ptr<const core::node_list> nodes;
+};
+[[nodiscard]] drift_basis basis_of(const revision& rev,
+                                   std::shared_ptr<const core::node_list> nodes);
+
+// The names of the Nodes whose drift may differ between a check of `before` and one of `rev`
+// and `nodes` (sorted, unique): added to, removed from or relabelled in the list, pruned in
+// one revision and not the other, or given another profile. Node lists and profile
+// assignments that share chunks are compared only where they do not. nullopt when the
+// accepted snapshots differ (or are not listed by name): every Node is compared again.
+[[nodiscard]] std::optional<std::vector<std::string>> drift_changes(const drift_basis& before,
+                                                                    const revision& rev,
+                                                                    const core::node_list& nodes);
+
+// find_drift(src, rev, accepted, nodes) from `before`, what find_drift gave for an earlier
+// check, and `changed`, drift_changes' names since it: only those Nodes are compared again.
+// `accepted` lists its Nodes by name.
+[[nodiscard]] std::vector<node_drift> refind_drift(const core::topology_source& src,
+                                                   const revision& rev,
+                                                   const core::snapshot& accepted,
+                                                   const core::node_list& nodes,
+                                                   std::vector<node_drift> before,
+                                                   const std::vector<std::string>& changed);
+
 // The drift of one inventory as last checked.
 struct drift_report {
   std::chrono::system_clock::time_point checked_at;
@@ -63,6 +95,12 @@ class drift_tracker {
  public:
   // Records a check made at `now`; returns the report.
   std::shared_ptr<const drift_report> update(const std::vector<node_drift>& found,
+                                             std::chrono::system_clock::time_point now,
+                                             std::chrono::seconds grace);
+  // The same when `found` differs from what the last update was given only at the Nodes
+  // named in `changed` (sorted, unique; refind_drift's): only their signatures are built.
+  std::shared_ptr<const drift_report> update(const std::vector<node_drift>& found,
+                                             const std::vector<std::string>& changed,
                                              std::chrono::system_clock::time_point now,
                                              std::chrono::seconds grace);
   // The report of a check at `now` that found what the last update was given (`found`, by

@@ -281,25 +281,35 @@ void registry::impl::check_drift() {
     if (!nodes) {
       e.drift_seen.clear();
       e.drift_found.clear();
-      e.drift_list.reset();
+      e.drift_rev.reset();
+      e.drift_base = {};
       std::lock_guard dl(e.drift_mu);
       e.drift = nullptr;
       continue;
     }
     // Nothing served: nothing the consumer writes, so nothing to drift from.
     const auto rev = e.inv->current();
-    const bool compare = !rev || rev != e.drift_rev.lock() || nodes != e.drift_list.lock();
+    const bool compare = !rev || rev != e.drift_rev.lock() || nodes != e.drift_base.nodes;
+    std::optional<std::vector<std::string>> changed;
     if (compare) {
-      e.drift_found.clear();
-      if (rev) {
-        if (const auto snap = rev->accepted_shared())
-          e.drift_found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
+      if (rev) changed = drift_changes(e.drift_base, *rev, *nodes);
+      if (changed) {
+        e.drift_found = refind_drift(e.spec.config.source, *rev, *rev->accepted_decoded, *nodes,
+                                     std::move(e.drift_found), *changed);
+      } else {
+        e.drift_found.clear();
+        if (rev) {
+          if (const auto snap = rev->accepted_shared())
+            e.drift_found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
+        }
       }
       e.drift_rev = rev;
-      e.drift_list = nodes;
+      e.drift_base = rev ? basis_of(*rev, nodes) : drift_basis{};
     }
-    auto report = compare ? e.drift_seen.update(e.drift_found, clk.now(), e.spec.drift_grace)
-                          : e.drift_seen.age(e.drift_found, clk.now(), e.spec.drift_grace);
+    const auto now = clk.now();
+    auto report = !compare  ? e.drift_seen.age(e.drift_found, now, e.spec.drift_grace)
+                  : changed ? e.drift_seen.update(e.drift_found, *changed, now, e.spec.drift_grace)
+                            : e.drift_seen.update(e.drift_found, now, e.spec.drift_grace);
     std::lock_guard dl(e.drift_mu);
     e.drift = std::move(report);
   }

@@ -118,9 +118,11 @@ struct registry::impl {
     drift_tracker drift_seen;
     // What the last check compared (loop thread only): the same revision and the same list
     // give the same Nodes differing, so a check between changes compares nothing again
-    // and only ages what it found. Weak: a check keeps neither alive.
+    // and only ages what it found; a check after changes compares again only the Nodes
+    // they can affect (drift_changes). The revision is weak (its rendering is not kept
+    // alive); the basis keeps its pruned names and shares its profiles and the list.
     std::weak_ptr<const revision> drift_rev;
-    std::weak_ptr<const core::node_list> drift_list;
+    drift_basis drift_base;
     std::vector<topogate::inventory::node_drift> drift_found;
   };
 

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
+#include <random>
 #include <string>
 
 #include "core/snapshot.hpp"
@@ -185,6 +189,138 @@ TEST(DriftTracker, AgingWhatTheLastCheckFoundGivesWhatAnUpdateGives) {
   EXPECT_EQ(aged.age(found, t0 + 60s, 60s)->drifted, 60u);
   EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->drifted, found.size());
   EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->nodes.size(), drift_report::max_listed);
+}
+
+std::string describe(const std::vector<node_drift>& found) {
+  std::string out;
+  for (const auto& d : found) {
+    out += d.node + ":";
+    for (const auto& l : d.labels)
+      out += " " + l.key + "=" + l.want + (l.present ? "/" + l.have : std::string("/-"));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string describe(const drift_report& r) {
+  std::string out = std::to_string(r.mismatched) + " " + std::to_string(r.drifted) + "\n";
+  for (const auto& e : r.nodes)
+    out += e.drift.node + " " + std::to_string(e.since.time_since_epoch().count()) + "\n";
+  return out;
+}
+
+// A check after changes compares again only the Nodes they can affect, and finds what a full
+// check finds: random relabels, departures (pruned) and returns of Nodes, each applied to
+// the inventory; the tracker fed only the changed names reports as one fed everything.
+TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
+  constexpr int n = 10;  // worker-0 to worker-9: the snapshot lists them by name
+  inventory_config cfg = testing::config("dc");
+  cfg.unknown_nodes = unknown_nodes_policy::prune;
+  inventory inv(cfg);
+  inv.set_nodes(testing::nodes(n));
+  ASSERT_TRUE(inv.offer(testing::snapshot_json("n-1", n), {"file", "", std::nullopt, std::nullopt})
+                  .accepted);
+  const auto& src = cfg.source;
+  auto rev = inv.current();
+  const auto snap = rev->accepted_shared();
+  auto list = std::make_shared<const core::node_list>(labelled_as(*rev, *snap, n));
+  inv.set_nodes(list);
+  rev = inv.current();
+  ASSERT_TRUE(rev);
+
+  std::mt19937 rng(2026);
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  drift_tracker full_seen;
+  drift_tracker changed_seen;
+  auto found = find_drift(src, *rev, *snap, *list);
+  full_seen.update(found, t0, 60s);
+  changed_seen.update(found, t0, 60s);
+  auto basis = basis_of(*rev, list);
+  std::vector<core::cluster_node> away;  // Nodes taken out of the list
+  std::size_t compared = 0;
+  std::size_t most_found = 0;
+  std::size_t most_drifted = 0;
+  for (int step = 1; step <= 400; ++step) {
+    auto next = *list;  // shares every chunk with list
+    std::string touched;
+    const int op = static_cast<int>(rng() % 6);
+    if (op == 4 && next.nodes.size() > n / 2) {
+      const std::size_t i = rng() % next.nodes.size();
+      touched = next.nodes[i].name;
+      away.push_back(next.nodes[i]);
+      next.nodes.erase(i);
+    } else if (op == 5 && !away.empty()) {
+      const std::size_t k = rng() % away.size();
+      touched = away[k].name;
+      const std::size_t at =
+          next.nodes.partition_point([&](const core::cluster_node& c) { return c.name < touched; })
+              .index();
+      next.nodes.insert(at, away[k]);
+      away.erase(away.begin() + static_cast<std::ptrdiff_t>(k));
+    } else {
+      const std::size_t i = rng() % next.nodes.size();
+      touched = next.nodes[i].name;
+      const std::string_view keys[] = {testing::rack, testing::zone, "topology.gpustack.ai/profile",
+                                       "example.com/other"};
+      const auto key = keys[rng() % 4];
+      std::optional<std::string> value;
+      if (const auto pick = rng() % 3; pick == 1) value = "wrong-" + std::to_string(rng() % 2);
+      if (rng() % 3 == 0) {
+        // Set back to what the consumer wrote, when it wrote it.
+        const auto sd = std::find_if(snap->nodes.begin(), snap->nodes.end(),
+                                     [&](const auto& x) { return x.name == touched; });
+        for (const auto& l : sd->labels)
+          if (l.key == key) value = l.value;
+      }
+      set_label(next, touched, key, value);
+    }
+    list = std::make_shared<const core::node_list>(std::move(next));
+    inv.set_nodes(list);
+    rev = inv.current();
+    ASSERT_TRUE(rev) << "step " << step;
+    const auto now = t0 + std::chrono::seconds(15 * step);
+
+    const auto changed = drift_changes(basis, *rev, *list);
+    ASSERT_TRUE(changed) << "the same accepted snapshot: step " << step;
+    EXPECT_LE(changed->size(), 1u) << "step " << step;
+    if (!changed->empty()) {
+      EXPECT_EQ(changed->front(), touched) << "step " << step;
+    }
+    compared += changed->size();
+    const auto full = find_drift(src, *rev, *snap, *list);
+    found = refind_drift(src, *rev, *rev->accepted_decoded, *list, std::move(found), *changed);
+    ASSERT_EQ(describe(found), describe(full)) << "step " << step;
+    const auto a = full_seen.update(full, now, 60s);
+    const auto b = changed_seen.update(found, *changed, now, 60s);
+    ASSERT_EQ(describe(*b), describe(*a)) << "step " << step;
+    most_found = std::max(most_found, found.size());
+    most_drifted = std::max(most_drifted, a->drifted);
+    basis = basis_of(*rev, list);
+  }
+  EXPECT_GT(compared, 200u) << "most steps change a Node";
+  EXPECT_GE(most_found, 4u) << "several Nodes differed at once";
+  EXPECT_GE(most_drifted, 2u) << "some of them past the grace";
+}
+
+// A revision made from another accepted snapshot (a push), or from one that does not list its
+// Nodes by name (worker-10 before worker-2), is compared in full.
+TEST(Drift, AnotherAcceptedSnapshotOrOneNotListedByNameIsComparedInFull) {
+  auto s = serve_snapshot(4, testing::nodes(4));
+  ASSERT_TRUE(s.rev && s.snap);
+  auto nodes = std::make_shared<const core::node_list>(labelled_as(*s.rev, *s.snap, 4));
+  const auto basis = basis_of(*s.rev, nodes);
+  ASSERT_TRUE(drift_changes(basis, *s.rev, *nodes));
+  EXPECT_TRUE(drift_changes(basis, *s.rev, *nodes)->empty());
+  ASSERT_TRUE(
+      s.inv->offer(testing::snapshot_json("n-2", 4), {"file", "", std::nullopt, std::nullopt})
+          .accepted);
+  EXPECT_FALSE(drift_changes(basis, *s.inv->current(), *nodes));
+
+  auto u = serve_snapshot(12, testing::nodes(12));
+  ASSERT_TRUE(u.rev && u.snap);
+  ASSERT_FALSE(u.rev->accepted_sorted);
+  const auto listed = std::make_shared<const core::node_list>(labelled_as(*u.rev, *u.snap, 12));
+  EXPECT_FALSE(drift_changes(basis_of(*u.rev, listed), *u.rev, *listed));
 }
 
 TEST(DriftRegistry, TheStatusAndTheCountFollowTheNodesAcrossTheGrace) {
