@@ -18,12 +18,15 @@
 //   BM_DriftCheck/N/L    one label-drift check of the served revision against the Nodes
 //                        (inventory/drift.hpp; the reconcile loop's periodic pass), the
 //                        Nodes unlabelled (L=0: every one drifted) or labelled (L=1: none)
+//   BM_DriftRecheck/N/I  a check after one Node changed, every Node drifted, with the
+//                        grace tracker: all compared again (I=0) or only the changed (I=1)
 //
 // The scale benchmark (bench/node_scale.py) measures the same against a real kube-apiserver.
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -164,6 +167,45 @@ void BM_DriftCheck(benchmark::State& state) {
   state.counters["drifted"] = static_cast<double>(drifted);
 }
 
+// A check after one Node changed (its rack label, in turn set wrong and back), every served
+// Node drifted (the costliest case): range(1) 0 compares every Node again and builds every
+// tracker entry (find_drift, drift_tracker::update), 1 only the Nodes the change can affect
+// (drift_changes, refind_drift, update of those), as the reconcile loop does.
+void BM_DriftRecheck(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const bool incremental = state.range(1) == 1;
+  cluster c(n);
+  auto inventory = inventory_or_skip(c, state);
+  if (!inventory) return;
+  const auto rev = inventory->current();
+  const auto snap = rev->accepted_shared();
+  auto a = std::make_shared<const core::node_list>(c.view.list());
+  auto edited = *a;  // shares every chunk but the edited Node's
+  const std::size_t at = edited.nodes.size() / 2;
+  edited.nodes.edit(at).labels.emplace_back("topology.gpustack.ai/rack", "wrong");
+  auto b = std::make_shared<const core::node_list>(std::move(edited));
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  inv::drift_tracker tracker;
+  auto found = inv::find_drift(c.source, *rev, *snap, *a);
+  tracker.update(found, t0, std::chrono::seconds(300));
+  auto basis = inv::basis_of(*rev, a);
+  int k = 0;
+  for (auto _ : state) {
+    const auto& list = ++k % 2 == 1 ? b : a;
+    const auto now = t0 + std::chrono::seconds(k);
+    if (incremental) {
+      const auto changed = inv::drift_changes(basis, *rev, *list);
+      found = inv::refind_drift(c.source, *rev, *snap, *list, std::move(found), *changed);
+      benchmark::DoNotOptimize(tracker.update(found, *changed, now, std::chrono::seconds(300)));
+      basis = inv::basis_of(*rev, list);
+    } else {
+      found = inv::find_drift(c.source, *rev, *snap, *list);
+      benchmark::DoNotOptimize(tracker.update(found, now, std::chrono::seconds(300)));
+    }
+  }
+  state.counters["drifted"] = static_cast<double>(found.size());
+}
+
 }  // namespace
 
 BENCHMARK(BM_ViewList)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
@@ -173,6 +215,9 @@ BENCHMARK(BM_NodeLeaves)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMi
 BENCHMARK(BM_NodeReturns)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LabelChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DriftCheck)
+    ->ArgsProduct({{1000, 10000, 20000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DriftRecheck)
     ->ArgsProduct({{1000, 10000, 20000}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();
