@@ -752,6 +752,14 @@ std::vector<attempt> inventory::history() const {
   return history_;
 }
 
+std::vector<attempt> inventory::attempts_after(std::uint64_t count) const {
+  std::lock_guard lk(mu_);
+  if (attempts_ <= count) return {};
+  const auto n =
+      static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(attempts_ - count, history_.size()));
+  return {history_.end() - n, history_.end()};
+}
+
 std::optional<attempt> inventory::last_attempt() const {
   std::lock_guard lk(mu_);
   if (history_.empty()) return std::nullopt;

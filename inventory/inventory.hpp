@@ -246,6 +246,10 @@ class inventory {
   [[nodiscard]] std::uint64_t nodes_generation() const;
   // Number of attempts ever recorded (history() keeps the last history_size of them).
   [[nodiscard]] std::uint64_t attempts_recorded() const;
+  // The attempts recorded after the first `count` (those history() still keeps), oldest
+  // first: what a caller that saw attempts_recorded() == count has not seen, without a copy
+  // of the whole history.
+  [[nodiscard]] std::vector<attempt> attempts_after(std::uint64_t count) const;
   // Why the last file or push revision was refused by max_profile_changes, while it has not
   // been followed by a published one ("" otherwise).
   [[nodiscard]] std::string impact_refusal() const;

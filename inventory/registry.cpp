@@ -32,12 +32,7 @@ void registry::impl::log(std::string_view level, std::string_view inv,
 }
 
 void registry::impl::report(entry& e, std::uint64_t before) const {
-  const auto now_count = e.inv->attempts_recorded();
-  if (now_count <= before) return;
-  const auto hist = e.inv->history();
-  const auto n = std::min<std::uint64_t>(now_count - before, hist.size());
-  for (auto i = hist.size() - n; i < hist.size(); ++i) {
-    const auto& a = hist[i];
+  for (const auto& a : e.inv->attempts_after(before)) {
     if (obs.on_attempt) obs.on_attempt(e.inv->name(), a);
     std::string msg =
         a.accepted ? "accepted revision " + a.revision_id + " " + a.etag

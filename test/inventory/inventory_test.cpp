@@ -197,6 +197,18 @@ TEST(Inventory, HistoryIsBoundedAndOrdered) {
   EXPECT_TRUE(has_rule(h[2].errors, "S4"));
   EXPECT_LT(h[0].at, h[1].at);
   EXPECT_EQ(inv.attempts_recorded(), 6u);
+
+  // What a reader that saw n attempts has not seen: the newer ones the history still keeps.
+  EXPECT_TRUE(inv.attempts_after(6).empty());
+  EXPECT_TRUE(inv.attempts_after(7).empty());
+  const auto last = inv.attempts_after(5);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_FALSE(last[0].accepted);
+  const auto two = inv.attempts_after(4);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].revision_id, "rev-4");
+  EXPECT_EQ(inv.attempts_after(0).size(), 3u) << "no more than the history keeps";
+  EXPECT_EQ(inv.attempts_after(0)[0].revision_id, "rev-3");
 }
 
 TEST(Inventory, UnknownNodeIsRejectedWhenNodesAreKnown) {
