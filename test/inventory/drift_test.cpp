@@ -302,6 +302,38 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
   EXPECT_GE(most_drifted, 2u) << "some of them past the grace";
 }
 
+// The pruned Nodes are compared against the revisions, not only the lists: a Node the last
+// check's revision pruned and this one serves is compared again even when the list the check
+// is given did not change (the revision caught up with a list the last check already had).
+TEST(Drift, ANodeServedAgainIsComparedAgainWithTheSameList) {
+  inventory_config cfg = testing::config("dc");
+  cfg.unknown_nodes = unknown_nodes_policy::prune;
+  inventory inv(cfg);
+  inv.set_nodes(testing::nodes(4, 3));
+  ASSERT_TRUE(inv.offer(testing::snapshot_json("n-1", 4), {"file", "", std::nullopt, std::nullopt})
+                  .accepted);
+  const auto pruned = inv.current();
+  ASSERT_EQ(pruned->pruned_nodes, std::vector<std::string>{"worker-3"});
+  inv.set_nodes(testing::nodes(4));
+  const auto served = inv.current();
+  ASSERT_TRUE(served->pruned_nodes.empty());
+  ASSERT_EQ(served->accepted_decoded, pruned->accepted_decoded);
+  const auto snap = served->accepted_shared();
+  // Every Node as the consumer labels it for `served`, but worker-3 without its rack.
+  auto labelled = labelled_as(*served, *snap, 4);
+  set_label(labelled, "worker-3", testing::rack, std::nullopt);
+  const auto list = std::make_shared<const core::node_list>(std::move(labelled));
+
+  const auto before = find_drift(cfg.source, *pruned, *snap, *list);
+  const auto changed = drift_changes(basis_of(*pruned, list), *served, *list);
+  ASSERT_TRUE(changed);
+  EXPECT_NE(std::find(changed->begin(), changed->end(), "worker-3"), changed->end());
+  const auto after = refind_drift(cfg.source, *served, *snap, *list, before, *changed);
+  EXPECT_EQ(describe(after), describe(find_drift(cfg.source, *served, *snap, *list)));
+  ASSERT_EQ(after.size(), 1u) << describe(after);
+  EXPECT_EQ(after[0].node, "worker-3");
+}
+
 // A revision made from another accepted snapshot (a push), or from one that does not list its
 // Nodes by name (worker-10 before worker-2), is compared in full.
 TEST(Drift, AnotherAcceptedSnapshotOrOneNotListedByNameIsComparedInFull) {
