@@ -38,6 +38,7 @@ or with --kueue a TAS lab of its own (TAS_LAB_DIR in the same folder).
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import random
@@ -293,11 +294,17 @@ class Prober(threading.Thread):
             self.halt.wait(max(0.0, 0.05 - (time.monotonic() - t)))
 
 
+_PASSES = itertools.count()
+
+
 def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
     """Changes at `rate` per second for `seconds`; returns (changes, cpu per change ms, latencies,
     rss peak, Kueue's cpu per change ms, Kueue's rss peak)."""
     pid = tg.proc.pid
     rng = random.Random(n)
+    # Each pass writes values of its own: a pass that set the values an earlier one set (the
+    # same Nodes in the same order) would patch nothing, and the apiserver sends no event.
+    tag = next(_PASSES)
     cpu0 = proc_cpu(pid)
     kcpu0 = proc_cpu(kueue_pid) if kueue_pid else 0.0
     krss_peak = 0.0
@@ -331,7 +338,7 @@ def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
                         break
                     time.sleep(0.005)
         else:
-            merge_patch(api, name, {"example.com/heartbeat": str(changes)})
+            merge_patch(api, name, {"example.com/heartbeat": f"{tag}-{changes}"})
             changes += 1
         rss_peak = max(rss_peak, proc_mem(pid, "VmRSS"))
         if kueue_pid:
