@@ -72,6 +72,38 @@ std::vector<std::string> sorted_copy(const std::vector<std::string>& v) {
   return out;
 }
 
+// Appends the names of the entries of `a` and `b` (chunked, sorted by name, unique) that
+// only one has or that are not `same` in both. Chunks both share are skipped when
+// `skip_shared` (their entries then equal by construction).
+template <class Seq, class Name, class Same>
+void names_differing(const Seq& a, const Seq& b, bool skip_shared, Name name, Same same,
+                     std::vector<std::string>& out) {
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (skip_shared && i.shares_chunk_with(j)) {
+      i.skip_chunk();
+      j.skip_chunk();
+      continue;
+    }
+    const std::string& x = name(*i);
+    const std::string& y = name(*j);
+    if (x == y) {
+      if (!same(*i, *j)) out.push_back(x);
+      ++i;
+      ++j;
+    } else if (x < y) {
+      out.push_back(x);
+      ++i;
+    } else {
+      out.push_back(y);
+      ++j;
+    }
+  }
+  for (; i != a.end(); ++i) out.push_back(name(*i));
+  for (; j != b.end(); ++j) out.push_back(name(*j));
+}
+
 }  // namespace
 
 drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes) {
@@ -92,30 +124,10 @@ std::optional<std::vector<std::string>> drift_changes(const drift_basis& before,
     return std::nullopt;
   std::vector<std::string> out;
   // The lists: Nodes added, removed or relabelled.
-  {
-    const auto& a = before.nodes->nodes;
-    const auto& b = nodes.nodes;
-    auto i = a.begin();
-    auto j = b.begin();
-    while (i != a.end() && j != b.end()) {
-      if (i.shares_chunk_with(j)) {
-        i.skip_chunk();
-        j.skip_chunk();
-        continue;
-      }
-      if (i->name == j->name) {
-        if (!(i->labels == j->labels)) out.push_back(i->name);
-        ++i;
-        ++j;
-      } else if (i->name < j->name) {
-        out.push_back((i++)->name);
-      } else {
-        out.push_back((j++)->name);
-      }
-    }
-    for (; i != a.end(); ++i) out.push_back(i->name);
-    for (; j != b.end(); ++j) out.push_back(j->name);
-  }
+  names_differing(
+      before.nodes->nodes, nodes.nodes, true,
+      [](const auto& n) -> const std::string& { return n.name; },
+      [](const auto& x, const auto& y) { return x.labels == y.labels; }, out);
   // Pruned in one revision and not the other.
   {
     const auto pruned = sorted_copy(rev.pruned_nodes);
@@ -137,26 +149,11 @@ std::optional<std::vector<std::string>> drift_changes(const drift_basis& before,
                      [](const core::assigned_profile& x, const core::assigned_profile& y) {
                        return x.id == y.id;
                      });
-      auto i = p->nodes.begin();
-      auto j = q->nodes.begin();
-      while (i != p->nodes.end() && j != q->nodes.end()) {
-        if (same_table && i.shares_chunk_with(j)) {
-          i.skip_chunk();
-          j.skip_chunk();
-          continue;
-        }
-        if (i->node == j->node) {
-          if (p->profile_of(*i).id != q->profile_of(*j).id) out.push_back(i->node);
-          ++i;
-          ++j;
-        } else if (i->node < j->node) {
-          out.push_back((i++)->node);
-        } else {
-          out.push_back((j++)->node);
-        }
-      }
-      for (; i != p->nodes.end(); ++i) out.push_back(i->node);
-      for (; j != q->nodes.end(); ++j) out.push_back(j->node);
+      names_differing(
+          p->nodes, q->nodes, same_table,
+          [](const auto& a) -> const std::string& { return a.node; },
+          [&](const auto& x, const auto& y) { return p->profile_of(x).id == q->profile_of(y).id; },
+          out);
     }
   }
   std::sort(out.begin(), out.end());

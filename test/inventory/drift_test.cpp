@@ -99,15 +99,27 @@ TEST(Drift, AMissingOrDifferentLevelAndAWrongProfileAreEachNamed) {
             s.rev->profiles->profile_of(*s.rev->profiles->find("worker-3")).id);
 }
 
-TEST(Drift, APrunedNodeAndANodeNotInTheListAreNotCompared) {
-  // worker-3 is not in the cluster: the served revision prunes it.
+// An inventory (unknownNodes: prune) serving snapshot_json("n-1", 4) while worker-3 is not in
+// the cluster: its revision prunes worker-3.
+std::unique_ptr<inventory> pruning_worker_3(const inventory_config& cfg) {
+  auto inv = std::make_unique<inventory>(cfg);
+  inv->set_nodes(testing::nodes(4, 3));
+  EXPECT_TRUE(inv->offer(testing::snapshot_json("n-1", 4), {"file", "", std::nullopt, std::nullopt})
+                  .accepted);
+  return inv;
+}
+
+inventory_config pruning_config() {
   inventory_config cfg = testing::config("dc");
   cfg.unknown_nodes = unknown_nodes_policy::prune;
-  inventory inv(cfg);
-  inv.set_nodes(testing::nodes(4, 3));
-  ASSERT_TRUE(inv.offer(testing::snapshot_json("n-1", 4), {"file", "", std::nullopt, std::nullopt})
-                  .accepted);
-  const auto rev = inv.current();
+  return cfg;
+}
+
+TEST(Drift, APrunedNodeAndANodeNotInTheListAreNotCompared) {
+  // worker-3 is not in the cluster: the served revision prunes it.
+  const auto cfg = pruning_config();
+  const auto inv = pruning_worker_3(cfg);
+  const auto rev = inv->current();
   ASSERT_EQ(rev->pruned_nodes, std::vector<std::string>{"worker-3"});
   const auto snap = rev->accepted_shared();
   auto nodes = labelled_as(*rev, *snap, 4);
@@ -306,16 +318,12 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
 // check's revision pruned and this one serves is compared again even when the list the check
 // is given did not change (the revision caught up with a list the last check already had).
 TEST(Drift, ANodeServedAgainIsComparedAgainWithTheSameList) {
-  inventory_config cfg = testing::config("dc");
-  cfg.unknown_nodes = unknown_nodes_policy::prune;
-  inventory inv(cfg);
-  inv.set_nodes(testing::nodes(4, 3));
-  ASSERT_TRUE(inv.offer(testing::snapshot_json("n-1", 4), {"file", "", std::nullopt, std::nullopt})
-                  .accepted);
-  const auto pruned = inv.current();
+  const auto cfg = pruning_config();
+  const auto inv = pruning_worker_3(cfg);
+  const auto pruned = inv->current();
   ASSERT_EQ(pruned->pruned_nodes, std::vector<std::string>{"worker-3"});
-  inv.set_nodes(testing::nodes(4));
-  const auto served = inv.current();
+  inv->set_nodes(testing::nodes(4));
+  const auto served = inv->current();
   ASSERT_TRUE(served->pruned_nodes.empty());
   ASSERT_EQ(served->accepted_decoded, pruned->accepted_decoded);
   const auto snap = served->accepted_shared();
