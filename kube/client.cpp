@@ -7,6 +7,7 @@
 
 #include "core/syntax.hpp"
 #include "kube/limits.hpp"
+#include "kube/tls_conn.hpp"
 #include "util/file.hpp"
 #include "util/wipe.hpp"
 
@@ -36,6 +37,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 namespace topogate::kube {
@@ -266,8 +268,8 @@ core::result<void> make_context(const endpoint& ep, const call_credentials& cred
   return {};
 }
 
-core::result<void> prepare_stream(const endpoint& ep, ssl::stream<beast::tcp_stream>& stream) {
-  SSL* ssl_handle = stream.native_handle();
+// The names a session verifies the API's certificate by, and its SNI.
+core::result<void> prepare_session(const endpoint& ep, SSL* ssl_handle) {
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
   // tls-server-name: the API is reached by one name (an IP, a tunnel) and its certificate
   // carries another; that name is verified and sent as SNI.
@@ -290,23 +292,30 @@ core::result<void> prepare_stream(const endpoint& ep, ssl::stream<beast::tcp_str
   return {};
 }
 
-// `addresses`: resolve_within's answer for ep.host.
-asio::awaitable<core::result<void>> connect(const endpoint& ep,
-                                            const std::vector<std::string>& addresses,
-                                            ssl::stream<beast::tcp_stream>& stream,
-                                            std::chrono::steady_clock::time_point deadline) {
-  std::vector<tcp::endpoint> endpoints;
-  boost::system::error_code pec;
+// The endpoint's port, 1 to 65535.
+core::result<unsigned short> api_port(const endpoint& ep) {
   unsigned long port = 0;
   if (!ep.port.empty() && ep.port.size() <= 5 &&
       std::all_of(ep.port.begin(), ep.port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     port = std::stoul(ep.port);
   }
   if (port == 0 || port > 65535)
-    co_return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
+    return core::fail(core::errc::invalid_argument, "bad API port " + ep.port);
+  return static_cast<unsigned short>(port);
+}
+
+// `addresses`: resolve_within's answer for ep.host.
+asio::awaitable<core::result<void>> connect(const endpoint& ep,
+                                            const std::vector<std::string>& addresses,
+                                            ssl::stream<beast::tcp_stream>& stream,
+                                            std::chrono::steady_clock::time_point deadline) {
+  const auto port = api_port(ep);
+  if (!port) co_return port.error();
+  std::vector<tcp::endpoint> endpoints;
+  boost::system::error_code pec;
   for (const auto& a : addresses) {
     const auto ip = asio::ip::make_address(a, pec);
-    if (!pec) endpoints.emplace_back(ip, static_cast<unsigned short>(port));
+    if (!pec) endpoints.emplace_back(ip, *port);
   }
   if (endpoints.empty())
     co_return core::fail(core::errc::unavailable, "resolve " + ep.host + ": no address");
@@ -323,7 +332,8 @@ asio::awaitable<core::result<void>> connect(const endpoint& ep,
   co_return core::result<void>{};
 }
 
-void set_common(http::request<http::string_body>& req, const endpoint& ep, const std::string& token,
+template <class Body>
+void set_common(http::request<Body>& req, const endpoint& ep, const std::string& token,
                 std::string_view accept) {
   req.set(http::field::host, ep.host);
   req.set(http::field::user_agent, "topogate");
@@ -340,71 +350,122 @@ core::result<void> check_client_identity(std::string_view cert_pem, std::string_
 
 namespace {
 
-// Reads a stream's body once its head is in: for a 200, every complete line to `on_line`;
-// for another status, the body (up to 1 MiB) into `out.body`. `out.broken` says why it ended
-// early.
-asio::awaitable<void> read_lines(ssl::stream<beast::tcp_stream>& stream, beast::flat_buffer& buf,
-                                 http::response_parser<http::buffer_body>& parser,
-                                 std::chrono::seconds idle,
-                                 const std::function<bool(std::string_view)>& on_line,
-                                 stream_response& out) {
-  // The idle limit on the body: a watchdog looks at the time of the last read a few times per
-  // limit, instead of a timer armed and cancelled around every read (a system call and a
-  // handler per event). A stream silent for `idle` is cut within idle + idle/8. Its state is
-  // shared: the watchdog's last wake-up may come after this coroutine has ended.
-  struct watch_state {
-    explicit watch_state(asio::any_io_executor ex) : timer(std::move(ex)) {}
-    asio::steady_timer timer;
-    std::chrono::steady_clock::time_point last_read = std::chrono::steady_clock::now();
-    bool idle_expired = false;
-    bool body_done = false;
+core::error cancelled_error() { return core::fail(core::errc::unavailable, "cancelled"); }
+
+// What kept a call from being made or answered: always unavailable (a credential file that
+// cannot be read, an exec plugin that fails, a CA that does not load included), with its text.
+core::error no_answer(core::error e) {
+  e.code = core::errc::unavailable;
+  return e;
+}
+
+// A watch, on a connection of its own (tls_conn.hpp): the request, the answer's head, then
+// for a 200 every complete line of the body to `on_line`, for another status the body (up to
+// 1 MiB) into `out.body`. Fails (unavailable) when no answer began; `out.broken` says why a
+// stream that began ended early. The body is silent for at most `idle`.
+core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* ctx,
+                                  const std::atomic<bool>& cancelled, const std::string& token,
+                                  const std::string& target, std::chrono::seconds idle,
+                                  std::string_view accept,
+                                  const std::function<bool(std::string_view)>& on_line,
+                                  stream_response& out) {
+  using clock = tls_conn::clock;
+  const auto connect_deadline = clock::now() + std::chrono::seconds(10);
+  auto addresses = resolve_within(ep.host, connect_deadline, cancelled);
+  if (!addresses) return std::move(addresses).error();
+  const auto port = api_port(ep);
+  if (!port) return no_answer(port.error());
+  if (auto c = conn.connect(*addresses, *port, connect_deadline); !c) {
+    if (c.error().message == "cancelled") return cancelled_error();
+    return core::fail(core::errc::unavailable,
+                      "connect " + ep.host + ":" + ep.port + ": " + c.error().message);
+  }
+  const auto prepare = [&](SSL* s) {
+    // A watch carries a small record per event for hours: OpenSSL keeps its read buffer rather
+    // than freeing and reallocating it for each record (each record's plaintext is still wiped
+    // once read, SSL_OP_CLEANSE_PLAINTEXT), and reads ahead, so that a record is one recv.
+    SSL_clear_mode(s, SSL_MODE_RELEASE_BUFFERS);
+    SSL_set_read_ahead(s, 1);
+    return prepare_session(ep, s);
   };
-  auto w = std::make_shared<watch_state>(stream.get_executor());
-  const auto watch_period =
-      std::max<std::chrono::steady_clock::duration>(idle / 8, std::chrono::milliseconds(100));
-  asio::co_spawn(
-      stream.get_executor(),
-      [w, watch_period, idle, &stream]() -> asio::awaitable<void> {
-        while (!w->body_done) {
-          w->timer.expires_after(watch_period);
-          auto [tec] = co_await w->timer.async_wait(as_tuple);
-          if (tec || w->body_done) co_return;
-          if (std::chrono::steady_clock::now() - w->last_read >= idle) {
-            w->idle_expired = true;
-            boost::system::error_code ignored;
-            beast::get_lowest_layer(stream).socket().cancel(ignored);
-            co_return;
-          }
-        }
-      },
-      asio::detached);
-  const auto finish = [&](std::string broken) {
-    w->body_done = true;
-    w->timer.cancel();
-    out.broken = std::move(broken);
+  if (auto h = conn.handshake(ctx, prepare, connect_deadline); !h) {
+    if (h.error().message == "cancelled") return cancelled_error();
+    return core::fail(core::errc::unavailable,
+                      "TLS handshake with " + ep.host + ": " + h.error().message);
+  }
+  std::string head;
+  {
+    http::request<http::empty_body> req{http::verb::get, target, 11};
+    set_common(req, ep, token, accept);
+    std::ostringstream os;
+    os << req.base();
+    head = os.str();
+  }
+  const auto sent = conn.write_all(head, clock::now() + std::chrono::seconds(10));
+  if (sent.st == tls_conn::status::cancelled) return cancelled_error();
+  if (sent.st != tls_conn::status::ok)
+    return core::fail(
+        core::errc::unavailable,
+        "write: " + (sent.st == tls_conn::status::timeout ? "timed out" : sent.error));
+
+  // What one read could not end with: the text of `broken` or of the failure.
+  const auto read_failure = [](const tls_conn::outcome& o) -> std::string {
+    switch (o.st) {
+      case tls_conn::status::timeout:
+        return "watch idle timeout";
+      case tls_conn::status::cancelled:
+        return "cancelled";
+      case tls_conn::status::eof:
+        return "read: end of stream";
+      default:
+        return "read: " + o.error;
+    }
   };
-  std::string pending;
+  beast::flat_buffer buf;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   std::array<char, 65536> chunk{};
-  // The body is parsed here rather than by http::async_read_some, which posts its
-  // completion whenever the buffer already holds bytes: a handler and a poll of the
-  // reactor more per watch event. Each read hands on what one record carried.
+  constexpr std::size_t read_size = 65536;
+  const auto header_deadline = clock::now() + idle;
+  while (!parser.is_header_done()) {
+    const auto got = conn.read_some(static_cast<char*>(buf.prepare(read_size).data()), read_size,
+                                    header_deadline);
+    if (got.st == tls_conn::status::cancelled) return cancelled_error();
+    if (got.st != tls_conn::status::ok) {
+      return core::fail(core::errc::unavailable, got.st == tls_conn::status::timeout
+                                                     ? std::string("read: timed out")
+                                                     : read_failure(got));
+    }
+    buf.commit(got.bytes);
+    boost::system::error_code ec;
+    buf.consume(parser.put(buf.data(), ec));
+    if (ec && ec != http::error::need_more)
+      return core::fail(core::errc::unavailable, "read: " + ec.message());
+  }
+  out.status = static_cast<int>(parser.get().result_int());
+
+  // The body: the bytes already read first, then a read whenever the parser needs more. A
+  // stream silent for `idle` is cut then.
+  std::string pending;
+  auto last_read = clock::now();
   bool need_read = buf.size() == 0;
   while (!parser.is_done()) {
     boost::system::error_code ec;
     if (need_read) {
-      auto [rec, n] = co_await stream.async_read_some(buf.prepare(65536), as_tuple);
-      buf.commit(n);
-      w->last_read = std::chrono::steady_clock::now();
-      if (rec == asio::error::eof && parser.got_some()) {
+      const auto got = conn.read_some(static_cast<char*>(buf.prepare(read_size).data()), read_size,
+                                      last_read + idle);
+      if (got.st == tls_conn::status::eof && parser.got_some()) {
         parser.put_eof(ec);  // a body cut short is partial_message
         if (!ec) break;
-      } else {
-        ec = rec;
+        out.broken = "read: " + ec.message();
+        return {};
       }
-      if (ec) {
-        finish(w->idle_expired ? "watch idle timeout" : "read: " + ec.message());
-        co_return;
+      if (got.st != tls_conn::status::ok) {
+        out.broken = read_failure(got);
+        return {};
       }
+      buf.commit(got.bytes);
+      last_read = clock::now();
     }
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
@@ -420,33 +481,21 @@ asio::awaitable<void> read_lines(ssl::stream<beast::tcp_stream>& stream, beast::
       for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
         const std::string_view line(pending.data() + start, nl - start);
         start = nl + 1;
-        if (!line.empty() && !on_line(line)) {
-          finish({});
-          co_return;
-        }
+        if (!line.empty() && !on_line(line)) return {};
       }
       pending.erase(0, start);
       if (pending.size() > max_answer_bytes) {
-        finish("watch event too large");
-        co_return;
+        out.broken = "watch event too large";
+        return {};
       }
     }
     if (ec) {
-      finish("read: " + ec.message());
-      co_return;
+      out.broken = "read: " + ec.message();
+      return {};
     }
   }
-  finish({});
   if (!pending.empty() && out.status == 200) on_line(pending);
-}
-
-core::error cancelled_error() { return core::fail(core::errc::unavailable, "cancelled"); }
-
-// What kept a call from being made or answered: always unavailable (a credential file that
-// cannot be read, an exec plugin that fails, a CA that does not load included), with its text.
-core::error no_answer(core::error e) {
-  e.code = core::errc::unavailable;
-  return e;
+  return {};
 }
 
 }  // namespace
@@ -459,7 +508,7 @@ core::error no_answer(core::error e) {
 template <class Exchange>
 core::result<void> client::call(bool refresh,
                                 std::chrono::steady_clock::time_point connect_deadline,
-                                bool long_lived, Exchange&& exchange) {
+                                Exchange&& exchange) {
   if (cancelled_.load()) return cancelled_error();
   auto creds = gather_credentials(ep_, refresh);
   if (!creds) return no_answer(std::move(creds).error());
@@ -468,11 +517,8 @@ core::result<void> client::call(bool refresh,
 
   asio::io_context ioc(1);
   ssl::stream<beast::tcp_stream> stream(ioc, ctx);
-  if (auto r = prepare_stream(ep_, stream); !r) return no_answer(std::move(r).error());
-  // A watch carries a small record per event for hours: OpenSSL keeps its read buffer
-  // rather than freeing and reallocating it for each record (each record's plaintext is
-  // still wiped once read, SSL_OP_CLEANSE_PLAINTEXT).
-  if (long_lived) SSL_clear_mode(stream.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+  if (auto r = prepare_session(ep_, stream.native_handle()); !r)
+    return no_answer(std::move(r).error());
   {
     std::lock_guard lk(mu_);
     if (cancelled_.load()) return cancelled_error();
@@ -514,7 +560,7 @@ core::result<response> client::request(std::string_view method, const std::strin
     // One deadline for the whole call (connect, handshake, request, response): a caller with
     // a budget (store.timeout) gets its answer, or a timeout, within it.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    return call(refresh, deadline, false,
+    return call(refresh, deadline,
                 [&](ssl::stream<beast::tcp_stream>& stream,
                     const std::string& token) -> asio::awaitable<core::result<void>> {
                   http::request<http::string_body> req{verb, target, 11};
@@ -561,35 +607,29 @@ core::result<stream_response> client::stream_lines(
     const std::string& target, const std::function<bool(std::string_view)>& on_line,
     std::chrono::seconds idle, std::string_view accept) {
   stream_response out;
-  const auto once = [&](bool refresh) {
+  const auto once = [&](bool refresh) -> core::result<void> {
     out = {};
-    const auto connect_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    return call(refresh, connect_deadline, true,
-                [&](ssl::stream<beast::tcp_stream>& stream,
-                    const std::string& token) -> asio::awaitable<core::result<void>> {
-                  http::request<http::string_body> req{http::verb::get, target, 11};
-                  set_common(req, ep_, token, accept);
-                  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-                  auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
-                  if (wec) co_return core::fail(core::errc::unavailable, "write: " + wec.message());
-                  beast::flat_buffer buf;
-                  http::response_parser<http::buffer_body> parser;
-                  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-                  beast::get_lowest_layer(stream).expires_after(idle);
-                  auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, as_tuple);
-                  if (hec) co_return core::fail(core::errc::unavailable, "read: " + hec.message());
-                  out.status = static_cast<int>(parser.get().result_int());
-                  beast::get_lowest_layer(stream).expires_never();
-                  co_await read_lines(stream, buf, parser, idle, on_line, out);
-                  co_return core::result<void>{};
-                });
+    if (cancelled_.load()) return cancelled_error();
+    auto creds = gather_credentials(ep_, refresh);
+    if (!creds) return no_answer(std::move(creds).error());
+    ssl::context ctx(ssl::context::tls_client);
+    if (auto r = make_context(ep_, *creds, ctx); !r) return no_answer(std::move(r).error());
+    tls_conn conn;
+    {
+      std::lock_guard lk(mu_);
+      if (cancelled_.load()) return cancelled_error();
+      active_conn_ = &conn;
+    }
+    auto r = watch_exchange(ep_, conn, ctx.native_handle(), cancelled_, creds->token, target, idle,
+                            accept, on_line, out);
+    std::lock_guard lk(mu_);
+    active_conn_ = nullptr;
+    return r;
   };
   // A 401 is answered before any line: nothing has been handed on when the call is repeated.
   auto r = once(false);
   if (out.status == 401 && ep_.credentials && !cancelled_.load()) r = once(true);
   if (out.status == 0) return std::move(r).error();
-  // cancel() cut the stream once its answer had begun.
-  if (!r && out.broken.empty()) out.broken = "cancelled";
   return out;
 }
 
@@ -597,6 +637,7 @@ void client::cancel() {
   cancelled_ = true;
   std::lock_guard lk(mu_);
   if (active_ != nullptr) static_cast<asio::io_context*>(active_)->stop();
+  if (active_conn_ != nullptr) active_conn_->wake();
 }
 
 }  // namespace topogate::kube

@@ -25,6 +25,8 @@
 
 namespace topogate::kube {
 
+class tls_conn;
+
 // The API's answer: any HTTP status, and its body.
 struct response {
   int status = 0;
@@ -72,11 +74,12 @@ class client {
   // The setup every call shares (client.cpp).
   template <class Exchange>
   core::result<void> call(bool refresh, std::chrono::steady_clock::time_point connect_deadline,
-                          bool long_lived, Exchange&& exchange);
+                          Exchange&& exchange);
 
   endpoint ep_;
   std::mutex mu_;
-  void* active_ = nullptr;  // the io_context of the call in progress (guarded by mu_)
+  void* active_ = nullptr;           // the io_context of the request in progress (guarded by mu_)
+  tls_conn* active_conn_ = nullptr;  // the connection of the watch in progress (guarded by mu_)
   std::atomic<bool> cancelled_{false};
 };
 

@@ -228,5 +228,64 @@ TEST(StreamLines, AnAnswerOtherThan200IsKeptAsItsBodyNotAsLines) {
   EXPECT_TRUE(c.lines.empty());
 }
 
+TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
+  client api(peer.api());
+  std::atomic<bool> first{false};
+  std::thread canceller([&] {
+    const auto limit = clock_type::now() + 10s;
+    while (!first.load() && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);
+    api.cancel();
+  });
+  const auto t0 = clock_type::now();
+  const auto r = api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view) {
+        first = true;
+        return true;
+      },
+      30s);
+  const auto took = clock_type::now() - t0;
+  canceller.join();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->broken, "cancelled");
+  EXPECT_TRUE(first.load());
+  // The peer stays silent for 10 s and the idle limit is 30 s: only cancel() ends it this soon.
+  EXPECT_LT(took, 5s);
+  // And every later call fails at once.
+  const auto again = api.stream_lines(
+      "/x", [](std::string_view) { return true; }, 1s);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message, "cancelled");
+}
+
+TEST(StreamLines, AStreamOnAPeerThatIsNotTrustedFailsAtTheHandshake) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::close);
+  auto ep = peer.api();
+  ep.ca_pem = self_signed().cert_pem;  // another CA
+  const auto c = stream(ep, 10s);
+  EXPECT_EQ(c.no_answer.rfind("TLS handshake with 127.0.0.1: ", 0), 0u) << c.no_answer;
+  EXPECT_NE(c.no_answer.find("certificate verify failed"), std::string::npos) << c.no_answer;
+  EXPECT_TRUE(c.lines.empty());
+}
+
+TEST(StreamLines, NoListenerIsNoAnswer) {
+  unsigned short port = 0;
+  {
+    asio::io_context ioc;
+    tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    port = a.local_endpoint().port();
+  }  // closed: nothing listens there now
+  kube::endpoint ep;
+  ep.host = "127.0.0.1";
+  ep.port = std::to_string(port);
+  ep.ca_pem = self_signed().cert_pem;
+  const auto c = stream(ep, 10s);
+  EXPECT_EQ(c.no_answer, "connect 127.0.0.1:" + ep.port + ": Connection refused");
+  EXPECT_LT(c.took, 5s);
+}
+
 }  // namespace
 }  // namespace topogate::kube

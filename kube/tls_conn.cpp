@@ -1,0 +1,215 @@
+#include "kube/tls_conn.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace topogate::kube {
+
+namespace {
+
+std::string system_text(int err) { return std::strerror(err); }
+
+// The poll timeout, in whole milliseconds rounded up, until `deadline`.
+int timeout_ms(tls_conn::clock::time_point deadline) {
+  const auto left = deadline - tls_conn::clock::now();
+  if (left <= tls_conn::clock::duration::zero()) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<long long>(ms, std::numeric_limits<int>::max()));
+}
+
+// `address` (numeric) and `port` as a socket address; false when it is not a numeric address.
+bool socket_address(const std::string& address, unsigned short port, sockaddr_storage& out,
+                    socklen_t& len) {
+  out = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
+  if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof(sockaddr_in);
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
+  if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+tls_conn::tls_conn() : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+tls_conn::~tls_conn() {
+  if (ssl_ != nullptr) SSL_free(ssl_);  // frees its socket BIO, which does not close fd_
+  if (fd_ >= 0) ::close(fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void tls_conn::wake() noexcept {
+  if (wake_fd_ < 0) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
+tls_conn::status tls_conn::wait(bool write, clock::time_point deadline) {
+  std::array<pollfd, 2> fds{};
+  fds[0].fd = fd_;
+  fds[0].events = write ? POLLOUT : POLLIN;
+  fds[1].fd = wake_fd_;
+  fds[1].events = POLLIN;
+  for (;;) {
+    const int n = ::poll(fds.data(), fds.size(), timeout_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (fds[1].revents != 0) return status::cancelled;
+    // An error or a hang-up on the socket is ready too: the read or write that follows says
+    // what it is.
+    if (n > 0) return status::ok;
+    if (n == 0 && clock::now() >= deadline) return status::timeout;
+    if (n < 0) return status::failed;
+  }
+}
+
+core::result<void> tls_conn::connect(const std::vector<std::string>& addresses, unsigned short port,
+                                     clock::time_point deadline) {
+  if (wake_fd_ < 0) return core::fail(core::errc::unavailable, "eventfd: " + system_text(errno));
+  std::string last = "no address";
+  for (const auto& address : addresses) {
+    sockaddr_storage sa{};
+    socklen_t len = 0;
+    if (!socket_address(address, port, sa, len)) continue;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = ::socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return core::fail(core::errc::unavailable, "socket: " + system_text(errno));
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&sa), len) == 0) return {};
+    if (errno != EINPROGRESS) {
+      last = system_text(errno);
+      continue;
+    }
+    const status w = wait(true, deadline);
+    if (w == status::cancelled) return core::fail(core::errc::unavailable, "cancelled");
+    if (w == status::timeout) return core::fail(core::errc::unavailable, "timed out");
+    int err = 0;
+    socklen_t err_len = sizeof err;
+    if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) err = errno;
+    if (err == 0) return {};
+    last = system_text(err);
+  }
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return core::fail(core::errc::unavailable, last);
+}
+
+std::string tls_conn::ssl_failure(int code) const {
+  std::string text;
+  if (const unsigned long e = ERR_peek_last_error(); e != 0) {
+    if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+      text = "stream truncated";
+    } else {
+      std::array<char, 256> buf{};
+      ERR_error_string_n(e, buf.data(), buf.size());
+      text = buf.data();
+    }
+  } else if (code == SSL_ERROR_SYSCALL) {
+    text = errno != 0 ? system_text(errno) : "stream truncated";
+  } else {
+    text = "TLS error " + std::to_string(code);
+  }
+  ERR_clear_error();
+  return text;
+}
+
+core::result<void> tls_conn::handshake(SSL_CTX* ctx,
+                                       const std::function<core::result<void>(SSL*)>& prepare,
+                                       clock::time_point deadline) {
+  ssl_ = SSL_new(ctx);
+  if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+    ERR_clear_error();
+    return core::fail(core::errc::internal, "cannot set up a TLS session");
+  }
+  if (auto r = prepare(ssl_); !r) return r;
+  for (;;) {
+    ERR_clear_error();
+    const int rc = SSL_connect(ssl_);
+    if (rc == 1) return {};
+    const int code = SSL_get_error(ssl_, rc);
+    status w = status::failed;
+    if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+      w = wait(code == SSL_ERROR_WANT_WRITE, deadline);
+      if (w == status::ok) continue;
+    }
+    if (w == status::cancelled) return core::fail(core::errc::unavailable, "cancelled");
+    if (w == status::timeout) return core::fail(core::errc::unavailable, "timed out");
+    std::string why = ssl_failure(code);
+    if (const long v = SSL_get_verify_result(ssl_); v != X509_V_OK)
+      why += " (" + std::string(X509_verify_cert_error_string(v)) + ")";
+    return core::fail(core::errc::unavailable, why);
+  }
+}
+
+tls_conn::outcome tls_conn::write_all(std::string_view data, clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ERR_clear_error();
+    const int n = SSL_write(ssl_, data.data() + done,
+                            static_cast<int>(std::min<std::size_t>(data.size() - done, 1 << 30)));
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    const int code = SSL_get_error(ssl_, n);
+    if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+      const status w = wait(code == SSL_ERROR_WANT_WRITE, deadline);
+      if (w == status::ok) continue;
+      return {w, done, {}};
+    }
+    return {status::failed, done, ssl_failure(code)};
+  }
+  return {status::ok, done, {}};
+}
+
+tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_point deadline) {
+  // Waits first when OpenSSL holds no bytes of the next record: a read that would find the
+  // socket empty is a system call for nothing. After a partial record it waits too, so that a
+  // record split across segments does not spin.
+  bool must_wait = SSL_has_pending(ssl_) == 0;
+  for (;;) {
+    if (must_wait) {
+      if (const status w = wait(false, deadline); w != status::ok) return {w, 0, {}};
+    }
+    ERR_clear_error();
+    errno = 0;
+    const int n = SSL_read(ssl_, into, static_cast<int>(std::min<std::size_t>(size, 1 << 30)));
+    if (n > 0) return {status::ok, static_cast<std::size_t>(n), {}};
+    const int code = SSL_get_error(ssl_, n);
+    if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+      if (code == SSL_ERROR_WANT_WRITE) {
+        if (const status w = wait(true, deadline); w != status::ok) return {w, 0, {}};
+        must_wait = false;
+      } else {
+        must_wait = true;
+      }
+      continue;
+    }
+    if (code == SSL_ERROR_ZERO_RETURN) return {status::eof, 0, {}};
+    return {status::failed, 0, ssl_failure(code)};
+  }
+}
+
+}  // namespace topogate::kube
