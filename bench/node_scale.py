@@ -24,13 +24,16 @@ carry (instance type, zone, region, NFD and GPU-operator labels, node group), st
 - admission latency (an AdmissionReview every 50 ms on a kept-alive connection) while idle
   and during each churn, p50/p99: the Node watch must not delay the webhook; the CPU
   figures above are taken in passes without it (a review costs more than a change);
+- the floor: a bare TLS reader of the same metadata-only watch (curl --http1.1, its output
+  thrown away) under another irrelevant churn pass, its CPU per change: what receiving an
+  event costs before anything is done with it (off with --no-floor);
 - with --kueue, the same churn beside the reference: the TAS lab's Kueue v0.17.0 controller
   manager (scripts/tas-lab.sh up: controller-runtime informers over the same Nodes) on the
   same control plane, its CPU per change and RSS, and topogate's as a ratio to Kueue's.
 
 Usage: bench/node_scale.py [--sizes 1000,5000,10000,20000] [--rate 10] [--irrelevant-rate 50]
                            [--seconds 20]
-                           [--burst-rate 200] [--burst-seconds 5] [--kueue]
+                           [--burst-rate 200] [--burst-seconds 5] [--kueue] [--no-floor]
                            [--binary build/release/cli/topogate] [--json FILE]
 It starts its own control plane (test/e2e/control-plane.sh, state in a temporary folder),
 or with --kueue a TAS lab of its own (TAS_LAB_DIR in the same folder).
@@ -353,6 +356,20 @@ def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
             1000.0 * kcpu / max(changes, 1), krss_peak)
 
 
+def bare_reader(cp_env, token):
+    """curl reading the Node watch as topogate does (metadata only, HTTP/1.1, TLS) from the
+    current version, its output thrown away."""
+    api = Api(cp_env["TOPOGATE_CP_URL"], cp_env["TOPOGATE_CP_CA"], token)
+    st, body = api.call("GET", "/api/v1/nodes?limit=1")
+    version = json.loads(body)["metadata"]["resourceVersion"]
+    return subprocess.Popen(
+        ["curl", "-sN", "--http1.1", "--cacert", cp_env["TOPOGATE_CP_CA"],
+         "-H", "Authorization: Bearer " + token,
+         "-H", "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+         cp_env["TOPOGATE_CP_URL"] + "/api/v1/nodes?watch=1&allowWatchBookmarks=true&resourceVersion=" + version],
+        stdout=subprocess.DEVNULL)
+
+
 def served_names(tg, etag):
     """The Node names of the served revision and its ETag; (None, etag) while it is `etag`."""
     try:
@@ -461,6 +478,8 @@ def main():
     ap.add_argument("--burst-seconds", type=float, default=5.0)
     ap.add_argument("--kueue", action="store_true",
                     help="run Kueue's controller manager beside topogate (a TAS lab of its own)")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="skip the bare TLS reader's pass (curl on the same watch)")
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "release", "cli", "topogate"))
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -523,6 +542,19 @@ def main():
                 irr = churn(api, tg, n, args.irrelevant_rate, args.seconds, relevant=False,
                             kueue_pid=kueue_pid)
                 rss_after = proc_mem(tg.proc.pid, "VmRSS")
+                floor_ms = float("nan")
+                if not args.no_floor:
+                    # A pass of its own: the reader's CPU would otherwise weigh on topogate's figure
+                    # (two cores, shared with the apiserver and this script).
+                    reader = bare_reader(cp_env, token)
+                    try:
+                        time.sleep(2.0)
+                        rc0 = proc_cpu(reader.pid)
+                        fl = churn(api, tg, n, args.irrelevant_rate, args.seconds, relevant=False)
+                        floor_ms = 1000.0 * (proc_cpu(reader.pid) - rc0) / max(fl[0], 1)
+                    finally:
+                        reader.kill()
+                        reader.wait()
                 rel = churn(api, tg, n, args.rate / 2, args.seconds, relevant=True, kueue_pid=kueue_pid,
                             poll=False)
                 # Admission latency: idle, then during each kind of churn.
@@ -576,6 +608,9 @@ def main():
                     "admission_burst_p99_ms": round(1000 * pct(adm_burst, 99), 2),
                     "admission_errors": prober.errors,
                     "relist_s": round(relist_s, 2),
+                    "bare_reader_cpu_ms": round(floor_ms, 3),
+                    "ratio_irrelevant_to_bare_reader": ratio(irr[1] - idle_ms_per_s / args.irrelevant_rate,
+                                                             floor_ms),
                     "peak_rss_mib": round(max(hwm_before, proc_mem(tg.proc.pid, "VmHWM")), 1),
                 }
                 if kueue_pid:
@@ -617,6 +652,14 @@ def main():
                   f"| {r['burst_not_seen']} | {r['burst_cpu_ms']} ms "
                   f"| {r['admission_idle_p50_ms']} / {r['admission_idle_p99_ms']} ms "
                   f"| {r['admission_churn_p50_ms']} / {r['admission_churn_p99_ms']} ms | {r['admission_burst_p99_ms']} ms |")
+        if not args.no_floor:
+            print()
+            print("| Nodes | bare TLS reader of the same watch (curl --http1.1): CPU per change "
+                  "| topogate: irrelevant change (net) | topogate / bare reader |")
+            print("|---|---|---|---|")
+            for r in rows:
+                print(f"| {r['nodes']} | {r['bare_reader_cpu_ms']} ms | {r['irrelevant_net_cpu_ms']} ms "
+                      f"| {r['ratio_irrelevant_to_bare_reader']}× |")
         if args.kueue:
             print()
             print("| Nodes | Kueue idle CPU | Kueue irrelevant change CPU (net) | Kueue relevant change CPU "
