@@ -1,6 +1,7 @@
 #include "inventory/drift.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <string_view>
 #include <unordered_set>
@@ -23,19 +24,6 @@ void compare(node_drift& d, std::string_view key, std::string_view want,
   d.labels.push_back(std::move(l));
 }
 
-std::string signature_of(const node_drift& d) {
-  std::string s;
-  for (const auto& l : d.labels) {
-    s += l.key;
-    s.push_back('\0');
-    s += l.want;
-    s.push_back('\0');
-    s += l.present ? l.have : std::string("\x01");
-    s.push_back('\0');
-  }
-  return s;
-}
-
 // find_drift's entry for one Node (no labels: none differs), `node` as the list has it (null:
 // not in the list, not compared). `pruned` sorted by name.
 node_drift drift_of(const core::topology_source& src, const revision& rev,
@@ -46,8 +34,11 @@ node_drift drift_of(const core::topology_source& src, const revision& rev,
   const auto it = std::lower_bound(
       accepted.nodes.begin(), accepted.nodes.end(), name,
       [](const core::snapshot_node& n, std::string_view key) { return n.name < key; });
-  if (it != accepted.nodes.end() && it->name == name &&
-      !std::binary_search(pruned.begin(), pruned.end(), name)) {
+  const bool served = it != accepted.nodes.end() && it->name == name &&
+                      !std::binary_search(pruned.begin(), pruned.end(), name);
+  // Room for every label that may differ, at once: no growth by doubling for each Node.
+  d.labels.reserve((served ? it->labels.size() : 0) + (rev.profiles ? 1 : 0));
+  if (served) {
     for (const auto& l : it->labels) {
       if (core::is_read_only_parent(l.key) || l.key == profile_label ||
           !core::reads_node_label(src, l.key))
@@ -105,6 +96,28 @@ void names_differing(const Seq& a, const Seq& b, bool skip_shared, Name name, Sa
 }
 
 }  // namespace
+
+drift_tracker::signature drift_tracker::signature_of(const node_drift& d) {
+  // The text is built in a buffer the thread keeps: no allocation per Node once it is grown.
+  thread_local std::string s;
+  s.clear();
+  for (const auto& l : d.labels) {
+    s += l.key;
+    s.push_back('\0');
+    s += l.want;
+    s.push_back('\0');
+    if (l.present) {
+      s += l.have;
+    } else {
+      s.push_back('\x01');
+    }
+    s.push_back('\0');
+  }
+  const std::hash<std::string_view> h;
+  const std::uint64_t first = h(s);
+  s.push_back('\x02');  // the second hash is of another text
+  return {first, h(s)};
+}
 
 drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes) {
   drift_basis b;
@@ -254,16 +267,16 @@ std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node
   report->mismatched = found.size();
   std::map<std::string, seen, std::less<>> next;
   for (const auto& d : found) {
-    auto sig = signature_of(d);
+    const auto sig = signature_of(d);
     auto since = now;
-    if (auto it = since_.find(d.node); it != since_.end() && it->second.signature == sig)
+    if (auto it = since_.find(d.node); it != since_.end() && it->second.sig == sig)
       since = it->second.since;
     if (now - since >= grace) {
       ++report->drifted;
       if (report->nodes.size() < drift_report::max_listed) report->nodes.push_back({d, since});
     }
     std::string name = d.node;
-    next.emplace(std::move(name), seen{std::move(sig), since});
+    next.emplace(std::move(name), seen{sig, since});
   }
   since_ = std::move(next);
   return report;
@@ -282,11 +295,11 @@ std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node
       if (it != since_.end()) since_.erase(it);  // no longer differs
       continue;
     }
-    auto sig = signature_of(*f);
+    const auto sig = signature_of(*f);
     if (it == since_.end()) {
-      since_.emplace(name, seen{std::move(sig), now});
-    } else if (it->second.signature != sig) {
-      it->second = seen{std::move(sig), now};  // differs otherwise: starts again
+      since_.emplace(name, seen{sig, now});
+    } else if (it->second.sig != sig) {
+      it->second = seen{sig, now};  // differs otherwise: starts again
     }
   }
   return age(found, now, grace);

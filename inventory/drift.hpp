@@ -7,8 +7,10 @@
 // this periodically and counts a Node once it stayed drifted for the grace period
 // (docs/inventory.md, "Label drift").
 
+#include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -112,10 +114,15 @@ class drift_tracker {
   void clear() { since_.clear(); }
 
  private:
+  // The differing keys, wanted and found values of one Node, as two 64-bit hashes of their
+  // text (128 bits: two different drifts of a Node are not taken for one another in practice),
+  // so that a Node that differs costs the tracker a few words, not a copy of its drift.
+  using signature = std::array<std::uint64_t, 2>;
   struct seen {
-    std::string signature;  // the differing keys, wanted and found values
+    signature sig{};
     std::chrono::system_clock::time_point since;
   };
+  [[nodiscard]] static signature signature_of(const node_drift& d);
   std::map<std::string, seen, std::less<>> since_;
 };
 

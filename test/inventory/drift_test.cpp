@@ -156,6 +156,36 @@ TEST(DriftTracker, ANodeCountsOnceItDiffersForTheGrace) {
   EXPECT_EQ(r->drifted, 0u);
 }
 
+// The tracker keeps a digest of each Node's drift, not the drift: drifts that differ only in
+// where one value ends and the next begins, or in a label absent against one set to "", are
+// told apart all the same (the grace starts again).
+TEST(DriftTracker, DriftsThatDifferOnlyInTheirFieldsBoundsOrInAnEmptyValueAreTwo) {
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const std::string rack(testing::rack);
+  const std::vector<std::pair<node_drift, node_drift>> pairs{
+      {{"w", {{rack, "rack-0", "", false}}}, {"w", {{rack, "rack-0", "", true}}}},
+      {{"w", {{rack, "ab", "c", true}}}, {"w", {{rack, "a", "bc", true}}}},
+      {{"w", {{rack, "r", "x", true}, {rack + "s", "r", "x", true}}},
+       {"w", {{rack, "r", "x", true}}}},
+  };
+  for (const auto& [a, b] : pairs) {
+    drift_tracker t;
+    t.update({a}, t0, 60s);
+    auto r = t.update({a}, t0 + 60s, 60s);
+    EXPECT_EQ(r->drifted, 1u) << "the same drift for the grace";
+    r = t.update({b}, t0 + 61s, 60s);
+    EXPECT_EQ(r->drifted, 0u) << "another drift starts the grace again";
+    ASSERT_EQ(r->mismatched, 1u);
+    // The same through the update that is told which Nodes changed.
+    drift_tracker u;
+    u.update({a}, t0, 60s);
+    r = u.update({b}, std::vector<std::string>{"w"}, t0 + 61s, 60s);
+    EXPECT_EQ(r->drifted, 0u);
+    r = u.update({b}, std::vector<std::string>{"w"}, t0 + 121s, 60s);
+    EXPECT_EQ(r->drifted, 1u) << "the same again: the grace ran from the change";
+  }
+}
+
 TEST(DriftTracker, TheReportListsAtMostItsLimitAndCountsAll) {
   const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
   drift_tracker t;
