@@ -620,11 +620,16 @@ core::result<stream_response> client::stream_lines(
       if (cancelled_.load()) return cancelled_error();
       active_conn_ = &conn;
     }
-    auto r = watch_exchange(ep_, conn, ctx.native_handle(), cancelled_, creds->token, target, idle,
-                            accept, on_line, out);
-    std::lock_guard lk(mu_);
-    active_conn_ = nullptr;
-    return r;
+    // Unregistered before it is destroyed, however the exchange ends (on_line may throw).
+    struct unregister {
+      client& c;
+      ~unregister() {
+        std::lock_guard lk(c.mu_);
+        c.active_conn_ = nullptr;
+      }
+    } done{*this};
+    return watch_exchange(ep_, conn, ctx.native_handle(), cancelled_, creds->token, target, idle,
+                          accept, on_line, out);
   };
   // A 401 is answered before any line: nothing has been handed on when the call is repeated.
   auto r = once(false);

@@ -50,12 +50,46 @@ bool socket_address(const std::string& address, unsigned short port, sockaddr_st
   return false;
 }
 
+// OpenSSL's socket BIO writes with write(2): to a peer that has closed, that raises SIGPIPE,
+// which ends the process unless it ignores the signal. This one is the socket BIO with its
+// writes made by send(2) with MSG_NOSIGNAL (EPIPE is then an error like any other).
+int send_without_sigpipe(BIO* b, const char* data, int len) {
+  int fd = -1;
+  BIO_get_fd(b, &fd);
+  errno = 0;
+  const auto n = ::send(fd, data, static_cast<std::size_t>(std::max(len, 0)), MSG_NOSIGNAL);
+  BIO_clear_retry_flags(b);
+  if (n <= 0 && BIO_sock_should_retry(static_cast<int>(n)) != 0) BIO_set_retry_write(b);
+  return static_cast<int>(n);
+}
+
+const BIO_METHOD* socket_without_sigpipe() {
+  static BIO_METHOD* const method = [] {
+    const BIO_METHOD* s = BIO_s_socket();
+    BIO_METHOD* m = BIO_meth_new(BIO_TYPE_SOCKET, "socket without SIGPIPE");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, send_without_sigpipe);
+    BIO_meth_set_read(m, BIO_meth_get_read(s));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(s));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(s));
+    BIO_meth_set_create(m, BIO_meth_get_create(s));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(s));
+    return m;
+  }();
+  return method;
+}
+
+// The outcome of a wait that did not end with the socket ready (poll's errno when it failed).
+tls_conn::outcome not_ready(tls_conn::status w, std::size_t done) {
+  return {w, done, w == tls_conn::status::failed ? "poll: " + system_text(errno) : std::string()};
+}
+
 }  // namespace
 
 tls_conn::tls_conn() : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 tls_conn::~tls_conn() {
-  if (ssl_ != nullptr) SSL_free(ssl_);  // frees its socket BIO, which does not close fd_
+  if (ssl_ != nullptr) SSL_free(ssl_);  // frees its BIO, which does not close fd_
   if (fd_ >= 0) ::close(fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -139,10 +173,14 @@ core::result<void> tls_conn::handshake(SSL_CTX* ctx,
                                        const std::function<core::result<void>(SSL*)>& prepare,
                                        clock::time_point deadline) {
   ssl_ = SSL_new(ctx);
-  if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+  BIO* bio = socket_without_sigpipe() != nullptr ? BIO_new(socket_without_sigpipe()) : nullptr;
+  if (ssl_ == nullptr || bio == nullptr) {
+    if (bio != nullptr) BIO_free(bio);
     ERR_clear_error();
     return core::fail(core::errc::internal, "cannot set up a TLS session");
   }
+  BIO_set_fd(bio, fd_, BIO_NOCLOSE);  // fd_ is closed by the destructor
+  SSL_set_bio(ssl_, bio, bio);
   if (auto r = prepare(ssl_); !r) return r;
   for (;;) {
     ERR_clear_error();
@@ -177,7 +215,7 @@ tls_conn::outcome tls_conn::write_all(std::string_view data, clock::time_point d
     if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
       const status w = wait(code == SSL_ERROR_WANT_WRITE, deadline);
       if (w == status::ok) continue;
-      return {w, done, {}};
+      return not_ready(w, done);
     }
     return {status::failed, done, ssl_failure(code)};
   }
@@ -191,7 +229,7 @@ tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_
   bool must_wait = SSL_has_pending(ssl_) == 0;
   for (;;) {
     if (must_wait) {
-      if (const status w = wait(false, deadline); w != status::ok) return {w, 0, {}};
+      if (const status w = wait(false, deadline); w != status::ok) return not_ready(w, 0);
     }
     ERR_clear_error();
     errno = 0;
@@ -200,7 +238,7 @@ tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_
     const int code = SSL_get_error(ssl_, n);
     if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
       if (code == SSL_ERROR_WANT_WRITE) {
-        if (const status w = wait(true, deadline); w != status::ok) return {w, 0, {}};
+        if (const status w = wait(true, deadline); w != status::ok) return not_ready(w, 0);
         must_wait = false;
       } else {
         must_wait = true;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kube/client.hpp"
+#include "kube/tls_conn.hpp"
 #include "tls_peer.hpp"
 
 namespace topogate::kube {
@@ -285,6 +286,45 @@ TEST(StreamLines, NoListenerIsNoAnswer) {
   const auto c = stream(ep, 10s);
   EXPECT_EQ(c.no_answer, "connect 127.0.0.1:" + ep.port + ": Connection refused");
   EXPECT_LT(c.took, 5s);
+}
+
+// A write to a peer that has closed its end is an error like any other: it does not raise
+// SIGPIPE, which would end the process (topogate does not ignore the signal). The peer closes
+// after the handshake; the first write reaches its kernel, which answers with a reset; the
+// writes after it find the connection gone.
+TEST(TlsConn, WritesToAPeerThatHasClosedFailWithoutSigpipe) {
+  const identity id = self_signed();
+  asio::io_context ioc;
+  ssl::context server_ctx(ssl::context::tls_server);
+  server_ctx.use_certificate_chain(asio::buffer(id.cert_pem));
+  server_ctx.use_private_key(asio::buffer(id.key_pem), ssl::context::pem);
+  tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::thread peer([&] {
+    boost::system::error_code ec;
+    ssl::stream<tcp::socket> s(ioc, server_ctx);
+    acceptor.accept(s.next_layer(), ec);
+    if (!ec) s.handshake(ssl::stream_base::server, ec);
+    s.next_layer().close(ec);
+  });
+  tls_conn conn;
+  const auto deadline = clock_type::now() + 10s;
+  ASSERT_TRUE(conn.connect({"127.0.0.1"}, acceptor.local_endpoint().port(), deadline));
+  ssl::context client_ctx(ssl::context::tls_client);
+  client_ctx.add_certificate_authority(asio::buffer(id.cert_pem));
+  client_ctx.set_verify_mode(ssl::verify_peer);
+  const auto handshake = conn.handshake(
+      client_ctx.native_handle(), [](SSL*) { return core::result<void>{}; }, deadline);
+  peer.join();
+  ASSERT_TRUE(handshake) << handshake.error().message;
+  tls_conn::outcome o;
+  int writes = 0;
+  for (; writes < 5 && o.st == tls_conn::status::ok; ++writes) {
+    std::this_thread::sleep_for(50ms);
+    o = conn.write_all(std::string(4096, 'x'), deadline);
+  }
+  EXPECT_EQ(o.st, tls_conn::status::failed);
+  EXPECT_FALSE(o.error.empty());
+  EXPECT_GE(writes, 2) << "the first write reaches the peer's kernel";
 }
 
 }  // namespace
