@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "inventory/inventory_internal.hpp"
+
 namespace topogate::inventory {
 namespace {
 
@@ -64,35 +66,15 @@ std::vector<std::string> sorted_copy(const std::vector<std::string>& v) {
 }
 
 // Appends the names of the entries of `a` and `b` (chunked, sorted by name, unique) that
-// only one has or that are not `same` in both. Chunks both share are skipped when
-// `skip_shared` (their entries then equal by construction).
+// only one has or that are not `same` in both.
 template <class Seq, class Name, class Same>
 void names_differing(const Seq& a, const Seq& b, bool skip_shared, Name name, Same same,
                      std::vector<std::string>& out) {
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() && j != b.end()) {
-    if (skip_shared && i.shares_chunk_with(j)) {
-      i.skip_chunk();
-      j.skip_chunk();
-      continue;
-    }
-    const std::string& x = name(*i);
-    const std::string& y = name(*j);
-    if (x == y) {
-      if (!same(*i, *j)) out.push_back(x);
-      ++i;
-      ++j;
-    } else if (x < y) {
-      out.push_back(x);
-      ++i;
-    } else {
-      out.push_back(y);
-      ++j;
-    }
-  }
-  for (; i != a.end(); ++i) out.push_back(name(*i));
-  for (; j != b.end(); ++j) out.push_back(name(*j));
+  using entry = typename Seq::value_type;
+  detail::walk_differences(a, b, skip_shared, name, same, [&](const entry* x, const entry* y) {
+    out.push_back(name(x != nullptr ? *x : *y));
+    return true;
+  });
 }
 
 }  // namespace

@@ -48,41 +48,15 @@ std::shared_ptr<const revision::level_carriers> carriers_of(const core::topology
 inventory::node_diff inventory::diff_nodes(const core::node_list& before,
                                            const core::node_list& after, std::size_t most) {
   node_diff d;
-  auto i = before.nodes.begin();
-  auto j = after.nodes.begin();
-  const auto i_end = before.nodes.end();
-  const auto j_end = after.nodes.end();
-  const auto add = [&](const core::cluster_node* a, const core::cluster_node* b) {
-    d.changes.emplace_back(a, b);
-    d.many = d.changes.size() > most;
-    return !d.many;
-  };
-  while (i != i_end && j != j_end) {
-    if (i.shares_chunk_with(j)) {  // the same Nodes, the same labels
-      i.skip_chunk();
-      j.skip_chunk();
-      continue;
-    }
-    // The lists mostly name the same Nodes at the same places: one comparison of equal
-    // names, the order asked only where they differ.
-    const core::cluster_node& a = *i;
-    const core::cluster_node& b = *j;
-    if (a.name == b.name) {
-      ++i;
-      ++j;
-      if (!(a.labels == b.labels) && !add(&a, &b)) return d;
-    } else if (a.name < b.name) {
-      ++i;
-      if (!add(&a, nullptr)) return d;
-    } else {
-      ++j;
-      if (!add(nullptr, &b)) return d;
-    }
-  }
-  for (; i != i_end; ++i)
-    if (!add(&*i, nullptr)) return d;
-  for (; j != j_end; ++j)
-    if (!add(nullptr, &*j)) return d;
+  detail::walk_differences(
+      before.nodes, after.nodes, true,
+      [](const core::cluster_node& n) -> const auto& { return n.name; },
+      [](const core::cluster_node& x, const core::cluster_node& y) { return x.labels == y.labels; },
+      [&](const core::cluster_node* x, const core::cluster_node* y) {
+        d.changes.emplace_back(x, y);
+        d.many = d.changes.size() > most;
+        return !d.many;
+      });
   return d;
 }
 
