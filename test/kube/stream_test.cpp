@@ -183,8 +183,8 @@ TEST(StreamLines, ASilentStreamEndsAtTheIdleLimit) {
   const auto c = stream(peer.api(), 1s);
   EXPECT_EQ(c.out.broken, "watch idle timeout");
   EXPECT_EQ(c.lines, std::vector<std::string>{"{\"n\":1}"});
-  // The limit is checked every max(idle/8, 100 ms): cut between 1 s and 1.125 s after the last
-  // byte, with room for a slow machine above.
+  // The wait for the next byte ends at the limit: cut 1 s after the last byte, with room for a
+  // slow machine above.
   EXPECT_GE(c.took, 1s);
   EXPECT_LT(c.took, 4s);
 }
