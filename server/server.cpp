@@ -2,6 +2,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <csignal>
 #include <thread>
 #include <vector>
 
@@ -49,7 +50,20 @@ void server::run(const std::function<void()>& on_listening) {
   std::vector<std::thread> threads;
   const unsigned n = d.thread_count();
   threads.reserve(n - 1);
-  for (unsigned i = 1; i < n; ++i) threads.emplace_back([&d] { d.ioc.run(); });
+  {
+    // The shutdown signals go to this thread only: the other threads start with them blocked.
+    // A signal the kernel hands to a thread that is still starting can be lost (seen under
+    // ThreadSanitizer: a SIGTERM sent as the server began listening was never acted on).
+    sigset_t shutdown_signals;
+    sigset_t before;
+    sigemptyset(&shutdown_signals);
+    sigaddset(&shutdown_signals, SIGINT);
+    sigaddset(&shutdown_signals, SIGTERM);
+    sigaddset(&shutdown_signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &shutdown_signals, &before);
+    for (unsigned i = 1; i < n; ++i) threads.emplace_back([&d] { d.ioc.run(); });
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
   d.ioc.run();
   for (auto& t : threads) t.join();
   d.health.listening = false;
