@@ -86,7 +86,9 @@ tls_conn::outcome not_ready(tls_conn::status w, std::size_t done) {
 
 }  // namespace
 
-tls_conn::tls_conn() : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+tls_conn::tls_conn() : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (wake_fd_ < 0) wake_error_ = system_text(errno);
+}
 
 tls_conn::~tls_conn() {
   if (ssl_ != nullptr) SSL_free(ssl_);  // frees its BIO, which does not close fd_
@@ -120,7 +122,7 @@ tls_conn::status tls_conn::wait(bool write, clock::time_point deadline) {
 
 core::result<void> tls_conn::connect(const std::vector<std::string>& addresses, unsigned short port,
                                      clock::time_point deadline) {
-  if (wake_fd_ < 0) return core::fail(core::errc::unavailable, "eventfd: " + system_text(errno));
+  if (wake_fd_ < 0) return core::fail(core::errc::unavailable, "eventfd: " + wake_error_);
   std::string last = "no address";
   for (const auto& address : addresses) {
     sockaddr_storage sa{};
@@ -137,6 +139,10 @@ core::result<void> tls_conn::connect(const std::vector<std::string>& addresses, 
     const status w = wait(true, deadline);
     if (w == status::cancelled) return core::fail(core::errc::unavailable, "cancelled");
     if (w == status::timeout) return core::fail(core::errc::unavailable, "timed out");
+    if (w == status::failed) {
+      last = "poll: " + system_text(errno);
+      continue;
+    }
     int err = 0;
     socklen_t err_len = sizeof err;
     if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) err = errno;

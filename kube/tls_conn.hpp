@@ -66,7 +66,8 @@ class tls_conn {
   [[nodiscard]] std::string ssl_failure(int code) const;
 
   int fd_ = -1;
-  int wake_fd_ = -1;  // an eventfd
+  int wake_fd_ = -1;        // an eventfd
+  std::string wake_error_;  // why it could not be made
   SSL* ssl_ = nullptr;
 };
 
