@@ -408,11 +408,12 @@ core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* c
         core::errc::unavailable,
         "write: " + (sent.st == tls_conn::status::timeout ? "timed out" : sent.error));
 
-  // What one read could not end with: the text of `broken` or of the failure.
-  const auto read_failure = [](const tls_conn::outcome& o) -> std::string {
+  // What one read could not end with: the text of `broken` or of the failure. A timeout is
+  // `timed_out`: the head's deadline or the body's idle limit.
+  const auto read_failure = [](const tls_conn::outcome& o, const char* timed_out) -> std::string {
     switch (o.st) {
       case tls_conn::status::timeout:
-        return "watch idle timeout";
+        return timed_out;
       case tls_conn::status::cancelled:
         return "cancelled";
       case tls_conn::status::eof:
@@ -431,11 +432,8 @@ core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* c
     const auto got = conn.read_some(static_cast<char*>(buf.prepare(read_size).data()), read_size,
                                     header_deadline);
     if (got.st == tls_conn::status::cancelled) return cancelled_error();
-    if (got.st != tls_conn::status::ok) {
-      return core::fail(core::errc::unavailable, got.st == tls_conn::status::timeout
-                                                     ? std::string("read: timed out")
-                                                     : read_failure(got));
-    }
+    if (got.st != tls_conn::status::ok)
+      return core::fail(core::errc::unavailable, read_failure(got, "read: timed out"));
     buf.commit(got.bytes);
     boost::system::error_code ec;
     buf.consume(parser.put(buf.data(), ec));
@@ -461,7 +459,7 @@ core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* c
         return {};
       }
       if (got.st != tls_conn::status::ok) {
-        out.broken = read_failure(got);
+        out.broken = read_failure(got, "watch idle timeout");
         return {};
       }
       buf.commit(got.bytes);

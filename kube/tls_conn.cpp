@@ -1,12 +1,12 @@
 #include "kube/tls_conn.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
 
 #include <algorithm>
 #include <array>
@@ -27,27 +27,6 @@ int timeout_ms(tls_conn::clock::time_point deadline) {
   if (left <= tls_conn::clock::duration::zero()) return 0;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
   return static_cast<int>(std::min<long long>(ms, std::numeric_limits<int>::max()));
-}
-
-// `address` (numeric) and `port` as a socket address; false when it is not a numeric address.
-bool socket_address(const std::string& address, unsigned short port, sockaddr_storage& out,
-                    socklen_t& len) {
-  out = {};
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
-  if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    len = sizeof(sockaddr_in);
-    return true;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
-  if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    len = sizeof(sockaddr_in6);
-    return true;
-  }
-  return false;
 }
 
 // OpenSSL's socket BIO writes with write(2): to a peer that has closed, that raises SIGPIPE,
@@ -125,13 +104,14 @@ core::result<void> tls_conn::connect(const std::vector<std::string>& addresses, 
   if (wake_fd_ < 0) return core::fail(core::errc::unavailable, "eventfd: " + wake_error_);
   std::string last = "no address";
   for (const auto& address : addresses) {
-    sockaddr_storage sa{};
-    socklen_t len = 0;
-    if (!socket_address(address, port, sa, len)) continue;
+    boost::system::error_code ec;
+    const auto ip = boost::asio::ip::make_address(address, ec);
+    if (ec) continue;
+    const boost::asio::ip::tcp::endpoint to(ip, port);
     if (fd_ >= 0) ::close(fd_);
-    fd_ = ::socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    fd_ = ::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return core::fail(core::errc::unavailable, "socket: " + system_text(errno));
-    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&sa), len) == 0) return {};
+    if (::connect(fd_, to.data(), static_cast<socklen_t>(to.size())) == 0) return {};
     if (errno != EINPROGRESS) {
       last = system_text(errno);
       continue;
