@@ -16,7 +16,8 @@
 //   BM_LabelChange/N     a label the rules read changed (the rack a consumer projects) and
 //                        nothing served moves: S6 and the profile of that Node only
 //   BM_DriftCheck/N/L    one label-drift check of the served revision against the Nodes
-//                        (inventory/drift.hpp; the reconcile loop's periodic pass), the
+//                        (inventory/drift.hpp: basis_of and find_drift_marks, the reconcile
+//                        loop's pass when the accepted snapshot changed), the
 //                        Nodes unlabelled (L=0: every one drifted) or labelled (L=1: none)
 //   BM_DriftRecheck/N/I  a check after one Node changed, every Node drifted, with the
 //                        grace tracker: all compared again (I=0) or only the changed (I=1)
@@ -158,9 +159,11 @@ void BM_DriftCheck(benchmark::State& state) {
       std::sort(labels.begin(), labels.end());
     }
   }
+  const auto shared = std::make_shared<const core::node_list>(std::move(list));
   std::size_t drifted = 0;
   for (auto _ : state) {
-    auto found = inv::find_drift(c.source, *rev, *snap, list);
+    // The basis (the served Nodes indexed by name) and the marks, as the loop makes them.
+    auto found = inv::find_drift_marks(c.source, inv::basis_of(*rev, shared));
     drifted = found.size();
     benchmark::DoNotOptimize(found);
   }
@@ -169,8 +172,8 @@ void BM_DriftCheck(benchmark::State& state) {
 
 // A check after one Node changed (its rack label, in turn set wrong and back), every served
 // Node drifted (the costliest case): range(1) 0 compares every Node again and builds every
-// tracker entry (find_drift, drift_tracker::update), 1 only the Nodes the change can affect
-// (drift_changes, refind_drift, update of those), as the reconcile loop does.
+// tracker entry (find_drift_marks, drift_tracker::update), 1 only the Nodes the change can
+// affect (drift_changes, refind_drift_marks), as the reconcile loop does.
 void BM_DriftRecheck(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const bool incremental = state.range(1) == 1;
@@ -178,7 +181,6 @@ void BM_DriftRecheck(benchmark::State& state) {
   auto inventory = inventory_or_skip(c, state);
   if (!inventory) return;
   const auto rev = inventory->current();
-  const auto snap = rev->accepted_shared();
   auto a = std::make_shared<const core::node_list>(c.view.list());
   auto edited = *a;  // shares every chunk but the edited Node's
   const std::size_t at = edited.nodes.size() / 2;
@@ -186,24 +188,28 @@ void BM_DriftRecheck(benchmark::State& state) {
   auto b = std::make_shared<const core::node_list>(std::move(edited));
   const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
   inv::drift_tracker tracker;
-  auto found = inv::find_drift(c.source, *rev, *snap, *a);
-  tracker.update(found, t0, std::chrono::seconds(300));
   auto basis = inv::basis_of(*rev, a);
+  const auto describe = [&](std::string_view name) {
+    return inv::describe_drift(c.source, basis, name);
+  };
+  tracker.update(inv::find_drift_marks(c.source, basis), t0, std::chrono::seconds(300), describe);
   int k = 0;
   for (auto _ : state) {
     const auto& list = ++k % 2 == 1 ? b : a;
     const auto now = t0 + std::chrono::seconds(k);
+    std::vector<inv::drift_mark> found;
     if (incremental) {
       const auto changed = inv::drift_changes(basis, *rev, *list);
-      found = inv::refind_drift(c.source, *rev, *snap, *list, std::move(found), *changed);
-      benchmark::DoNotOptimize(tracker.update(found, *changed, now, std::chrono::seconds(300)));
       basis = inv::basis_of(*rev, list);
+      found = inv::refind_drift_marks(c.source, basis, tracker.take_found(), *changed);
     } else {
-      found = inv::find_drift(c.source, *rev, *snap, *list);
-      benchmark::DoNotOptimize(tracker.update(found, now, std::chrono::seconds(300)));
+      basis = inv::basis_of(*rev, list);
+      found = inv::find_drift_marks(c.source, basis);
     }
+    benchmark::DoNotOptimize(
+        tracker.update(std::move(found), now, std::chrono::seconds(300), describe));
   }
-  state.counters["drifted"] = static_cast<double>(found.size());
+  state.counters["drifted"] = static_cast<double>(tracker.found().size());
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "inventory/inventory_internal.hpp"
@@ -26,37 +26,68 @@ void compare(node_drift& d, std::string_view key, std::string_view want,
   d.labels.push_back(std::move(l));
 }
 
-// find_drift's entry for one Node (no labels: none differs), `node` as the list has it (null:
-// not in the list, not compared). `pruned` sorted by name.
-node_drift drift_of(const core::topology_source& src, const revision& rev,
-                    const core::snapshot& accepted, const std::vector<std::string>& pruned,
-                    std::string_view name, const core::cluster_node* node) {
-  node_drift d;
-  if (node == nullptr) return d;
-  const auto it = std::lower_bound(
-      accepted.nodes.begin(), accepted.nodes.end(), name,
-      [](const core::snapshot_node& n, std::string_view key) { return n.name < key; });
-  const bool served = it != accepted.nodes.end() && it->name == name &&
-                      !std::binary_search(pruned.begin(), pruned.end(), name);
-  // Room for every label that may differ, at once: no growth by doubling for each Node.
-  d.labels.reserve((served ? it->labels.size() : 0) + (rev.profiles ? 1 : 0));
-  if (served) {
-    for (const auto& l : it->labels) {
+// `d`'s labels (cleared first) as the drift of `node`: the levels of its entry in the accepted
+// snapshot (`served`; null: not served) and its profile (`profile`; null: not managed), by key.
+void drift_into(node_drift& d, const core::topology_source& src, const core::snapshot_node* served,
+                const std::string* profile, const core::cluster_node& node) {
+  d.labels.clear();
+  if (served != nullptr) {
+    for (const auto& l : served->labels) {
       if (core::is_read_only_parent(l.key) || l.key == profile_label ||
           !core::reads_node_label(src, l.key))
         continue;
-      compare(d, l.key, l.value, *node);
+      compare(d, l.key, l.value, node);
     }
   }
-  if (rev.profiles) {
-    if (const auto* a = rev.profiles->find(name))
-      compare(d, profile_label, rev.profiles->profile_of(*a).id, *node);
-  }
-  if (d.labels.empty()) return d;
-  d.node = std::string(name);
+  if (profile != nullptr) compare(d, profile_label, *profile, node);
   std::sort(d.labels.begin(), d.labels.end(),
             [](const label_drift& a, const label_drift& b) { return a.key < b.key; });
-  return d;
+}
+
+// The served entry of `name` in b's accepted snapshot (null: not served).
+const core::snapshot_node* served_entry(const drift_basis& b, std::string_view name) {
+  if (!b.accepted) return nullptr;
+  const auto& nodes = b.accepted->nodes;
+  const auto it =
+      std::lower_bound(b.served.begin(), b.served.end(), name,
+                       [&](std::uint32_t i, std::string_view key) { return nodes[i].name < key; });
+  return it != b.served.end() && nodes[*it].name == name ? &nodes[*it] : nullptr;
+}
+
+// The profile b's revision gives `name` (null: not managed).
+const std::string* profile_of(const drift_basis& b, std::string_view name) {
+  if (!b.profiles) return nullptr;
+  const auto* a = b.profiles->find(name);
+  return a != nullptr ? &b.profiles->profile_of(*a).id : nullptr;
+}
+
+// Calls `f(node, drift)` for each Node of b's list that differs, by name: one merge of the
+// served Nodes and the managed ones, each looked up in the list as the pass goes.
+template <class F>
+void for_each_drift(const core::topology_source& src, const drift_basis& b, F&& f) {
+  if (!b.nodes) return;
+  core::node_list::cursor at(*b.nodes);
+  node_drift d;
+  const std::size_t ns = b.accepted ? b.served.size() : 0;
+  const std::size_t np = b.profiles ? b.profiles->nodes.size() : 0;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < ns || j < np) {
+    const core::snapshot_node* s = i < ns ? &b.accepted->nodes[b.served[i]] : nullptr;
+    const core::node_assignment* a = j < np ? &b.profiles->nodes[j] : nullptr;
+    if (s != nullptr && a != nullptr) {
+      const int c = s->name.compare(a->node.str());
+      if (c < 0) a = nullptr;
+      if (c > 0) s = nullptr;
+    }
+    if (s != nullptr) ++i;
+    if (a != nullptr) ++j;
+    const core::cluster_node* node =
+        at.find(s != nullptr ? std::string_view(s->name) : std::string_view(a->node.str()));
+    if (node == nullptr) continue;
+    drift_into(d, src, s, a != nullptr ? &b.profiles->profile_of(*a).id : nullptr, *node);
+    if (!d.labels.empty()) f(*node, d);
+  }
 }
 
 std::vector<std::string> sorted_copy(const std::vector<std::string>& v) {
@@ -79,7 +110,7 @@ void names_differing(const Seq& a, const Seq& b, bool skip_shared, Name name, Sa
 
 }  // namespace
 
-drift_tracker::signature drift_tracker::signature_of(const node_drift& d) {
+drift_signature signature_of(const node_drift& d) {
   // The text is built in a buffer the thread keeps: no allocation per Node once it is grown.
   thread_local std::string s;
   s.clear();
@@ -101,13 +132,46 @@ drift_tracker::signature drift_tracker::signature_of(const node_drift& d) {
   return {first, h(s)};
 }
 
+namespace {
+
+void index_served(drift_basis& b) {
+  b.served.clear();
+  if (!b.accepted) return;
+  const auto& nodes = b.accepted->nodes;
+  b.served.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!b.pruned.empty() && std::binary_search(b.pruned.begin(), b.pruned.end(), nodes[i].name))
+      continue;
+    b.served.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (!b.accepted_sorted)
+    std::sort(b.served.begin(), b.served.end(),
+              [&](std::uint32_t x, std::uint32_t y) { return nodes[x].name < nodes[y].name; });
+}
+
+// basis_of with `accepted` and `nodes` given, not owned: the basis lives within the call.
+drift_basis basis_over(const revision& rev, const core::snapshot& accepted,
+                       const core::node_list& nodes) {
+  drift_basis b;
+  b.accepted = std::shared_ptr<const core::snapshot>(std::shared_ptr<void>(), &accepted);
+  b.accepted_sorted = detail::names_increasing(accepted);
+  b.pruned = sorted_copy(rev.pruned_nodes);
+  b.profiles = rev.profiles;
+  b.nodes = std::shared_ptr<const core::node_list>(std::shared_ptr<void>(), &nodes);
+  index_served(b);
+  return b;
+}
+
+}  // namespace
+
 drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes) {
   drift_basis b;
-  b.accepted = rev.accepted_decoded;
+  b.accepted = rev.accepted_shared();
   b.accepted_sorted = rev.accepted_sorted;
   b.pruned = sorted_copy(rev.pruned_nodes);
   b.profiles = rev.profiles;
   b.nodes = std::move(nodes);
+  index_served(b);
   return b;
 }
 
@@ -156,154 +220,89 @@ std::optional<std::vector<std::string>> drift_changes(const drift_basis& before,
   return out;
 }
 
-std::vector<node_drift> refind_drift(const core::topology_source& src, const revision& rev,
-                                     const core::snapshot& accepted, const core::node_list& nodes,
-                                     std::vector<node_drift> before,
-                                     const std::vector<std::string>& changed) {
-  const auto pruned = sorted_copy(rev.pruned_nodes);
-  std::vector<node_drift> out;
-  out.reserve(before.size() + changed.size());
-  auto b = before.begin();
-  core::node_list::cursor at(nodes);
-  for (const std::string& name : changed) {
-    while (b != before.end() && b->node < name) out.push_back(std::move(*b++));
-    if (b != before.end() && b->node == name) ++b;  // compared again
-    auto d = drift_of(src, rev, accepted, pruned, name, at.find(name));
-    if (!d.labels.empty()) out.push_back(std::move(d));
-  }
-  for (; b != before.end(); ++b) out.push_back(std::move(*b));
-  return out;
-}
-
 std::vector<node_drift> find_drift(const core::topology_source& src, const revision& rev,
                                    const core::snapshot& accepted, const core::node_list& nodes) {
-  // The served Nodes' levels, then every managed Node's profile; each pass by Node name
-  // (a snapshot not listed by name is sorted after), merged at the end.
-  std::vector<node_drift> levels;
-  const std::unordered_set<std::string_view> pruned(rev.pruned_nodes.begin(),
-                                                    rev.pruned_nodes.end());
-  core::node_list::cursor at(nodes);
-  for (const auto& n : accepted.nodes) {
-    if (!pruned.empty() && pruned.contains(n.name)) continue;
-    const core::cluster_node* node = at.find(n.name);
-    if (node == nullptr) continue;
-    node_drift d;
-    for (const auto& l : n.labels) {
-      if (core::is_read_only_parent(l.key) || l.key == profile_label ||
-          !core::reads_node_label(src, l.key))
-        continue;
-      compare(d, l.key, l.value, *node);
-    }
-    if (d.labels.empty()) continue;
-    d.node = n.name;
-    std::sort(d.labels.begin(), d.labels.end(),
-              [](const label_drift& a, const label_drift& b) { return a.key < b.key; });
-    levels.push_back(std::move(d));
-  }
-  const auto by_name = [](const node_drift& a, const node_drift& b) { return a.node < b.node; };
-  if (!std::is_sorted(levels.begin(), levels.end(), by_name))
-    std::sort(levels.begin(), levels.end(), by_name);
-  std::vector<node_drift> profiles;
-  if (rev.profiles) {
-    core::node_list::cursor pat(nodes);
-    for (const auto& a : rev.profiles->nodes) {  // sorted by name
-      const core::cluster_node* node = pat.find(a.node);
-      if (node == nullptr) continue;
-      node_drift d;
-      compare(d, profile_label, rev.profiles->profile_of(a).id, *node);
-      if (d.labels.empty()) continue;
-      d.node = a.node;
-      profiles.push_back(std::move(d));
-    }
-  }
   std::vector<node_drift> out;
-  out.reserve(levels.size() + profiles.size());
-  auto l = levels.begin();
-  auto p = profiles.begin();
-  while (l != levels.end() || p != profiles.end()) {
-    if (p == profiles.end() || (l != levels.end() && l->node < p->node)) {
-      out.push_back(std::move(*l++));
-    } else if (l == levels.end() || p->node < l->node) {
-      out.push_back(std::move(*p++));
-    } else {
-      // The same Node: its profile label among its levels, by key.
-      auto merged = std::move(*l++);
-      auto& ls = merged.labels;
-      auto& pl = p++->labels.front();
-      ls.insert(std::upper_bound(
-                    ls.begin(), ls.end(), pl,
-                    [](const label_drift& a, const label_drift& b) { return a.key < b.key; }),
-                std::move(pl));
-      out.push_back(std::move(merged));
-    }
-  }
+  for_each_drift(src, basis_over(rev, accepted, nodes),
+                 [&](const core::cluster_node& node, const node_drift& d) {
+                   out.push_back(d);
+                   out.back().node = node.name;
+                 });
   return out;
 }
 
-std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node_drift>& found,
-                                                          std::chrono::system_clock::time_point now,
-                                                          std::chrono::seconds grace) {
-  auto report = std::make_shared<drift_report>();
-  report->checked_at = now;
-  report->grace = grace;
-  report->mismatched = found.size();
-  std::map<std::string, seen, std::less<>> next;
-  for (const auto& d : found) {
-    const auto sig = signature_of(d);
-    auto since = now;
-    if (auto it = since_.find(d.node); it != since_.end() && it->second.sig == sig)
-      since = it->second.since;
-    if (now - since >= grace) {
-      ++report->drifted;
-      if (report->nodes.size() < drift_report::max_listed) report->nodes.push_back({d, since});
-    }
-    std::string name = d.node;
-    next.emplace(std::move(name), seen{sig, since});
-  }
-  since_ = std::move(next);
-  return report;
+std::vector<drift_mark> find_drift_marks(const core::topology_source& src, const drift_basis& b) {
+  std::vector<drift_mark> out;
+  for_each_drift(src, b, [&](const core::cluster_node& node, const node_drift& d) {
+    out.push_back({node.name, signature_of(d), std::nullopt});
+  });
+  return out;
 }
 
-std::shared_ptr<const drift_report> drift_tracker::update(const std::vector<node_drift>& found,
-                                                          const std::vector<std::string>& changed,
-                                                          std::chrono::system_clock::time_point now,
-                                                          std::chrono::seconds grace) {
-  auto f = found.begin();
+std::vector<drift_mark> refind_drift_marks(const core::topology_source& src, const drift_basis& b,
+                                           std::vector<drift_mark> before,
+                                           const std::vector<std::string>& changed) {
+  std::vector<drift_mark> out;
+  out.reserve(before.size() + changed.size());
+  auto it = before.begin();
+  std::optional<core::node_list::cursor> at;
+  if (b.nodes) at.emplace(*b.nodes);
+  node_drift d;
   for (const std::string& name : changed) {
-    f = std::lower_bound(f, found.end(), name,
-                         [](const node_drift& d, const std::string& n) { return d.node < n; });
-    auto it = since_.find(name);
-    if (f == found.end() || f->node != name) {
-      if (it != since_.end()) since_.erase(it);  // no longer differs
-      continue;
-    }
-    const auto sig = signature_of(*f);
-    if (it == since_.end()) {
-      since_.emplace(name, seen{sig, now});
-    } else if (it->second.sig != sig) {
-      it->second = seen{sig, now};  // differs otherwise: starts again
-    }
+    while (it != before.end() && it->node < name) out.push_back(std::move(*it++));
+    const drift_mark* was = nullptr;
+    if (it != before.end() && it->node == name) was = &*it++;  // compared again
+    const core::cluster_node* node = at ? at->find(name) : nullptr;
+    if (node == nullptr) continue;
+    drift_into(d, src, served_entry(b, name), profile_of(b, name), *node);
+    if (d.labels.empty()) continue;
+    drift_mark m{node->name, signature_of(d), std::nullopt};
+    if (was != nullptr && was->sig == m.sig) m.since = was->since;
+    out.push_back(std::move(m));
   }
-  return age(found, now, grace);
+  for (; it != before.end(); ++it) out.push_back(std::move(*it));
+  return out;
 }
 
-std::shared_ptr<const drift_report> drift_tracker::age(const std::vector<node_drift>& found,
-                                                       std::chrono::system_clock::time_point now,
-                                                       std::chrono::seconds grace) const {
+node_drift describe_drift(const core::topology_source& src, const drift_basis& b,
+                          std::string_view name) {
+  node_drift d;
+  d.node = std::string(name);
+  const core::cluster_node* node = b.nodes ? b.nodes->find(name) : nullptr;
+  if (node != nullptr) drift_into(d, src, served_entry(b, name), profile_of(b, name), *node);
+  return d;
+}
+
+std::shared_ptr<const drift_report> drift_tracker::update(std::vector<drift_mark> found,
+                                                          std::chrono::system_clock::time_point now,
+                                                          std::chrono::seconds grace,
+                                                          const describe_fn& describe) {
+  // Both by name: one pass over what the last update recorded.
+  auto old = found_.begin();
+  for (auto& m : found) {
+    if (m.since) continue;
+    old =
+        std::lower_bound(old, found_.end(), m.node,
+                         [](const drift_mark& x, const core::node_name& n) { return x.node < n; });
+    m.since = old != found_.end() && old->node == m.node && old->sig == m.sig ? old->since : now;
+  }
+  found_ = std::move(found);
+  return age(now, grace, describe);
+}
+
+std::shared_ptr<const drift_report> drift_tracker::age(std::chrono::system_clock::time_point now,
+                                                       std::chrono::seconds grace,
+                                                       const describe_fn& describe) const {
   auto report = std::make_shared<drift_report>();
   report->checked_at = now;
   report->grace = grace;
-  report->mismatched = found.size();
-  // since_ holds found's names, in the same order: one pass over both.
-  auto it = since_.begin();
-  for (const auto& d : found) {
-    if (it == since_.end() || it->first != d.node) it = since_.find(d.node);
-    const auto since = it != since_.end() ? it->second.since : now;
-    if (now - since >= grace) {
-      ++report->drifted;
-      if (report->nodes.size() < drift_report::max_listed) report->nodes.push_back({d, since});
-    }
-    if (it != since_.end()) ++it;
+  report->mismatched = found_.size();
+  for (const auto& m : found_) {
+    const auto since = m.since.value_or(now);
+    if (now - since < grace) continue;
+    ++report->drifted;
+    if (report->nodes.size() < drift_report::max_listed)
+      report->nodes.push_back({describe(m.node), since});
   }
   return report;
 }

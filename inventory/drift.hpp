@@ -11,10 +11,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/nodes.hpp"
@@ -47,11 +49,29 @@ struct node_drift {
                                                  const core::snapshot& accepted,
                                                  const core::node_list& nodes);
 
-// What one check compared: enough to tell which Nodes a later check must compare again.
+// A digest of one Node's drift (its differing keys, wanted and found values): two 64-bit
+// hashes of their text, 128 bits, so two different drifts of a Node are not taken for one
+// another in practice.
+using drift_signature = std::array<std::uint64_t, 2>;
+[[nodiscard]] drift_signature signature_of(const node_drift& d);
+
+// One Node that differs, as kept between checks: its name (shared with the Node list), a
+// digest of how it differs, and since when it has differed so (unset until a tracker records
+// it). A few words per Node, whatever its labels: the drift's text is built again, by
+// describe_drift, only for the Nodes a report lists.
+struct drift_mark {
+  core::node_name node;
+  drift_signature sig{};
+  std::optional<std::chrono::system_clock::time_point> since;
+};
+
+// What one check compared: enough to tell which Nodes a later check must compare again, and
+// to describe any Node's drift as that check found it.
 struct drift_basis {
   std::shared_ptr<const core::snapshot> accepted;  // the revision's (accepted_decoded)
   bool accepted_sorted = false;                    // its Nodes listed by name
-  std::vector<std::string> pruned;                 // the revision's pruned Nodes
+  std::vector<std::string> pruned;                 // the revision's pruned Nodes, sorted
+  std::vector<std::uint32_t> served;  // accepted's Nodes less the pruned ones, by name (indices)
   std::shared_ptr<const core::profile_assignment> profiles;
   std::shared_ptr<const core::node_list> nodes;
 };
@@ -67,15 +87,21 @@ struct drift_basis {
                                                                     const revision& rev,
                                                                     const core::node_list& nodes);
 
-// find_drift(src, rev, accepted, nodes) from `before`, what find_drift gave for an earlier
-// check, and `changed`, drift_changes' names since it: only those Nodes are compared again.
-// `accepted` lists its Nodes by name.
-[[nodiscard]] std::vector<node_drift> refind_drift(const core::topology_source& src,
-                                                   const revision& rev,
-                                                   const core::snapshot& accepted,
-                                                   const core::node_list& nodes,
-                                                   std::vector<node_drift> before,
-                                                   const std::vector<std::string>& changed);
+// find_drift for the revision and list of `b`, as marks (by name, no `since`): one pass over
+// the served and the managed Nodes.
+[[nodiscard]] std::vector<drift_mark> find_drift_marks(const core::topology_source& src,
+                                                       const drift_basis& b);
+// The same from `before`, what an earlier check found (by name), and `changed`, drift_changes'
+// names since it: only those Nodes are compared again. A Node compared again whose drift is
+// the one it had keeps its `since`; the others keep their mark as it was.
+[[nodiscard]] std::vector<drift_mark> refind_drift_marks(const core::topology_source& src,
+                                                         const drift_basis& b,
+                                                         std::vector<drift_mark> before,
+                                                         const std::vector<std::string>& changed);
+// One Node's drift for the revision and list of `b`: no labels when it does not differ (or is
+// not in the list).
+[[nodiscard]] node_drift describe_drift(const core::topology_source& src, const drift_basis& b,
+                                        std::string_view name);
 
 // The drift of one inventory as last checked.
 struct drift_report {
@@ -91,39 +117,32 @@ struct drift_report {
   static constexpr std::size_t max_listed = 100;
 };
 
-// Keeps, across checks, when each Node started to differ as it does; a Node whose wanted
-// labels or own labels change starts again.
+// Keeps, across checks, what each check found and when each Node started to differ as it
+// does; a Node whose wanted labels or own labels change starts again.
 class drift_tracker {
  public:
-  // Records a check made at `now`; returns the report.
-  std::shared_ptr<const drift_report> update(const std::vector<node_drift>& found,
+  // The drift of a Node a report lists (describe_drift's, for the check's basis).
+  using describe_fn = std::function<node_drift(std::string_view name)>;
+
+  // Records a check made at `now` that found `found` (by name, as find_drift_marks and
+  // refind_drift_marks list them); returns the report. A mark without `since` takes the one
+  // the last check recorded for the Node when its signature is the same, else `now`.
+  std::shared_ptr<const drift_report> update(std::vector<drift_mark> found,
                                              std::chrono::system_clock::time_point now,
-                                             std::chrono::seconds grace);
-  // The same when `found` differs from what the last update was given only at the Nodes
-  // named in `changed` (sorted, unique; refind_drift's): only their signatures are built.
-  std::shared_ptr<const drift_report> update(const std::vector<node_drift>& found,
-                                             const std::vector<std::string>& changed,
-                                             std::chrono::system_clock::time_point now,
-                                             std::chrono::seconds grace);
-  // The report of a check at `now` that found what the last update was given (`found`, by
-  // name, as find_drift lists it): the same as update(found, now, grace), without building
-  // a signature or storing anything (a check between changes, when every Node may differ).
-  std::shared_ptr<const drift_report> age(const std::vector<node_drift>& found,
-                                          std::chrono::system_clock::time_point now,
-                                          std::chrono::seconds grace) const;
-  void clear() { since_.clear(); }
+                                             std::chrono::seconds grace,
+                                             const describe_fn& describe);
+  // The report of a check at `now` that found what the last update recorded: nothing is
+  // compared or stored (a check between changes).
+  [[nodiscard]] std::shared_ptr<const drift_report> age(std::chrono::system_clock::time_point now,
+                                                        std::chrono::seconds grace,
+                                                        const describe_fn& describe) const;
+  // What the last update recorded, for refind_drift_marks; the tracker holds nothing after.
+  [[nodiscard]] std::vector<drift_mark> take_found() { return std::exchange(found_, {}); }
+  [[nodiscard]] const std::vector<drift_mark>& found() const noexcept { return found_; }
+  void clear() { found_.clear(); }
 
  private:
-  // The differing keys, wanted and found values of one Node, as two 64-bit hashes of their
-  // text (128 bits: two different drifts of a Node are not taken for one another in practice),
-  // so that a Node that differs costs the tracker a few words, not a copy of its drift.
-  using signature = std::array<std::uint64_t, 2>;
-  struct seen {
-    signature sig{};
-    std::chrono::system_clock::time_point since;
-  };
-  [[nodiscard]] static signature signature_of(const node_drift& d);
-  std::map<std::string, seen, std::less<>> since_;
+  std::vector<drift_mark> found_;  // by name, each with its since
 };
 
 }  // namespace topogate::inventory

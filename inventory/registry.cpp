@@ -275,7 +275,6 @@ void registry::impl::check_drift() {
     }
     if (!nodes) {
       e.drift_seen.clear();
-      e.drift_found.clear();
       e.drift_rev.reset();
       e.drift_base = {};
       std::lock_guard dl(e.drift_mu);
@@ -284,27 +283,27 @@ void registry::impl::check_drift() {
     }
     // Nothing served: nothing the consumer writes, so nothing to drift from.
     const auto rev = e.inv->current();
-    const bool compare = !rev || rev != e.drift_rev.lock() || nodes != e.drift_base.nodes;
-    std::optional<std::vector<std::string>> changed;
-    if (compare) {
+    const auto& src = e.spec.config.source;
+    const auto now = clk.now();
+    const auto describe = [&](std::string_view name) {
+      return describe_drift(src, e.drift_base, name);
+    };
+    std::shared_ptr<const drift_report> report;
+    if (rev && rev == e.drift_rev.lock() && nodes == e.drift_base.nodes) {
+      report = e.drift_seen.age(now, e.spec.drift_grace, describe);
+    } else {
+      std::optional<std::vector<std::string>> changed;
       if (rev) changed = drift_changes(e.drift_base, *rev, *nodes);
-      if (changed) {
-        e.drift_found = refind_drift(e.spec.config.source, *rev, *rev->accepted_decoded, *nodes,
-                                     std::move(e.drift_found), *changed);
-      } else {
-        e.drift_found.clear();
-        if (rev) {
-          if (const auto snap = rev->accepted_shared())
-            e.drift_found = find_drift(e.spec.config.source, *rev, *snap, *nodes);
-        }
-      }
       e.drift_rev = rev;
       e.drift_base = rev ? basis_of(*rev, nodes) : drift_basis{};
+      std::vector<drift_mark> found;
+      if (changed) {
+        found = refind_drift_marks(src, e.drift_base, e.drift_seen.take_found(), *changed);
+      } else if (rev) {
+        found = find_drift_marks(src, e.drift_base);
+      }
+      report = e.drift_seen.update(std::move(found), now, e.spec.drift_grace, describe);
     }
-    const auto now = clk.now();
-    auto report = !compare  ? e.drift_seen.age(e.drift_found, now, e.spec.drift_grace)
-                  : changed ? e.drift_seen.update(e.drift_found, *changed, now, e.spec.drift_grace)
-                            : e.drift_seen.update(e.drift_found, now, e.spec.drift_grace);
     std::lock_guard dl(e.drift_mu);
     e.drift = std::move(report);
   }

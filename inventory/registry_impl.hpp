@@ -120,10 +120,10 @@ struct registry::impl {
     // give the same Nodes differing, so a check between changes compares nothing again
     // and only ages what it found; a check after changes compares again only the Nodes
     // they can affect (drift_changes). The revision is weak (its rendering is not kept
-    // alive); the basis keeps its pruned names and shares its profiles and the list.
+    // alive); the basis keeps its pruned names and shares its accepted snapshot, its
+    // profiles and the list, from which a report describes the Nodes it lists.
     std::weak_ptr<const revision> drift_rev;
     drift_basis drift_base;
-    std::vector<topogate::inventory::node_drift> drift_found;
   };
 
   registry_config cfg;

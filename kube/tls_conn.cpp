@@ -6,10 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/asio/ip/tcp.hpp>
-
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/tcp.hpp>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>

@@ -37,6 +37,28 @@ core::node_list labelled_as(const revision& rev, const core::snapshot& snap, int
   return list;
 }
 
+// What a tracker is given for `found`: its marks, and its drifts to describe the Nodes a
+// report lists.
+std::vector<drift_mark> marks_of(const std::vector<node_drift>& found) {
+  std::vector<drift_mark> out;
+  for (const auto& d : found) out.push_back({d.node, signature_of(d), std::nullopt});
+  return out;
+}
+
+drift_tracker::describe_fn describer(const std::vector<node_drift>& found) {
+  return [found](std::string_view name) {
+    for (const auto& d : found)
+      if (d.node == name) return d;
+    return node_drift{std::string(name), {}};
+  };
+}
+
+std::shared_ptr<const drift_report> track(drift_tracker& t, const std::vector<node_drift>& found,
+                                          std::chrono::system_clock::time_point now,
+                                          std::chrono::seconds grace) {
+  return t.update(marks_of(found), now, grace, describer(found));
+}
+
 void set_label(core::node_list& list, std::string_view node, std::string_view key,
                std::optional<std::string> value) {
   for (std::size_t i = 0; i < list.nodes.size(); ++i) {
@@ -134,25 +156,25 @@ TEST(DriftTracker, ANodeCountsOnceItDiffersForTheGrace) {
   const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
   drift_tracker t;
   node_drift d{"worker-1", {{std::string(testing::rack), "rack-0", "", false}}};
-  auto r = t.update({d}, t0, 60s);
+  auto r = track(t, {d}, t0, 60s);
   EXPECT_EQ(r->mismatched, 1u);
   EXPECT_EQ(r->drifted, 0u);
-  r = t.update({d}, t0 + 59s, 60s);
+  r = track(t, {d}, t0 + 59s, 60s);
   EXPECT_EQ(r->drifted, 0u) << "one second short of the grace";
-  r = t.update({d}, t0 + 60s, 60s);
+  r = track(t, {d}, t0 + 60s, 60s);
   EXPECT_EQ(r->drifted, 1u);
   ASSERT_EQ(r->nodes.size(), 1u);
   EXPECT_EQ(r->nodes[0].since, t0);
   // It differs another way now (a value appeared, still wrong): the grace starts again.
   node_drift other{"worker-1", {{std::string(testing::rack), "rack-0", "rack-7", true}}};
-  r = t.update({other}, t0 + 61s, 60s);
+  r = track(t, {other}, t0 + 61s, 60s);
   EXPECT_EQ(r->drifted, 0u);
   EXPECT_EQ(r->mismatched, 1u);
   // Fixed: forgotten; differing again later starts from then.
-  r = t.update({}, t0 + 62s, 60s);
+  r = track(t, {}, t0 + 62s, 60s);
   EXPECT_EQ(r->mismatched, 0u);
-  r = t.update({d}, t0 + 200s, 60s);
-  r = t.update({d}, t0 + 259s, 60s);
+  r = track(t, {d}, t0 + 200s, 60s);
+  r = track(t, {d}, t0 + 259s, 60s);
   EXPECT_EQ(r->drifted, 0u);
 }
 
@@ -170,19 +192,12 @@ TEST(DriftTracker, DriftsThatDifferOnlyInTheirFieldsBoundsOrInAnEmptyValueAreTwo
   };
   for (const auto& [a, b] : pairs) {
     drift_tracker t;
-    t.update({a}, t0, 60s);
-    auto r = t.update({a}, t0 + 60s, 60s);
+    track(t, {a}, t0, 60s);
+    auto r = track(t, {a}, t0 + 60s, 60s);
     EXPECT_EQ(r->drifted, 1u) << "the same drift for the grace";
-    r = t.update({b}, t0 + 61s, 60s);
+    r = track(t, {b}, t0 + 61s, 60s);
     EXPECT_EQ(r->drifted, 0u) << "another drift starts the grace again";
     ASSERT_EQ(r->mismatched, 1u);
-    // The same through the update that is told which Nodes changed.
-    drift_tracker u;
-    u.update({a}, t0, 60s);
-    r = u.update({b}, std::vector<std::string>{"w"}, t0 + 61s, 60s);
-    EXPECT_EQ(r->drifted, 0u);
-    r = u.update({b}, std::vector<std::string>{"w"}, t0 + 121s, 60s);
-    EXPECT_EQ(r->drifted, 1u) << "the same again: the grace ran from the change";
   }
 }
 
@@ -193,8 +208,8 @@ TEST(DriftTracker, TheReportListsAtMostItsLimitAndCountsAll) {
   for (std::size_t i = 0; i < drift_report::max_listed + 50; ++i)
     many.push_back(
         {"n-" + std::to_string(1000 + i), {{"topology.gpustack.ai/rack", "r", "", false}}});
-  t.update(many, t0, 1s);
-  const auto r = t.update(many, t0 + 1s, 1s);
+  track(t, many, t0, 1s);
+  const auto r = track(t, many, t0 + 1s, 1s);
   EXPECT_EQ(r->drifted, drift_report::max_listed + 50);
   EXPECT_EQ(r->nodes.size(), drift_report::max_listed);
 }
@@ -211,13 +226,13 @@ TEST(DriftTracker, AgingWhatTheLastCheckFoundGivesWhatAnUpdateGives) {
   drift_tracker updated;
   // Half of them differ since t0, the other half since t0 + 30 s.
   std::vector<node_drift> first(found.begin(), found.begin() + 60);
-  aged.update(first, t0, 60s);
-  updated.update(first, t0, 60s);
-  aged.update(found, t0 + 30s, 60s);
-  updated.update(found, t0 + 30s, 60s);
+  track(aged, first, t0, 60s);
+  track(updated, first, t0, 60s);
+  track(aged, found, t0 + 30s, 60s);
+  track(updated, found, t0 + 30s, 60s);
   for (const auto at : {t0 + 59s, t0 + 60s, t0 + 89s, t0 + 90s}) {
-    const auto a = aged.age(found, at, 60s);
-    const auto u = updated.update(found, at, 60s);
+    const auto a = aged.age(at, 60s, describer(found));
+    const auto u = track(updated, found, at, 60s);
     EXPECT_EQ(a->mismatched, u->mismatched);
     EXPECT_EQ(a->drifted, u->drifted);
     EXPECT_EQ(a->checked_at, at);
@@ -227,10 +242,10 @@ TEST(DriftTracker, AgingWhatTheLastCheckFoundGivesWhatAnUpdateGives) {
       EXPECT_EQ(a->nodes[i].since, u->nodes[i].since);
     }
   }
-  EXPECT_EQ(aged.age(found, t0 + 59s, 60s)->drifted, 0u);
-  EXPECT_EQ(aged.age(found, t0 + 60s, 60s)->drifted, 60u);
-  EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->drifted, found.size());
-  EXPECT_EQ(aged.age(found, t0 + 90s, 60s)->nodes.size(), drift_report::max_listed);
+  EXPECT_EQ(aged.age(t0 + 59s, 60s, describer(found))->drifted, 0u);
+  EXPECT_EQ(aged.age(t0 + 60s, 60s, describer(found))->drifted, 60u);
+  EXPECT_EQ(aged.age(t0 + 90s, 60s, describer(found))->drifted, found.size());
+  EXPECT_EQ(aged.age(t0 + 90s, 60s, describer(found))->nodes.size(), drift_report::max_listed);
 }
 
 std::string describe(const std::vector<node_drift>& found) {
@@ -274,10 +289,10 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
   const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
   drift_tracker full_seen;
   drift_tracker changed_seen;
-  auto found = find_drift(src, *rev, *snap, *list);
-  full_seen.update(found, t0, 60s);
-  changed_seen.update(found, t0, 60s);
   auto basis = basis_of(*rev, list);
+  const auto described = [&](std::string_view name) { return describe_drift(src, basis, name); };
+  full_seen.update(find_drift_marks(src, basis), t0, 60s, described);
+  changed_seen.update(find_drift_marks(src, basis), t0, 60s, described);
   std::vector<core::cluster_node> away;  // Nodes taken out of the list
   std::size_t compared = 0;
   std::size_t most_found = 0;
@@ -329,15 +344,26 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
       EXPECT_EQ(changed->front(), touched) << "step " << step;
     }
     compared += changed->size();
-    const auto full = find_drift(src, *rev, *snap, *list);
-    found = refind_drift(src, *rev, *rev->accepted_decoded, *list, std::move(found), *changed);
-    ASSERT_EQ(describe(found), describe(full)) << "step " << step;
-    const auto a = full_seen.update(full, now, 60s);
-    const auto b = changed_seen.update(found, *changed, now, 60s);
-    ASSERT_EQ(describe(*b), describe(*a)) << "step " << step;
-    most_found = std::max(most_found, found.size());
-    most_drifted = std::max(most_drifted, a->drifted);
     basis = basis_of(*rev, list);
+    const auto full = find_drift(src, *rev, *snap, *list);
+    auto found = refind_drift_marks(src, basis, changed_seen.take_found(), *changed);
+    // The marks name the Nodes a full check finds, each with its drift's signature, and each
+    // is described as the full check describes it.
+    ASSERT_EQ(found.size(), full.size()) << "step " << step;
+    std::vector<node_drift> described_found;
+    for (std::size_t k = 0; k < found.size(); ++k) {
+      ASSERT_EQ(found[k].node, full[k].node) << "step " << step;
+      ASSERT_EQ(found[k].sig, signature_of(full[k])) << "step " << step;
+      described_found.push_back(describe_drift(src, basis, found[k].node));
+    }
+    ASSERT_EQ(describe(described_found), describe(full)) << "step " << step;
+    most_found = std::max(most_found, found.size());
+    const auto a = full_seen.update(find_drift_marks(src, basis), now, 60s, described);
+    const auto b = changed_seen.update(std::move(found), now, 60s, described);
+    ASSERT_EQ(describe(*b), describe(*a)) << "step " << step;
+    for (const auto& e : a->nodes)
+      ASSERT_EQ(describe({e.drift}), describe({describe_drift(src, basis, e.drift.node)}));
+    most_drifted = std::max(most_drifted, a->drifted);
   }
   EXPECT_GT(compared, 200u) << "most steps change a Node";
   EXPECT_GE(most_found, 4u) << "several Nodes differed at once";
@@ -362,13 +388,17 @@ TEST(Drift, ANodeServedAgainIsComparedAgainWithTheSameList) {
   set_label(labelled, "worker-3", testing::rack, std::nullopt);
   const auto list = std::make_shared<const core::node_list>(std::move(labelled));
 
-  const auto before = find_drift(cfg.source, *pruned, *snap, *list);
+  const auto before = find_drift_marks(cfg.source, basis_of(*pruned, list));
   const auto changed = drift_changes(basis_of(*pruned, list), *served, *list);
   ASSERT_TRUE(changed);
   EXPECT_NE(std::find(changed->begin(), changed->end(), "worker-3"), changed->end());
-  const auto after = refind_drift(cfg.source, *served, *snap, *list, before, *changed);
-  EXPECT_EQ(describe(after), describe(find_drift(cfg.source, *served, *snap, *list)));
-  ASSERT_EQ(after.size(), 1u) << describe(after);
+  const auto basis = basis_of(*served, list);
+  const auto after = refind_drift_marks(cfg.source, basis, before, *changed);
+  const auto full = find_drift(cfg.source, *served, *snap, *list);
+  ASSERT_EQ(after.size(), 1u);
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_EQ(after[0].sig, signature_of(full[0]));
+  EXPECT_EQ(describe({describe_drift(cfg.source, basis, "worker-3")}), describe(full));
   EXPECT_EQ(after[0].node, "worker-3");
 }
 
