@@ -195,6 +195,10 @@ const std::string& revision::yaml_body() const {
 }
 
 bool revision::accepted_snapshot(core::snapshot& out) const {
+  if (accepted_decoded) {
+    out = *accepted_decoded;
+    return true;
+  }
   if (accepted_packed) return unpack(*accepted_packed, out);
   auto decoded = core::decode_snapshot(json_body);
   if (!decoded.ok()) return false;
@@ -292,7 +296,9 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
   rev->accepted_revision_id = snap.revision;
   rev->node_count = served->nodes.size();
   const bool canonical = in_canonical_order(snap);
-  if (!gone.empty() || !canonical) {
+  // Kept decoded (a Node list), the accepted snapshot needs no packed copy beside it.
+  const bool keeps_decoded = selected != nullptr && decoded != nullptr;
+  if ((!gone.empty() || !canonical) && !keeps_decoded) {
     rev->accepted_packed = from != nullptr && from->accepted_packed
                                ? from->accepted_packed
                                : std::make_shared<const std::string>(detail::pack(snap));

@@ -76,8 +76,9 @@ struct revision {
   // snapshot over the selected Nodes). Never null for a revision built by the inventory.
   std::shared_ptr<const core::profile_assignment> profiles;
   // The accepted snapshot packed (length-prefixed strings in document order) when json_body
-  // is not exactly it (pruned, or the input's Nodes or labels were not in canonical order);
-  // null when decoding json_body gives it back. Shared by the revisions derived from it.
+  // is not exactly it (pruned, or the input's Nodes or labels were not in canonical order)
+  // and it is not kept decoded (accepted_decoded); null when one of those gives it back.
+  // Shared by the revisions derived from it.
   std::shared_ptr<const std::string> accepted_packed;
   // The accepted snapshot decoded, kept while the inventory knows the cluster's Nodes (each
   // Node change re-evaluates it: decoding it again each time cost more than the rules);

@@ -215,12 +215,7 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
     rev->etag = rev->digest->etag();
     rev->accepted_revision_id = snap.revision;
     rev->node_count = cur.node_count - drop.size() + insert.size();
-    if (!pruned.empty() || !cur.accepted_canonical) {
-      rev->accepted_packed = cur.accepted_packed ? cur.accepted_packed
-                             : base.accepted_packed
-                                 ? base.accepted_packed
-                                 : std::make_shared<const std::string>(detail::pack(snap));
-    }
+    // The accepted snapshot is accepted_decoded's: nothing packed is kept beside it.
     rev->pruned_nodes = std::move(pruned);
     rev->accepted_decoded = snap_ptr;
     rev->accepted_sorted = true;

@@ -182,8 +182,12 @@ TEST(RevisionMemory, PrunedNodesFollowTheDocumentOrderAcrossNodeChanges) {
   EXPECT_EQ(pruned->json_body.find("\"worker-10\""), std::string::npos);
   EXPECT_NE(pruned->yaml_body().find("\"worker-11\""), std::string::npos);
   EXPECT_EQ(pruned->yaml_body().find("\"worker-2\""), std::string::npos);
-  // Derived revisions share the accepted snapshot's packed form instead of packing it again.
-  EXPECT_EQ(pruned->accepted_packed, full->accepted_packed);
+  // With a Node list the accepted snapshot is kept decoded, shared by the derived revisions,
+  // and nothing packed beside it.
+  ASSERT_NE(full->accepted_decoded, nullptr);
+  EXPECT_EQ(pruned->accepted_decoded, full->accepted_decoded);
+  EXPECT_EQ(full->accepted_packed, nullptr);
+  EXPECT_EQ(pruned->accepted_packed, nullptr);
 
   // Every Node back: the full revision again, byte for byte.
   inv.set_nodes(testing::nodes(12));
@@ -198,11 +202,12 @@ TEST(RevisionMemory, PrunedRevisionReadsBackItsUnprunedSnapshot) {
   inventory inv(cfg, clk);
   inv.set_nodes(testing::nodes(4, 1));
   // Canonically ordered, but pruned on arrival: json_body no longer holds the accepted
-  // snapshot, so the packed form does.
+  // snapshot, the decoded one kept for the Node list does (no packed copy beside it).
   ASSERT_TRUE(inv.offer(testing::snapshot_json("rev-1", 4), from("push")).accepted);
   const auto rev = inv.current();
   EXPECT_EQ(rev->revision_id, "rev-1+pruned-1");
-  ASSERT_NE(rev->accepted_packed, nullptr);
+  EXPECT_EQ(rev->accepted_packed, nullptr);
+  ASSERT_NE(rev->accepted_decoded, nullptr);
   core::snapshot back;
   ASSERT_TRUE(rev->accepted_snapshot(back));
   EXPECT_TRUE(same(back, decoded(testing::snapshot_json("rev-1", 4))));
