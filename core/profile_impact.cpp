@@ -267,9 +267,23 @@ profile_assignment assign_profiles(const topology_source& src, const snapshot* s
   std::vector<std::size_t> count_by_depth(rules.levels.size() + 1, 0);
   out.nodes.reserve(all.size());
   depth_of.reserve(all.size());
+  // The Nodes of one domain carry the same values: they share one vector (a rack's Nodes,
+  // one), the one of the Node before when it is the same.
+  std::map<std::vector<std::string>, std::shared_ptr<const std::vector<std::string>>> by_values;
+  std::shared_ptr<const std::vector<std::string>> last;
+  std::vector<std::string> values;
   for (const auto& n : all) {
     node_assignment a;
-    const std::size_t depth = rules.assign(n, a);
+    const std::size_t depth = rules.assign(n, values);
+    a.node = n.cluster != nullptr ? n.cluster->name : node_name(n.name);
+    if (!values.empty()) {
+      if (!last || *last != values) {
+        auto& shared = by_values[values];
+        if (!shared) shared = std::make_shared<const std::vector<std::string>>(values);
+        last = shared;
+      }
+      a.level_values = last;
+    }
     ++count_by_depth[depth];
     depth_of.push_back(depth);
     out.nodes.push_back(std::move(a));

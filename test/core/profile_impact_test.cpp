@@ -85,6 +85,31 @@ TEST(AssignProfiles, LongestPopulatedPrefixPerNodeSortedByName) {
   EXPECT_EQ(pa.find("worker-x"), nullptr);
 }
 
+// The Nodes of one domain share one vector of values, whether they are neighbours by name or
+// not; Nodes whose values differ in any level, or in depth, do not.
+TEST(AssignProfiles, NodesWithTheSameValuesShareThem) {
+  const auto src = source_with({std::string(zone), std::string(rack)});
+  auto s = snap("r", {{"worker-a", {L(zone, "zone-a"), L(rack, "rack-01")}},
+                      {"worker-b", {L(zone, "zone-a"), L(rack, "rack-01")}},
+                      {"worker-c", {L(zone, "zone-a"), L(rack, "rack-02")}},
+                      {"worker-d", {L(zone, "zone-a"), L(rack, "rack-01")}},
+                      {"worker-e", {L(zone, "zone-b"), L(rack, "rack-01")}},
+                      {"worker-f", {L(zone, "zone-a")}},
+                      {"worker-g", {}}});
+  const auto pa = assign_profiles(src, &s, nullptr);
+  ASSERT_EQ(pa.nodes.size(), 7u);
+  const auto& v = [&](std::size_t i) { return pa.nodes[i].level_values; };
+  EXPECT_EQ(v(0), v(1)) << "neighbours in one rack";
+  EXPECT_EQ(v(0), v(3)) << "the same rack after another";
+  EXPECT_NE(v(0), v(2));
+  EXPECT_NE(v(0), v(4)) << "the same rack name in another zone";
+  EXPECT_NE(v(0), v(5));
+  EXPECT_EQ(v(6), nullptr);
+  EXPECT_EQ(pa.nodes[3].values(), (std::vector<std::string>{"zone-a", "rack-01"}));
+  EXPECT_EQ(pa.nodes[4].values(), (std::vector<std::string>{"zone-b", "rack-01"}));
+  EXPECT_EQ(pa.nodes[5].values(), (std::vector<std::string>{"zone-a"}));
+}
+
 TEST(AssignProfiles, SelectedNodesOutsideTheSnapshotAreManagedToo) {
   // A writable key comes from the snapshot only (the Node's value is the previous projection);
   // the read-only standard zone is read from the Node.
