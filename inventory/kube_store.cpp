@@ -37,6 +37,11 @@ constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
 // A ConfigMap holds at most 1 MiB of data (keys included) and etcd refuses requests over
 // ~1.5 MiB: a snapshot close to S10's 1 MiB is stored gzip-compressed in binaryData.
 constexpr std::size_t max_plain_bytes = 900u << 10;
+// Under a stream of Node events the watch is read at most this often: the events that arrive
+// meanwhile cost one wake-up and one recv together. A change that matters waits the
+// registry's coalescing window (200 ms) anyway; this delays it by at most 50 ms more, and an
+// event after a quiet spell not at all.
+constexpr std::chrono::milliseconds node_watch_read_pace{50};
 
 bool gzip(std::string_view in, std::string& out) {
   z_stream zs{};
@@ -427,6 +432,7 @@ class api_node_watch final : public node_watch {
     kube::reflector r;
     r.path = "/api/v1/nodes";
     r.watch_accept = kube::metadata_watch_accept;
+    r.read_pace = node_watch_read_pace;
     r.list = [&] { return list_all(); };
     r.on_event = [&](std::string_view type, simdjson::dom::element obj) {
       bool changed = false;

@@ -366,7 +366,7 @@ core::error no_answer(core::error e) {
 core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* ctx,
                                   const std::atomic<bool>& cancelled, const std::string& token,
                                   const std::string& target, std::chrono::seconds idle,
-                                  std::string_view accept,
+                                  std::chrono::milliseconds read_pace, std::string_view accept,
                                   const std::function<bool(std::string_view)>& on_line,
                                   stream_response& out) {
   using clock = tls_conn::clock;
@@ -441,6 +441,8 @@ core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* c
       return core::fail(core::errc::unavailable, "read: " + ec.message());
   }
   out.status = static_cast<int>(parser.get().result_int());
+  // The body's reads are paced, the head's are not: the answer begins as soon as it comes.
+  conn.set_read_pace(read_pace);
 
   // The body: the bytes already read first, then a read whenever the parser needs more. A
   // stream silent for `idle` is cut then.
@@ -603,7 +605,7 @@ core::result<response> client::request(std::string_view method, const std::strin
 
 core::result<stream_response> client::stream_lines(
     const std::string& target, const std::function<bool(std::string_view)>& on_line,
-    std::chrono::seconds idle, std::string_view accept) {
+    std::chrono::seconds idle, std::string_view accept, std::chrono::milliseconds read_pace) {
   stream_response out;
   const auto once = [&](bool refresh) -> core::result<void> {
     out = {};
@@ -627,7 +629,7 @@ core::result<stream_response> client::stream_lines(
       }
     } done{*this};
     return watch_exchange(ep_, conn, ctx.native_handle(), cancelled_, creds->token, target, idle,
-                          accept, on_line, out);
+                          read_pace, accept, on_line, out);
   };
   // A 401 is answered before any line: nothing has been handed on when the call is repeated.
   auto r = once(false);

@@ -59,11 +59,12 @@ class client {
 
   // GET `target` (a watch URL) and hand every complete line to `on_line` until the server
   // ends the stream, `on_line` returns false, no byte arrives for `idle`, or cancel().
-  // Fails (errc::unavailable) when no answer began.
+  // Fails (errc::unavailable) when no answer began. `read_pace`: tls_conn::set_read_pace.
   core::result<stream_response> stream_lines(const std::string& target,
                                              const std::function<bool(std::string_view)>& on_line,
                                              std::chrono::seconds idle,
-                                             std::string_view accept = json);
+                                             std::string_view accept = json,
+                                             std::chrono::milliseconds read_pace = {});
 
   // Aborts the call in progress (thread-safe); later calls fail at once.
   void cancel();

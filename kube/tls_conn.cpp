@@ -98,6 +98,17 @@ tls_conn::status tls_conn::wait(bool write, clock::time_point deadline) {
   }
 }
 
+tls_conn::status tls_conn::hold(clock::time_point until) {
+  pollfd wake{wake_fd_, POLLIN, 0};
+  for (;;) {
+    const int n = ::poll(&wake, 1, timeout_ms(until));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) return status::cancelled;
+    if (n < 0) return status::failed;
+    if (clock::now() >= until) return status::ok;
+  }
+}
+
 core::result<void> tls_conn::connect(const std::vector<std::string>& addresses, unsigned short port,
                                      clock::time_point deadline) {
   if (wake_fd_ < 0) return core::fail(core::errc::unavailable, "eventfd: " + wake_error_);
@@ -211,10 +222,24 @@ tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_
   // Waits first when OpenSSL holds no bytes of the next record: a read that would find the
   // socket empty is a system call for nothing. After a partial record it waits too, so that a
   // record split across segments does not spin.
-  bool must_wait = SSL_has_pending(ssl_) == 0;
+  // Paced, after a wake-up the reads go on without waiting until one finds the socket empty:
+  // what gathered during the pause may be more than one read takes.
+  const bool paced = pace_ > clock::duration::zero();
+  bool must_wait = SSL_has_pending(ssl_) == 0 && !(paced && draining_);
   for (;;) {
     if (must_wait) {
+      if (paced) {
+        // What arrives until then is read with one wake-up.
+        if (const auto due = last_ready_ + pace_; due > clock::now()) {
+          if (const status h = hold(std::min(due, deadline)); h != status::ok)
+            return not_ready(h, 0);
+        }
+      }
       if (const status w = wait(false, deadline); w != status::ok) return not_ready(w, 0);
+      if (paced) {
+        last_ready_ = clock::now();
+        draining_ = true;
+      }
     }
     ERR_clear_error();
     errno = 0;
@@ -227,6 +252,7 @@ tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_
         must_wait = false;
       } else {
         must_wait = true;
+        draining_ = false;  // the socket had nothing more (or only part of a record)
       }
       continue;
     }

@@ -58,9 +58,17 @@ class tls_conn {
   // socket only when OpenSSL holds nothing to decrypt, so a record costs one poll and one recv.
   outcome read_some(char* into, std::size_t size, clock::time_point deadline);
 
+  // Under a stream of records, waits for the socket at most once per `pace`: the records that
+  // arrive meanwhile are read together (one wake-up and one recv for all of them), each later
+  // by at most `pace`. Zero (the default): each record is read as it arrives. A record after
+  // a quiet spell of `pace` is read at once; cancel() ends the pause at once.
+  void set_read_pace(clock::duration pace) noexcept { pace_ = pace; }
+
  private:
   // Waits for the socket to be readable (`write`: writable), the wake-up or the deadline.
   status wait(bool write, clock::time_point deadline);
+  // Waits for the wake-up alone until `until`: ok once it passed.
+  status hold(clock::time_point until);
   // The error text for an SSL call that failed with `code` (SSL_get_error), OpenSSL's queue
   // cleared.
   [[nodiscard]] std::string ssl_failure(int code) const;
@@ -69,6 +77,9 @@ class tls_conn {
   int wake_fd_ = -1;        // an eventfd
   std::string wake_error_;  // why it could not be made
   SSL* ssl_ = nullptr;
+  clock::duration pace_{};
+  clock::time_point last_ready_{};  // when a wait last found the socket readable
+  bool draining_ = false;           // paced: reading what that wait found, until none is left
 };
 
 }  // namespace topogate::kube

@@ -92,7 +92,7 @@ void reflect(client& c, const reflector& r, stop_signal& stop) {
             r.on_event(type, obj);
             return true;
           },
-          watch_idle, r.watch_accept);
+          watch_idle, r.watch_accept, r.read_pace);
       if (stop.stopped()) break;
       if (w && w->status == 410) relist = true;
       const bool failed = !w || (w->status != 200 && w->status != 410);

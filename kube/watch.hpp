@@ -64,6 +64,10 @@ struct reflector {
   std::function<void(std::string_view type, simdjson::dom::element object)> on_event;
   // Each failed list or watch (the message names the call), unless stopping.
   std::function<void(const core::error&)> on_failure;
+  // Under a stream of events, the watch is read at most once per `read_pace`: the events
+  // that arrive meanwhile are read with one wake-up (tls_conn::set_read_pace), each later
+  // by at most that. Zero: each event as it arrives.
+  std::chrono::milliseconds read_pace{0};
 };
 
 // Lists and watches `r.path` with `c` on the calling thread until `stop` is signalled; the

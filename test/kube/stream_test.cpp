@@ -262,6 +262,99 @@ TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
   EXPECT_EQ(again.error().message, "cancelled");
 }
 
+// With a read pace, the lines that arrive within a pace of the last read are read together
+// with the next one, and a line after a quiet spell as it arrives. The answer's head is not
+// paced.
+TEST(StreamLines, APacedStreamReadsWhatArrivesWithinThePaceTogetherAndAfterAQuietSpellAtOnce) {
+  std::atomic<clock_type::rep> fifth_sent{0};
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")},
+                    {chunk("{\"n\":2}\n"), 10ms},
+                    {chunk("{\"n\":3}\n"), 190ms},
+                    {chunk("{\"n\":4}\n"), 10ms},
+                    {chunk("{\"n\":5}\n"), 2500ms,
+                     [&] {
+                       fifth_sent = clock_type::now().time_since_epoch().count();
+                       return true;
+                     }},
+                    {"0\r\n\r\n"}},
+                   stream_peer::ending::close);
+  client api(peer.api());
+  std::vector<clock_type::time_point> at;
+  const auto r = api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view) {
+        at.push_back(clock_type::now());
+        return true;
+      },
+      30s, "application/json", 1000ms);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->broken, "");
+  ASSERT_EQ(at.size(), 5u);
+  // Line 3 came 190 ms after line 2, within the pace of the read that found line 2: it waits
+  // for the pace, and line 4, 10 ms behind it, is read with it.
+  EXPECT_GE(at[2] - at[1], 700ms);
+  EXPECT_LT(at[3] - at[2], 200ms);
+  // Line 5 came 2.5 s after them, more than a pace after the last read: read as it came.
+  const auto sent = clock_type::time_point(clock_type::duration(fifth_sent.load()));
+  EXPECT_LT(at[4] - sent, 500ms);
+}
+
+// What gathers during a pause is read in full after it, however many reads that takes: 200
+// lines of 2 KB (400 KB, many times what one read takes) 10 ms after the first line are all
+// handed on one pace later, not one read's worth per pace.
+TEST(StreamLines, APacedStreamReadsAllThatGatheredDuringThePause) {
+  std::vector<step> script{{chunked_head + chunk("{\"n\":0}\n")}};
+  const std::string pad(2000, 'x');
+  for (int i = 1; i <= 200; ++i)
+    script.push_back({chunk("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}\n"),
+                      i == 1 ? 10ms : 0ms});
+  stream_peer peer(script, stream_peer::ending::hold);
+  client api(peer.api());
+  std::vector<clock_type::time_point> at;
+  const auto r = api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view) {
+        at.push_back(clock_type::now());
+        return at.size() < 201;
+      },
+      30s, "application/json", 1000ms);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(at.size(), 201u);
+  // One pace (1 s) after the first line; 13 or more paces if each read waited for one.
+  EXPECT_LT(at.back() - at.front(), 4s);
+}
+
+TEST(StreamLines, CancelEndsAPacedReadsPauseAtOnce) {
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")},
+                    {chunk("{\"n\":2}\n"), 10ms},
+                    {chunk("{\"n\":3}\n"), 150ms}},
+                   stream_peer::ending::hold);
+  client api(peer.api());
+  std::atomic<int> seen{0};
+  std::thread canceller([&] {
+    const auto limit = clock_type::now() + 10s;
+    while (seen.load() < 2 && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(400ms);
+    api.cancel();
+  });
+  const auto t0 = clock_type::now();
+  const auto r = api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view) {
+        ++seen;
+        return true;
+      },
+      30s, "application/json", 8000ms);
+  const auto took = clock_type::now() - t0;
+  canceller.join();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->broken, "cancelled");
+  // Line 3 came 150 ms after line 2, within the 8 s pace: still held when cancel() came,
+  // 400 ms after line 2, and cancel() ended the pause.
+  EXPECT_EQ(seen.load(), 2);
+  EXPECT_LT(took, 4s);
+}
+
 TEST(StreamLines, AStreamOnAPeerThatIsNotTrustedFailsAtTheHandshake) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::close);
   auto ep = peer.api();
