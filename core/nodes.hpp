@@ -53,6 +53,8 @@ class node_labels {
   friend bool operator==(const node_labels& a, const node_labels& b) noexcept {
     return a.p_ == b.p_ || a.get() == b.get();
   }
+  // How many copies share this one's vector (0: no labels).
+  [[nodiscard]] long use_count() const noexcept { return p_.use_count(); }
 
  private:
   static const storage& empty_storage() noexcept;

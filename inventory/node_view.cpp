@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 
 namespace topogate::inventory::detail {
 
@@ -14,17 +15,42 @@ std::string_view name_of(simdjson::dom::element node) {
 }
 }  // namespace
 
-node_view::labels node_view::kept_labels(simdjson::dom::element node) const {
-  labels::storage out;
+node_view::labels node_view::kept_labels(simdjson::dom::element node) {
+  scratch_.clear();
   simdjson::dom::object all;
   if (node["metadata"]["labels"].get(all)) return {};
   for (auto field : all) {
     std::string_view v;
     if (field.value.get(v) || (keep_ && !keep_(field.key))) continue;
-    out.emplace_back(std::string(field.key), std::string(v));
+    scratch_.emplace_back(std::string(field.key), std::string(v));
   }
-  std::sort(out.begin(), out.end());
-  return labels(std::move(out));
+  if (scratch_.empty()) return {};
+  std::sort(scratch_.begin(), scratch_.end());
+  if (const auto it = interned_.find(scratch_); it != interned_.end()) return *it;
+  // A vector of exactly its size: most sets are kept as long as their Nodes.
+  labels added(labels::storage(std::make_move_iterator(scratch_.begin()),
+                               std::make_move_iterator(scratch_.end())));
+  interned_.insert(added);
+  if (interned_.size() >= sweep_at_) sweep_label_sets();
+  return added;
+}
+
+std::size_t node_view::content_hash::operator()(const labels::storage& s) const noexcept {
+  std::size_t h = s.size();
+  const std::hash<std::string_view> text;
+  for (const auto& [k, v] : s) {
+    h = h * 1099511628211u ^ text(k);
+    h = h * 1099511628211u ^ text(v);
+  }
+  return h;
+}
+
+void node_view::sweep_label_sets() {
+  // A count of 1 is the set's own copy: no Node, no list handed out holds it (a list handed
+  // out that held it would have to be copied from to share it again, which only the view
+  // does, under its lock).
+  std::erase_if(interned_, [](const labels& l) { return l.use_count() == 1; });
+  sweep_at_ = std::max<std::size_t>(1024, 2 * interned_.size());
 }
 
 bool node_view::same_kept(simdjson::dom::element node, const labels& have) const {
@@ -56,6 +82,7 @@ void node_view::add_listed(simdjson::dom::element node) {
 void node_view::finish_list() {
   nodes_.swap(listing_);
   listing_.clear();
+  sweep_label_sets();
   // Nodes may have changed unseen while the watch was cut: the next list names no change.
   changes_known_ = false;
   changed_.clear();

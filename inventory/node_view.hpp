@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,10 +44,28 @@ class node_view {
   // named since.
   [[nodiscard]] std::shared_ptr<const core::node_list> take();
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  // How many different sets of kept labels the view holds for its Nodes (and, until the next
+  // sweep, for Nodes it no longer has).
+  [[nodiscard]] std::size_t label_sets() const noexcept { return interned_.size(); }
 
  private:
   using labels = core::node_labels;  // shared with every list handed out
-  [[nodiscard]] labels kept_labels(simdjson::dom::element node) const;
+  [[nodiscard]] labels kept_labels(simdjson::dom::element node);
+  // Nodes whose kept labels are the same share one vector of them (the Nodes of one zone or
+  // rack: one), held by interned_ by content. A set no Node uses any more is dropped by the
+  // sweep after each list and whenever the sets doubled since the last sweep.
+  struct content_hash {
+    using is_transparent = void;
+    std::size_t operator()(const labels::storage& s) const noexcept;
+    std::size_t operator()(const labels& l) const noexcept { return (*this)(l.get()); }
+  };
+  struct same_content {
+    using is_transparent = void;
+    bool operator()(const labels& a, const labels& b) const { return a.get() == b.get(); }
+    bool operator()(const labels::storage& a, const labels& b) const { return a == b.get(); }
+    bool operator()(const labels& a, const labels::storage& b) const { return a.get() == b; }
+  };
+  void sweep_label_sets();
   // Whether `node`'s kept labels are exactly `have`, read in place: the common event (a
   // heartbeat, a label no rule reads) then allocates, copies and sorts nothing.
   [[nodiscard]] bool same_kept(simdjson::dom::element node, const labels& have) const;
@@ -54,6 +73,9 @@ class node_view {
   void changed(std::string_view name);
 
   node_watch::label_filter keep_;
+  std::unordered_set<labels, content_hash, same_content> interned_;
+  std::size_t sweep_at_ = 1024;
+  labels::storage scratch_;  // kept_labels' labels before they are found or added
   std::map<core::node_name, labels, std::less<>> nodes_;
   std::map<core::node_name, labels, std::less<>> listing_;
   bool changes_known_ = false;                   // changed_ holds every change since that list

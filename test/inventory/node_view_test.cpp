@@ -126,6 +126,56 @@ TEST(NodeView, SixtyFourKeptLabelsAreComparedInPlaceAndSixtyFiveBuilt) {
   }
 }
 
+// Nodes whose kept labels are the same share one vector of them, and a set no Node and no
+// list uses any more is dropped at the next list.
+TEST(NodeView, NodesWithTheSameKeptLabelsShareThemAndASetNoneUsesIsDropped) {
+  node_view view{[](std::string_view key) { return key.starts_with("keep/"); }};
+  simdjson::dom::parser parser;
+  const auto element = [&](std::string_view name, std::string_view labels) {
+    static std::string text;  // the element views it until the next call
+    text = view_fixture::node(name, labels);
+    simdjson::dom::element e;
+    EXPECT_FALSE(parser.parse(text).get(e));
+    return e;
+  };
+  const auto relist = [&](std::string_view a, std::string_view b, std::string_view c) {
+    view.add_listed(element("a", a));
+    view.add_listed(element("b", b));
+    view.add_listed(element("c", c));
+    view.finish_list();
+  };
+  relist(R"("keep/z":"1","other":"x")", R"("other":"y","keep/z":"1")", R"("keep/z":"2")");
+  {
+    const auto l = view.list();
+    ASSERT_EQ(l.nodes.size(), 3u);
+    EXPECT_EQ(&l.nodes[0].labels.get(), &l.nodes[1].labels.get()) << "a and b keep the same";
+    EXPECT_NE(&l.nodes[0].labels.get(), &l.nodes[2].labels.get());
+  }
+  EXPECT_EQ(view.label_sets(), 2u);
+  // b takes c's set, c a new one: a watch event finds a set in use too.
+  EXPECT_TRUE(view.apply("MODIFIED", element("b", R"("keep/z":"2")")));
+  EXPECT_TRUE(view.apply("MODIFIED", element("c", R"("keep/z":"3")")));
+  {
+    const auto l = view.list();
+    EXPECT_NE(&l.nodes[1].labels.get(), &l.nodes[2].labels.get());
+    using kv = std::pair<std::string, std::string>;
+    EXPECT_EQ(l.nodes[1].labels.get(), (std::vector<kv>{{"keep/z", "2"}}));
+    EXPECT_EQ(l.nodes[2].labels.get(), (std::vector<kv>{{"keep/z", "3"}}));
+  }
+  EXPECT_EQ(view.label_sets(), 3u);
+  // A list handed out keeps a set alive across a sweep; once it is gone, so is the set, at the
+  // next one (z=1 and z=3 here).
+  auto held = view.list();
+  relist(R"("keep/z":"2")", R"("keep/z":"2")", R"("keep/z":"3")");
+  EXPECT_EQ(view.label_sets(), 3u) << "z=1: no Node has it now, the list handed out does";
+  held = {};
+  EXPECT_TRUE(view.apply("MODIFIED", element("c", R"("keep/z":"2")")));
+  relist(R"("keep/z":"2")", R"("keep/z":"2")", R"("keep/z":"2")");
+  EXPECT_EQ(view.label_sets(), 1u);
+  const auto l = view.list();
+  EXPECT_EQ(&l.nodes[0].labels.get(), &l.nodes[2].labels.get());
+}
+
 TEST(NodeView, EachListTakenNamesTheNodesChangedSinceTheOneBefore) {
   view_fixture f(listed);
   const core::node_list first = *f.view.take();
