@@ -229,21 +229,28 @@ TEST(StreamLines, AnAnswerOtherThan200IsKeptAsItsBodyNotAsLines) {
   EXPECT_TRUE(c.lines.empty());
 }
 
+// Cancels `api` from a thread of its own `after` once `lines` lines were handed on (or 10 s
+// passed).
+std::thread cancel_after(client& api, const std::atomic<int>& seen, int lines,
+                         std::chrono::milliseconds after) {
+  return std::thread([&api, &seen, lines, after] {
+    const auto limit = clock_type::now() + 10s;
+    while (seen.load() < lines && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(after);
+    api.cancel();
+  });
+}
+
 TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
   client api(peer.api());
-  std::atomic<bool> first{false};
-  std::thread canceller([&] {
-    const auto limit = clock_type::now() + 10s;
-    while (!first.load() && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(50ms);
-    api.cancel();
-  });
+  std::atomic<int> seen{0};
+  std::thread canceller = cancel_after(api, seen, 1, 50ms);
   const auto t0 = clock_type::now();
   const auto r = api.stream_lines(
       "/api/v1/nodes?watch=true",
       [&](std::string_view) {
-        first = true;
+        ++seen;
         return true;
       },
       30s);
@@ -252,7 +259,7 @@ TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->broken, "cancelled");
-  EXPECT_TRUE(first.load());
+  EXPECT_EQ(seen.load(), 1);
   // The peer stays silent for 10 s and the idle limit is 30 s: only cancel() ends it this soon.
   EXPECT_LT(took, 5s);
   // And every later call fails at once.
@@ -331,12 +338,7 @@ TEST(StreamLines, CancelEndsAPacedReadsPauseAtOnce) {
                    stream_peer::ending::hold);
   client api(peer.api());
   std::atomic<int> seen{0};
-  std::thread canceller([&] {
-    const auto limit = clock_type::now() + 10s;
-    while (seen.load() < 2 && clock_type::now() < limit) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(400ms);
-    api.cancel();
-  });
+  std::thread canceller = cancel_after(api, seen, 2, 400ms);
   const auto t0 = clock_type::now();
   const auto r = api.stream_lines(
       "/api/v1/nodes?watch=true",
