@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <unordered_set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
