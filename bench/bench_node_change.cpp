@@ -200,7 +200,7 @@ void BM_DriftRecheck(benchmark::State& state) {
     std::vector<inv::drift_mark> found;
     if (incremental) {
       const auto changed = inv::drift_changes(basis, *rev, *list);
-      basis = inv::basis_of(*rev, list);
+      basis = inv::basis_of(*rev, list, &basis);
       found = inv::refind_drift_marks(c.source, basis, tracker.take_found(), *changed);
     } else {
       basis = inv::basis_of(*rev, list);

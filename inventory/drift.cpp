@@ -48,10 +48,11 @@ void drift_into(node_drift& d, const core::topology_source& src, const core::sna
 const core::snapshot_node* served_entry(const drift_basis& b, std::string_view name) {
   if (!b.accepted) return nullptr;
   const auto& nodes = b.accepted->nodes;
+  const auto& served = *b.served;
   const auto it =
-      std::lower_bound(b.served.begin(), b.served.end(), name,
+      std::lower_bound(served.begin(), served.end(), name,
                        [&](std::uint32_t i, std::string_view key) { return nodes[i].name < key; });
-  return it != b.served.end() && nodes[*it].name == name ? &nodes[*it] : nullptr;
+  return it != served.end() && nodes[*it].name == name ? &nodes[*it] : nullptr;
 }
 
 // The profile b's revision gives `name` (null: not managed).
@@ -68,12 +69,12 @@ void for_each_drift(const core::topology_source& src, const drift_basis& b, F&& 
   if (!b.nodes) return;
   core::node_list::cursor at(*b.nodes);
   node_drift d;
-  const std::size_t ns = b.accepted ? b.served.size() : 0;
+  const std::size_t ns = b.accepted ? b.served->size() : 0;
   const std::size_t np = b.profiles ? b.profiles->nodes.size() : 0;
   std::size_t i = 0;
   std::size_t j = 0;
   while (i < ns || j < np) {
-    const core::snapshot_node* s = i < ns ? &b.accepted->nodes[b.served[i]] : nullptr;
+    const core::snapshot_node* s = i < ns ? &b.accepted->nodes[(*b.served)[i]] : nullptr;
     const core::node_assignment* a = j < np ? &b.profiles->nodes[j] : nullptr;
     if (s != nullptr && a != nullptr) {
       const int c = s->name.compare(a->node.str());
@@ -135,18 +136,20 @@ drift_signature signature_of(const node_drift& d) {
 namespace {
 
 void index_served(drift_basis& b) {
-  b.served.clear();
-  if (!b.accepted) return;
-  const auto& nodes = b.accepted->nodes;
-  b.served.reserve(nodes.size());
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!b.pruned.empty() && std::binary_search(b.pruned.begin(), b.pruned.end(), nodes[i].name))
-      continue;
-    b.served.push_back(static_cast<std::uint32_t>(i));
+  auto served = std::make_shared<std::vector<std::uint32_t>>();
+  if (b.accepted) {
+    const auto& nodes = b.accepted->nodes;
+    served->reserve(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (!b.pruned.empty() && std::binary_search(b.pruned.begin(), b.pruned.end(), nodes[i].name))
+        continue;
+      served->push_back(static_cast<std::uint32_t>(i));
+    }
+    if (!b.accepted_sorted)
+      std::sort(served->begin(), served->end(),
+                [&](std::uint32_t x, std::uint32_t y) { return nodes[x].name < nodes[y].name; });
   }
-  if (!b.accepted_sorted)
-    std::sort(b.served.begin(), b.served.end(),
-              [&](std::uint32_t x, std::uint32_t y) { return nodes[x].name < nodes[y].name; });
+  b.served = std::move(served);
 }
 
 // basis_of with `accepted` and `nodes` given, not owned: the basis lives within the call.
@@ -164,14 +167,20 @@ drift_basis basis_over(const revision& rev, const core::snapshot& accepted,
 
 }  // namespace
 
-drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes) {
+drift_basis basis_of(const revision& rev, std::shared_ptr<const core::node_list> nodes,
+                     const drift_basis* previous) {
   drift_basis b;
   b.accepted = rev.accepted_shared();
   b.accepted_sorted = rev.accepted_sorted;
   b.pruned = sorted_copy(rev.pruned_nodes);
   b.profiles = rev.profiles;
   b.nodes = std::move(nodes);
-  index_served(b);
+  if (previous != nullptr && previous->served && b.accepted && previous->accepted == b.accepted &&
+      previous->accepted_sorted == b.accepted_sorted && previous->pruned == b.pruned) {
+    b.served = previous->served;
+  } else {
+    index_served(b);
+  }
   return b;
 }
 

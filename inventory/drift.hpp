@@ -71,12 +71,19 @@ struct drift_basis {
   std::shared_ptr<const core::snapshot> accepted;  // the revision's (accepted_decoded)
   bool accepted_sorted = false;                    // its Nodes listed by name
   std::vector<std::string> pruned;                 // the revision's pruned Nodes, sorted
-  std::vector<std::uint32_t> served;  // accepted's Nodes less the pruned ones, by name (indices)
+  // accepted's Nodes less the pruned ones, by name (indices); set when
+  // `accepted` is
+  std::shared_ptr<const std::vector<std::uint32_t>> served;
   std::shared_ptr<const core::profile_assignment> profiles;
   std::shared_ptr<const core::node_list> nodes;
 };
+// The basis of a check of `rev` and `nodes`. With `previous`, the basis of an earlier check:
+// when it has the same accepted snapshot and pruned Nodes (a Node change that only moved
+// profiles or labels the rules compare), its index of the served Nodes is shared, not built
+// again.
 [[nodiscard]] drift_basis basis_of(const revision& rev,
-                                   std::shared_ptr<const core::node_list> nodes);
+                                   std::shared_ptr<const core::node_list> nodes,
+                                   const drift_basis* previous = nullptr);
 
 // The names of the Nodes whose drift may differ between a check of `before` and one of `rev`
 // and `nodes` (sorted, unique): added to, removed from or relabelled in the list, pruned in

@@ -297,7 +297,7 @@ void registry::impl::check_drift() {
       std::optional<std::vector<std::string>> changed;
       if (rev) changed = drift_changes(e.drift_base, *rev, *nodes);
       e.drift_rev = rev;
-      e.drift_base = rev ? basis_of(*rev, nodes) : drift_basis{};
+      e.drift_base = rev ? basis_of(*rev, nodes, &e.drift_base) : drift_basis{};
       std::vector<drift_mark> found;
       if (changed) {
         found = refind_drift_marks(src, e.drift_base, e.drift_seen.take_found(), *changed);

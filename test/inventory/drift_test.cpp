@@ -295,6 +295,8 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
   changed_seen.update(find_drift_marks(src, basis), t0, 60s, described);
   std::vector<core::cluster_node> away;  // Nodes taken out of the list
   std::size_t compared = 0;
+  std::size_t served_shared = 0;
+  std::size_t served_built = 0;
   std::size_t most_found = 0;
   std::size_t most_drifted = 0;
   for (int step = 1; step <= 400; ++step) {
@@ -344,7 +346,19 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
       EXPECT_EQ(changed->front(), touched) << "step " << step;
     }
     compared += changed->size();
-    basis = basis_of(*rev, list);
+    // The index of the served Nodes is shared with the last check's while the pruned Nodes
+    // are the same, and built again when they are not; either way as a basis made afresh has it.
+    const auto fresh = basis_of(*rev, list);
+    auto next_basis = basis_of(*rev, list, &basis);
+    ASSERT_EQ(*next_basis.served, *fresh.served) << "step " << step;
+    if (next_basis.pruned == basis.pruned) {
+      EXPECT_EQ(next_basis.served, basis.served) << "step " << step;
+      ++served_shared;
+    } else {
+      EXPECT_NE(next_basis.served, basis.served) << "step " << step;
+      ++served_built;
+    }
+    basis = std::move(next_basis);
     const auto full = find_drift(src, *rev, *snap, *list);
     auto found = refind_drift_marks(src, basis, changed_seen.take_found(), *changed);
     // The marks name the Nodes a full check finds, each with its drift's signature, and each
@@ -366,6 +380,8 @@ TEST(Drift, ACheckAfterChangesComparesTheirNodesAndFindsWhatAFullCheckFinds) {
     most_drifted = std::max(most_drifted, a->drifted);
   }
   EXPECT_GT(compared, 200u) << "most steps change a Node";
+  EXPECT_GT(served_shared, 100u) << "most steps keep the pruned Nodes";
+  EXPECT_GT(served_built, 20u) << "some steps prune a Node or serve it again";
   EXPECT_GE(most_found, 4u) << "several Nodes differed at once";
   EXPECT_GE(most_drifted, 2u) << "some of them past the grace";
 }
