@@ -176,6 +176,55 @@ TEST(NodeView, NodesWithTheSameKeptLabelsShareThemAndASetNoneUsesIsDropped) {
   EXPECT_EQ(&l.nodes[0].labels.get(), &l.nodes[2].labels.get());
 }
 
+// Between lists, the sets no Node uses are dropped whenever the sets doubled since the last
+// sweep (at least 1,024): a watch that gives one Node a new value again and again, with no
+// relist, holds about twice the sets in use, never one per event; a set in use is never dropped.
+TEST(NodeView, ManyNewValuesWithoutARelistKeepTheSetsBounded) {
+  node_view view{[](std::string_view key) { return key.starts_with("keep/"); }};
+  simdjson::dom::parser parser;
+  std::string text;
+  const auto element = [&](const std::string& name, const std::string& value) {
+    text = view_fixture::node(name, R"("keep/z":")" + value + R"(","other":"x")");
+    simdjson::dom::element e;
+    EXPECT_FALSE(parser.parse(text).get(e));
+    return e;
+  };
+  const auto name_of = [](int i) {
+    std::string s = std::to_string(i);
+    return "node-" + std::string(5 - s.size(), '0') + s;
+  };
+  // A few Nodes: the floor of 1,024 bounds the sets.
+  for (int i = 0; i < 3; ++i) view.add_listed(element(name_of(i), "0"));
+  view.finish_list();
+  EXPECT_EQ(view.label_sets(), 1u);
+  std::size_t most = 0;
+  for (int k = 1; k <= 5000; ++k) {
+    ASSERT_TRUE(view.apply("MODIFIED", element(name_of(k % 3), "v" + std::to_string(k))));
+    most = std::max(most, view.label_sets());
+  }
+  EXPECT_GE(most, 1000u) << "not swept at each event";
+  EXPECT_LT(most, 1024u) << "swept when they reached 1,024";
+
+  // 1,500 Nodes with a value each: every set is in use, the bound follows them (twice as many).
+  for (int i = 0; i < 1500; ++i) view.add_listed(element(name_of(i), "n" + std::to_string(i)));
+  view.finish_list();
+  EXPECT_EQ(view.label_sets(), 1500u);
+  most = 0;
+  for (int k = 1; k <= 5000; ++k) {
+    ASSERT_TRUE(view.apply("MODIFIED", element(name_of(0), "w" + std::to_string(k))));
+    most = std::max(most, view.label_sets());
+  }
+  EXPECT_GT(most, 2900u) << "not swept at each event";
+  EXPECT_LE(most, 3010u) << "swept when they reached twice those in use";
+  const auto l = view.list();
+  ASSERT_EQ(l.nodes.size(), 1500u);
+  using kv = std::pair<std::string, std::string>;
+  EXPECT_EQ(l.nodes[0].labels.get(), (std::vector<kv>{{"keep/z", "w5000"}}));
+  for (std::size_t i = 1; i < l.nodes.size(); ++i)
+    ASSERT_EQ(l.nodes[i].labels.get(), (std::vector<kv>{{"keep/z", "n" + std::to_string(i)}}))
+        << "a set in use is kept: " << l.nodes[i].name.str();
+}
+
 TEST(NodeView, EachListTakenNamesTheNodesChangedSinceTheOneBefore) {
   view_fixture f(listed);
   const core::node_list first = *f.view.take();
