@@ -241,19 +241,25 @@ std::thread cancel_after(client& api, const std::atomic<int>& seen, int lines,
   });
 }
 
+// A watch whose lines are only counted into `seen` (read at `pace`; none: unpaced).
+core::result<stream_response> count_lines(client& api, std::atomic<int>& seen,
+                                          std::chrono::milliseconds pace = {}) {
+  return api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&seen](std::string_view) {
+        ++seen;
+        return true;
+      },
+      30s, "application/json", pace);
+}
+
 TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
   client api(peer.api());
   std::atomic<int> seen{0};
   std::thread canceller = cancel_after(api, seen, 1, 50ms);
   const auto t0 = clock_type::now();
-  const auto r = api.stream_lines(
-      "/api/v1/nodes?watch=true",
-      [&](std::string_view) {
-        ++seen;
-        return true;
-      },
-      30s);
+  const auto r = count_lines(api, seen);
   const auto took = clock_type::now() - t0;
   canceller.join();
   ASSERT_TRUE(r) << r.error().message;
@@ -340,13 +346,7 @@ TEST(StreamLines, CancelEndsAPacedReadsPauseAtOnce) {
   std::atomic<int> seen{0};
   std::thread canceller = cancel_after(api, seen, 2, 400ms);
   const auto t0 = clock_type::now();
-  const auto r = api.stream_lines(
-      "/api/v1/nodes?watch=true",
-      [&](std::string_view) {
-        ++seen;
-        return true;
-      },
-      30s, "application/json", 8000ms);
+  const auto r = count_lines(api, seen, 8000ms);
   const auto took = clock_type::now() - t0;
   canceller.join();
   ASSERT_TRUE(r) << r.error().message;
