@@ -228,16 +228,29 @@ tls_conn::outcome tls_conn::read_some(char* into, std::size_t size, clock::time_
   bool must_wait = SSL_has_pending(ssl_) == 0 && !(paced && draining_);
   for (;;) {
     if (must_wait) {
-      if (paced) {
+      bool ready = false;
+      if (paced && streaming_) {
         // What arrives until then is read with one wake-up.
         if (const auto due = last_ready_ + pace_; due > clock::now()) {
           if (const status h = hold(std::min(due, deadline)); h != status::ok)
             return not_ready(h, 0);
         }
+        const status w = wait(false, clock::now());  // what the pause gathered, if anything
+        if (w == status::ok) {
+          ready = true;
+        } else if (w == status::timeout) {
+          streaming_ = false;  // nothing: the stream ended, the next record is read as it comes
+        } else {
+          return not_ready(w, 0);
+        }
       }
-      if (const status w = wait(false, deadline); w != status::ok) return not_ready(w, 0);
+      if (!ready) {
+        if (const status w = wait(false, deadline); w != status::ok) return not_ready(w, 0);
+      }
       if (paced) {
-        last_ready_ = clock::now();
+        const auto now = clock::now();
+        if (!ready) streaming_ = now - last_ready_ < pace_;
+        last_ready_ = now;
         draining_ = true;
       }
     }

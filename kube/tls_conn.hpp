@@ -60,9 +60,17 @@ class tls_conn {
 
   // Under a stream of records, waits for the socket at most once per `pace`: the records that
   // arrive meanwhile are read together (one wake-up and one recv for all of them), each later
-  // by at most `pace`. Zero (the default): each record is read as it arrives. A record after
-  // a quiet spell of `pace` is read at once; cancel() ends the pause at once.
-  void set_read_pace(clock::duration pace) noexcept { pace_ = pace; }
+  // by at most `pace`. Zero (the default): each record is read as it arrives.
+  // A stream is records less than `pace` apart: the pause starts when one comes within `pace`
+  // of the wake-up before it (the call counts as one) and ends when a pause gathered nothing.
+  // Records further apart are each read as it arrives, with one wake-up and no pause (a pause
+  // would be a wake-up more); cancel() ends a pause at once.
+  void set_read_pace(clock::duration pace) noexcept {
+    pace_ = pace;
+    last_ready_ = clock::now();
+    streaming_ = false;
+    draining_ = false;
+  }
 
  private:
   // Waits for the socket to be readable (`write`: writable), the wake-up or the deadline.
@@ -79,6 +87,7 @@ class tls_conn {
   SSL* ssl_ = nullptr;
   clock::duration pace_{};
   clock::time_point last_ready_{};  // when a wait last found the socket readable
+  bool streaming_ = false;          // paced: records came within `pace` of each other
   bool draining_ = false;           // paced: reading what that wait found, until none is left
 };
 

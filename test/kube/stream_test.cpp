@@ -312,6 +312,39 @@ TEST(StreamLines, APacedStreamReadsWhatArrivesWithinThePaceTogetherAndAfterAQuie
   EXPECT_LT(at[4] - sent, 500ms);
 }
 
+// A stream begins when a record comes within a pace of the wake-up before it: records further
+// apart are each read as they come, with no pause after them (it would cost a wake-up more).
+TEST(StreamLines, APacedStreamPausesOnlyOnceRecordsComeWithinThePaceOfEachOther) {
+  std::atomic<clock_type::rep> third_sent{0};
+  stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")},
+                    {chunk("{\"n\":2}\n"), 1500ms},
+                    {chunk("{\"n\":3}\n"), 300ms,
+                     [&] {
+                       third_sent = clock_type::now().time_since_epoch().count();
+                       return true;
+                     }},
+                    {chunk("{\"n\":4}\n"), 100ms},
+                    {"0\r\n\r\n"}},
+                   stream_peer::ending::close);
+  client api(peer.api());
+  std::vector<clock_type::time_point> at;
+  const auto r = api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&](std::string_view) {
+        at.push_back(clock_type::now());
+        return true;
+      },
+      30s, "application/json", 1000ms);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(at.size(), 4u);
+  // Line 2 came after a quiet spell longer than the pace, line 3 300 ms after it: both read as
+  // they came (line 3 had no pause to wait for).
+  const auto sent = clock_type::time_point(clock_type::duration(third_sent.load()));
+  EXPECT_LT(at[2] - sent, 250ms);
+  // Line 3 came within the pace of line 2: a stream, so line 4, 100 ms later, waits for the pace.
+  EXPECT_GE(at[3] - at[2], 700ms);
+}
+
 // What gathers during a pause is read in full after it, however many reads that takes: 200
 // lines of 2 KB (400 KB, many times what one read takes) 10 ms after the first line are all
 // handed on one pace later, not one read's worth per pace.
