@@ -39,8 +39,8 @@ constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
 constexpr std::size_t max_plain_bytes = 900u << 10;
 // Under a stream of Node events the watch is read at most this often: the events that arrive
 // meanwhile cost one wake-up and one recv together. A change that matters waits the
-// registry's coalescing window (200 ms) anyway; this delays it by at most 50 ms more, and an
-// event after a quiet spell not at all.
+// registry's coalescing window (200 ms) anyway; this delays it by at most 50 ms more, and
+// events further apart than that (no stream) not at all.
 constexpr std::chrono::milliseconds node_watch_read_pace{50};
 
 bool gzip(std::string_view in, std::string& out) {

@@ -66,7 +66,7 @@ struct reflector {
   std::function<void(const core::error&)> on_failure;
   // Under a stream of events, the watch is read at most once per `read_pace`: the events
   // that arrive meanwhile are read with one wake-up (tls_conn::set_read_pace), each later
-  // by at most that. Zero: each event as it arrives.
+  // by at most that; events further apart are read as they come. Zero: each as it arrives.
   std::chrono::milliseconds read_pace{0};
 };
 
