@@ -187,7 +187,10 @@ inventories:
     readers: {{bearerTokenFiles: [{d}/token]}}
 """)
         self.t0 = time.monotonic()
-        self.log = open(f"{d}/topogate.log", "w")
+        # The log in a folder of its own: topogate watches the snapshot's folder, and each line
+        # written there would wake its reconcile loop (an operator's log goes to stdout).
+        os.makedirs(f"{d}/log")
+        self.log = open(f"{d}/log/topogate.log", "w")
         self.proc = subprocess.Popen([binary, "serve", "--config", f"{d}/config.yaml"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.ctx = ssl.create_default_context(cafile=f"{d}/tls.crt")
@@ -212,14 +215,14 @@ inventories:
         while time.monotonic() - self.t0 < timeout:
             if self.proc.poll() is not None:
                 self.log.flush()
-                with open(self.work + "/topogate.log") as f:
+                with open(self.work + "/log/topogate.log") as f:
                     raise RuntimeError("topogate exited:\n" + "".join(f.readlines()[-5:]))
             status, etag = self.get("/snapshots/dc")
             if status == 200:
                 return time.monotonic() - self.t0, etag
             time.sleep(0.05)
         self.log.flush()
-        with open(self.work + "/topogate.log") as f:
+        with open(self.work + "/log/topogate.log") as f:
             lines = [l for l in f if '"msg":"request"' not in l]
         raise RuntimeError("topogate not ready in time:\n" + "".join(lines[-6:]))
 
