@@ -10,6 +10,7 @@
 
 #include "field_error.hpp"
 #include "nodes.hpp"
+#include "shared_text.hpp"
 #include "topology_source.hpp"
 
 namespace topogate::core {
@@ -82,6 +83,14 @@ struct copied_bytes {
 // in order and merged where contiguous.
 std::string splice_rendered_nodes(
     std::string_view body, const std::vector<std::uint32_t>& members,
+    const std::vector<std::size_t>& drop,
+    const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
+    std::string_view api_version, std::string_view revision,
+    std::vector<std::uint32_t>* members_out, std::vector<copied_bytes>* copied = nullptr);
+// The same in pieces: the kept runs are views of `body`'s buffers, not copies (what the served
+// revision's rendering is made with; the string form copies them).
+shared_text splice_rendered_nodes(
+    const shared_text& body, const std::vector<std::uint32_t>& members,
     const std::vector<std::size_t>& drop,
     const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
     std::string_view api_version, std::string_view revision,

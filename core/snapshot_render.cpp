@@ -197,8 +197,8 @@ std::string render_snapshot_json(const snapshot& snap, std::vector<std::uint32_t
   return std::move(w).finish();
 }
 
-std::string splice_rendered_nodes(
-    std::string_view body, const std::vector<std::uint32_t>& members,
+shared_text splice_rendered_nodes(
+    const shared_text& body, const std::vector<std::uint32_t>& members,
     const std::vector<std::size_t>& drop,
     const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
     std::string_view api_version, std::string_view revision,
@@ -229,8 +229,10 @@ std::string splice_rendered_nodes(
     fresh_at.push_back(w.size());
     fresh = std::move(w).finish();
   }
-  std::string out = std::move(head).finish();
-  out.reserve(out.size() + body.size() + fresh.size() + insert.size() + 2);
+  const std::string header = std::move(head).finish();
+  shared_text::builder out;
+  out.reserve_own(header.size() + fresh.size() + 2 * (insert.size() + drop.size()) + 4);
+  out.append(header);
   const auto copy = [&](std::size_t from, std::size_t to) {
     if (copied != nullptr && to > from) {
       if (!copied->empty() && copied->back().to == from &&
@@ -239,12 +241,12 @@ std::string splice_rendered_nodes(
       else
         copied->push_back({from, to, out.size()});
     }
-    out.append(body.substr(from, to - from));
+    out.append(body, from, to - from);
   };
   if (copied != nullptr) {
     copied->clear();
     // The header as it was (the same revision id): its bytes count as copied.
-    if (body.starts_with(out)) copied->push_back({0, out.size(), 0});
+    if (body.equal_at(0, header)) copied->push_back({0, out.size(), 0});
   }
   if (members_out != nullptr) {
     members_out->clear();
@@ -262,7 +264,7 @@ std::string splice_rendered_nodes(
     if (e < insert.size() && insert[e].first <= k) {
       comma();
       if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(out.size()));
-      out.append(fresh, fresh_at[e], fresh_at[e + 1] - fresh_at[e]);
+      out.append(std::string_view(fresh).substr(fresh_at[e], fresh_at[e + 1] - fresh_at[e]));
       ++e;
       continue;
     }
@@ -289,11 +291,23 @@ std::string splice_rendered_nodes(
     k = run_end;
   }
   if (members_out != nullptr) members_out->push_back(static_cast<std::uint32_t>(out.size()));
-  if (n < members.size() && body.substr(members[n]) == "}}")
+  if (n < members.size() && body.size() == members[n] + std::size_t{2} &&
+      body.equal_at(members[n], "}}"))
     copy(members[n], body.size());
   else
     out.append("}}");
-  return out;
+  return std::move(out).finish();
+}
+
+std::string splice_rendered_nodes(
+    std::string_view body, const std::vector<std::uint32_t>& members,
+    const std::vector<std::size_t>& drop,
+    const std::vector<std::pair<std::size_t, const snapshot_node*>>& insert,
+    std::string_view api_version, std::string_view revision,
+    std::vector<std::uint32_t>* members_out, std::vector<copied_bytes>* copied) {
+  return splice_rendered_nodes(shared_text(std::string(body)), members, drop, insert, api_version,
+                               revision, members_out, copied)
+      .str();
 }
 
 std::string render_snapshot_yaml(const snapshot& snap) {

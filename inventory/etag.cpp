@@ -48,22 +48,25 @@ bool hash(std::string_view bytes, unsigned char* out) {
 
 }  // namespace
 
-void body_digest::cut(std::string_view body, std::size_t from, std::size_t to) {
-  const auto* b = reinterpret_cast<const unsigned char*>(body.data());
+void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to) {
+  // byte(i) is the body's byte i.
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto byte = [b, base](std::size_t i) { return b[i - base]; };
   std::uint64_t h = 0;
   // The hash at a byte covers the 64 bytes ending there: start 64 bytes early.
-  for (std::size_t i = from > window ? from - window : 0; i < from; ++i) h = (h << 1) + gear[b[i]];
+  for (std::size_t i = from > window ? from - window : 0; i < from; ++i)
+    h = (h << 1) + gear[byte(i)];
   std::size_t start = from;
   const auto add = [&](std::size_t end) {
     sum s{};
-    ok_ = hash(body.substr(start, end - start), s.data()) && ok_;
+    ok_ = hash(bytes.substr(start - base, end - start), s.data()) && ok_;
     hashed_ += end - start;
     ends_.push_back(static_cast<std::uint32_t>(end));
     sums_.push_back(s);
     start = end;
   };
   for (std::size_t i = from; i + 1 < to; ++i) {
-    h = (h << 1) + gear[b[i]];
+    h = (h << 1) + gear[byte(i)];
     if ((h >> cut_shift) == 0) add(i + 1);
   }
   if (to > start) add(to);
@@ -79,13 +82,33 @@ body_digest body_digest::of(std::string_view body) {
   body_digest d;
   d.ends_.reserve(body.size() / 2048 + 2);
   d.sums_.reserve(body.size() / 2048 + 2);
-  d.cut(body, 0, body.size());
+  d.cut(body, 0, 0, body.size());
   d.finish();
   return d;
 }
 
 body_digest body_digest::update(const body_digest& before, std::string_view body,
                                 std::span<const kept> runs) {
+  return update_with(
+      before, body.size(), runs,
+      [body](body_digest& d, std::size_t from, std::size_t to) { d.cut(body, 0, from, to); });
+}
+
+body_digest body_digest::update(const body_digest& before, const core::shared_text& body,
+                                std::span<const kept> runs) {
+  std::string bytes;
+  return update_with(before, body.size(), runs,
+                     [&body, &bytes](body_digest& d, std::size_t from, std::size_t to) {
+                       const std::size_t base = from > window ? from - window : 0;
+                       bytes.clear();
+                       body.copy_to(bytes, base, to - base);
+                       d.cut(bytes, base, from, to);
+                     });
+}
+
+template <class Cut>
+body_digest body_digest::update_with(const body_digest& before, std::size_t size,
+                                     std::span<const kept> runs, Cut&& cut) {
   body_digest d;
   d.ends_.reserve(before.ends_.size() + 8);
   d.sums_.reserve(before.ends_.size() + 8);
@@ -107,14 +130,14 @@ body_digest body_digest::update(const body_digest& before, std::string_view body
     const std::size_t at_end = end - k.from + k.at;
     // The old body's last chunk ends with the body, not by the hash: the same in the new
     // body only when that ends there too.
-    if (j + 1 == before.ends_.size() && at_end != body.size()) continue;
-    if (at_end > body.size() || at < done) continue;  // runs out of order: cut anew
-    if (at > done) d.cut(body, done, at);
+    if (j + 1 == before.ends_.size() && at_end != size) continue;
+    if (at_end > size || at < done) continue;  // runs out of order: cut anew
+    if (at > done) cut(d, done, at);
     d.ends_.push_back(static_cast<std::uint32_t>(at_end));
     d.sums_.push_back(before.sums_[j]);
     done = at_end;
   }
-  if (done < body.size()) d.cut(body, done, body.size());
+  if (done < size) cut(d, done, size);
   d.ok_ = d.ok_ && before.ok_;
   d.finish();
   return d;

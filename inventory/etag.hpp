@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/shared_text.hpp"
 #include "core/snapshot.hpp"
 
 namespace topogate::inventory {
@@ -34,6 +35,10 @@ class body_digest {
   // everything else anew: the same value as of(body), hashing only what is near the new bytes.
   [[nodiscard]] static body_digest update(const body_digest& before, std::string_view body,
                                           std::span<const kept> runs);
+  // The same for a body kept in pieces: only the bytes hashed anew are gathered (a few KiB
+  // around each edit), the pieces are not copied into one.
+  [[nodiscard]] static body_digest update(const body_digest& before, const core::shared_text& body,
+                                          std::span<const kept> runs);
 
   // The quoted strong ETag: "\"" + 64 hex digits + "\"" ("\"unavailable\"", which matches
   // nothing, only if the hash could not be computed).
@@ -45,8 +50,13 @@ class body_digest {
 
  private:
   using sum = std::array<unsigned char, 32>;
-  // Appends the chunks of body[from, to) (`from` is where a chunk starts, `to` where one ends).
-  void cut(std::string_view body, std::size_t from, std::size_t to);
+  // Appends the chunks of body[from, to) (`from` is where a chunk starts, `to` where one ends);
+  // `bytes` holds the body's bytes from `base` on, at least from 64 before `from` to `to`.
+  void cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to);
+  // update(), cutting the body's new bytes with `cut(digest, from, to)`.
+  template <class Cut>
+  static body_digest update_with(const body_digest& before, std::size_t size,
+                                 std::span<const kept> runs, Cut&& cut);
   void finish();
 
   std::vector<std::uint32_t> ends_;  // where each chunk ends; the last one is the body's size

@@ -177,19 +177,25 @@ void detail::release_freed_memory() {
 #endif
 }
 
+const std::string& revision::json_body() const {
+  if (const std::string* whole = json_text.whole()) return *whole;
+  std::call_once(json_cache->once, [this] { json_cache->text = json_text.str(); });
+  return json_cache->text;
+}
+
 const std::string& revision::yaml_body() const {
   std::call_once(yaml_cache->once, [this] {
     // json_body is the canonical rendering of exactly the served snapshot: decoding it gives
     // that snapshot back. A decoder of its own, freed on return: the parser buffers for a
     // 1 MiB body are several times its size and this runs once per revision.
-    auto decoded = core::decode_snapshot(json_body);
+    auto decoded = core::decode_snapshot(json_body());
     if (!decoded.ok()) return;  // not reachable: json_body passed the same decoder
     yaml_cache->text = core::render_snapshot_yaml(decoded.value);
     yaml_cache->text.shrink_to_fit();
     decoded = {};
     // Without this, 16 inventories of 1 MiB asked for YAML once each grew RSS by 30 MiB for
     // 18 MiB of YAML (bench/README.md).
-    if (json_body.size() >= small_body) detail::release_freed_memory();
+    if (json_text.size() >= small_body) detail::release_freed_memory();
   });
   return yaml_cache->text;
 }
@@ -200,7 +206,7 @@ bool revision::accepted_snapshot(core::snapshot& out) const {
     return true;
   }
   if (accepted_packed) return unpack(*accepted_packed, out);
-  auto decoded = core::decode_snapshot(json_body);
+  auto decoded = core::decode_snapshot(json_body());
   if (!decoded.ok()) return false;
   out = std::move(decoded.value);
   return true;
@@ -283,13 +289,14 @@ inventory::evaluation inventory::evaluate(const core::snapshot& snap,
 
   auto rev = std::make_shared<revision>();
   std::vector<std::uint32_t> members;
-  rev->json_body = core::render_snapshot_json(*served, selected != nullptr ? &members : nullptr);
-  if (rev->json_body.size() > core::max_snapshot_bytes) {
+  rev->json_text = core::shared_text(
+      core::render_snapshot_json(*served, selected != nullptr ? &members : nullptr));
+  if (rev->json_text.size() > core::max_snapshot_bytes) {
     // S10 as served: the consumer's reader refuses a body larger than 1 MiB.
-    ev.errors.push_back(core::too_long("S10", "", rev->json_body.size(), core::max_snapshot_bytes));
+    ev.errors.push_back(core::too_long("S10", "", rev->json_text.size(), core::max_snapshot_bytes));
     return ev;
   }
-  auto digest = std::make_shared<const body_digest>(body_digest::of(rev->json_body));
+  auto digest = std::make_shared<const body_digest>(body_digest::of(rev->json_body()));
   rev->etag = digest->etag();
   if (selected != nullptr) rev->digest = std::move(digest);  // kept with `members`
   rev->revision_id = served->revision;

@@ -57,7 +57,12 @@ void release_freed_memory();
 struct revision {
   std::string revision_id;  // snapshot.revision (suffixed when pruned)
   std::string etag;         // quoted strong ETag: "\"" + hex digest of json_body + "\"" (etag.hpp)
-  std::string json_body;    // canonical JSON rendering, rendered once
+  // The canonical JSON rendering, rendered once, in pieces: a revision made by a Node change
+  // shares the bytes of the one it was made from (core::shared_text), not a copy of them.
+  core::shared_text json_text;
+  // json_text in one buffer: its own when it is one piece, else gathered on the first call
+  // (once per revision, thread-safe) and kept for the revision's lifetime.
+  [[nodiscard]] const std::string& json_body() const;
   // The same as YAML: rendered from json_body on the first call (once per revision, never
   // per request, thread-safe), then kept for the revision's lifetime.
   [[nodiscard]] const std::string& yaml_body() const;
@@ -103,8 +108,9 @@ struct revision {
     std::vector<std::unordered_map<std::string_view, std::uint32_t>> by_level;
   };
   std::shared_ptr<const level_carriers> carriers;
-  // Copies of a revision share the YAML rendering (a copy is the same revision).
+  // Copies of a revision share the YAML rendering and json_body (a copy is the same revision).
   std::shared_ptr<detail::once_text> yaml_cache = std::make_shared<detail::once_text>();
+  std::shared_ptr<detail::once_text> json_cache = std::make_shared<detail::once_text>();
 };
 
 // One accept/reject decision, kept in a bounded history.

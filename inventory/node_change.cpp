@@ -202,16 +202,16 @@ std::optional<inventory::evaluation> inventory::evaluate_change(
         pruned.empty() ? snap.revision : snap.revision + "+pruned-" + std::to_string(pruned.size());
     std::vector<std::uint32_t> members;
     std::vector<core::copied_bytes> copied;
-    rev->json_body =
-        core::splice_rendered_nodes(cur.json_body, *cur.members, drop, insert, snap.api_version,
+    rev->json_text =
+        core::splice_rendered_nodes(cur.json_text, *cur.members, drop, insert, snap.api_version,
                                     rev->revision_id, &members, &copied);
     // S10 as served: a Node back may take the rendering past what the consumer reads.
-    if (rev->json_body.size() > core::max_snapshot_bytes) return std::nullopt;
+    if (rev->json_text.size() > core::max_snapshot_bytes) return std::nullopt;
     rev->members = std::make_shared<const std::vector<std::uint32_t>>(std::move(members));
     // Only the chunks around the Nodes that left or joined (and the header) are hashed again.
     rev->digest = std::make_shared<const body_digest>(
-        cur.digest ? body_digest::update(*cur.digest, rev->json_body, copied)
-                   : body_digest::of(rev->json_body));
+        cur.digest ? body_digest::update(*cur.digest, rev->json_text, copied)
+                   : body_digest::of(rev->json_body()));
     rev->etag = rev->digest->etag();
     rev->accepted_revision_id = snap.revision;
     rev->node_count = cur.node_count - drop.size() + insert.size();

@@ -328,7 +328,7 @@ push_result registry::impl::store_push(entry& e, push_call& call, const push_req
 
   stored_revision stored;
   if (p.candidate->pruned_nodes.empty()) {
-    stored.json = p.candidate->json_body;
+    stored.json = p.candidate->json_body();
   } else if (core::snapshot accepted; p.candidate->accepted_snapshot(accepted)) {
     stored.json = core::render_snapshot_json(accepted);
   } else {

@@ -151,7 +151,7 @@ std::optional<std::string> registry::status_json(std::string_view name) const {
     add_str(out, "origin", cur->origin);
     out.push_back(',');
     add_str(out, "actor", cur->actor);
-    out += ",\"size\":" + std::to_string(cur->json_body.size());
+    out += ",\"size\":" + std::to_string(cur->json_text.size());
     out += ",\"nodes\":" + std::to_string(cur->node_count);
     out += ",\"prunedNodes\":[";
     for (std::size_t i = 0; i < cur->pruned_nodes.size(); ++i) {

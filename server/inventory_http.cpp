@@ -61,7 +61,7 @@ std::string stored_body(const inventory::push_result& r, std::string_view name,
   add_str(out, "etag", shown.etag);
   out.push_back(',');
   add_str(out, "acceptedAt", core::format_rfc3339_ms(r.candidate->accepted_at));
-  append_revision_tail(out, r, shown.json_body.size(), size_warning);
+  append_revision_tail(out, r, shown.json_text.size(), size_warning);
   return out;
 }
 
@@ -75,7 +75,7 @@ std::string dry_run_body(const inventory::push_result& r, std::string_view name,
   add_str(out, "revision", r.candidate->revision_id);
   out.push_back(',');
   add_str(out, "etag", r.candidate->etag);
-  append_revision_tail(out, r, r.candidate->json_body.size(), size_warning);
+  append_revision_tail(out, r, r.candidate->json_text.size(), size_warning);
   if (!workloads.empty()) {
     out.pop_back();
     out += ",\"workloads\":" + std::string(workloads) + "}";
@@ -104,7 +104,7 @@ response push_response(const inventory::push_result& r, std::string_view name,
       if (!r.candidate) break;  // the registry always sets it; anything else is a bug, not a 200
       // The size the consumer reads, as topogate_inventory_snapshot_bytes exports it.
       const std::string size_warning = core::snapshot_size_warning(
-          shown_revision(r).json_body.size(), "the revision's canonical JSON");
+          shown_revision(r).json_text.size(), "the revision's canonical JSON");
       response res = json_response(
           r.outcome == push_outcome::created ? http::status::created : http::status::ok,
           stored_body(r, name, size_warning));
@@ -116,7 +116,7 @@ response push_response(const inventory::push_result& r, std::string_view name,
     }
     case push_outcome::validated: {
       if (!r.candidate) break;
-      const std::string size_warning = core::snapshot_size_warning(r.candidate->json_body.size(),
+      const std::string size_warning = core::snapshot_size_warning(r.candidate->json_text.size(),
                                                                    "the revision's canonical JSON");
       response res =
           json_response(http::status::ok, dry_run_body(r, name, size_warning, workloads));

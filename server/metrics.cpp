@@ -422,7 +422,7 @@ void metrics::refresh_inventories(const inventory::registry& reg) {
         {{"inventory", name}, {"revision", rev->revision_id}, {"etag", rev->etag}});
     g.Set(1);
     info_by_inventory_.emplace(name, &g);
-    snapshot_bytes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->json_body.size()));
+    snapshot_bytes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->json_text.size()));
     nodes_->Add({{"inventory", name}}).Set(static_cast<double>(rev->node_count));
     revision_age_->Add({{"inventory", name}})
         .Set(std::chrono::duration<double>(now - rev->accepted_at).count());

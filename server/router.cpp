@@ -270,7 +270,7 @@ response serve_snapshot(const request& req, const router_context& ctx, std::stri
   }
   res.set(http::field::content_type, yaml ? "application/yaml" : "application/json");
   // The YAML body is rendered by the first request that asks for it, once per revision.
-  const std::string& bytes = yaml ? rev->yaml_body() : rev->json_body;
+  const std::string& bytes = yaml ? rev->yaml_body() : rev->json_body();
   res.body() = shared_body::value_type(rev, bytes);
   return res;
 }

@@ -92,7 +92,7 @@ TEST(Concurrency, PushesFilesNodesAndReadsInParallel) {
       while (!done.load()) {
         for (auto* inv : reg.all()) {
           const auto d = inv->serve();
-          if (d.rev && d.rev->etag != inventory::etag_of(d.rev->json_body)) bad.fetch_add(1);
+          if (d.rev && d.rev->etag != inventory::etag_of(d.rev->json_body())) bad.fetch_add(1);
           if (!d.rev && d.unavailable_reason.empty()) bad.fetch_add(1);
           (void)inv->history();
           (void)inv->ready();

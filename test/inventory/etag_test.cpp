@@ -111,6 +111,17 @@ TEST(BodyDigest, AnUpdateEqualsTheDigestOfTheNewBytes) {
     ASSERT_EQ(after.etag(), full.etag()) << "round " << round;
     ASSERT_EQ(after.chunks(), full.chunks()) << "round " << round;
     ASSERT_EQ(after.size(), e.body.size());
+    // The same body kept in pieces (cut at random places, each piece a buffer of its own):
+    // the same digest.
+    core::shared_text::builder b;
+    for (std::size_t at = 0; at < e.body.size();) {
+      const std::size_t n = std::min<std::size_t>(e.body.size() - at, 1 + rng() % 5000);
+      b.append(core::shared_text(e.body.substr(at, n)), 0, n);
+      at += n;
+    }
+    const core::shared_text pieces = std::move(b).finish(1 << 20);
+    ASSERT_EQ(pieces.str(), e.body);
+    ASSERT_EQ(body_digest::update(before, pieces, e.runs).etag(), full.etag()) << "round " << round;
   }
 }
 

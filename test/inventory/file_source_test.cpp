@@ -60,8 +60,8 @@ class watchdog {
       ++reads_;
       simdjson::dom::element doc;
       std::string_view rev;
-      const bool ok = !parser.parse(r->json_body).get(doc) && !doc["revision"].get(rev) &&
-                      rev == r->revision_id && r->etag == inventory::etag_of(r->json_body);
+      const bool ok = !parser.parse(r->json_body()).get(doc) && !doc["revision"].get(rev) &&
+                      rev == r->revision_id && r->etag == inventory::etag_of(r->json_body());
       if (!ok) ++bad_;
     }
   }

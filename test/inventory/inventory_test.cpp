@@ -55,7 +55,7 @@ TEST(Inventory, ValidOfferIsServedWithAStrongSha256ETag) {
   EXPECT_EQ(d.rev->etag.front(), '"');
   EXPECT_EQ(d.rev->etag.back(), '"');
   EXPECT_EQ(d.rev->etag.find_first_not_of("0123456789abcdef", 1), 65u);
-  EXPECT_EQ(d.rev->etag, inventory::etag_of(d.rev->json_body));
+  EXPECT_EQ(d.rev->etag, inventory::etag_of(d.rev->json_body()));
   EXPECT_FALSE(d.rev->yaml_body().empty());
   EXPECT_TRUE(inv.ready());
 }
@@ -68,10 +68,10 @@ TEST(Inventory, EveryReplicaComputesTheSameETagWhateverTheInputFormat) {
   clk.advance(5s);
   ASSERT_TRUE(b.offer(testing::snapshot_yaml("rev-y"), from("push")).accepted);
   EXPECT_EQ(a.current()->etag, b.current()->etag);
-  EXPECT_EQ(a.current()->json_body, b.current()->json_body);
+  EXPECT_EQ(a.current()->json_body(), b.current()->json_body());
   // The canonical JSON of the YAML document, offered as JSON, is the same revision.
   inventory c(testing::config(), clk);
-  ASSERT_TRUE(c.offer(a.current()->json_body, from("push")).accepted);
+  ASSERT_TRUE(c.offer(a.current()->json_body(), from("push")).accepted);
   EXPECT_EQ(c.current()->etag, a.current()->etag);
 }
 
@@ -261,8 +261,8 @@ TEST(Inventory, DeletedNodeUnderPruneServesADerivedRevisionDeterministically) {
   ASSERT_NE(pruned, nullptr);
   EXPECT_EQ(pruned->revision_id, "rev-1+pruned-1");
   EXPECT_NE(pruned->etag, full_etag);
-  EXPECT_EQ(pruned->json_body.find("\"worker-1\""), std::string::npos);
-  EXPECT_NE(pruned->json_body.find("\"worker-2\""), std::string::npos);
+  EXPECT_EQ(pruned->json_body().find("\"worker-1\""), std::string::npos);
+  EXPECT_NE(pruned->json_body().find("\"worker-2\""), std::string::npos);
   EXPECT_EQ(pruned->pruned_nodes, std::vector<std::string>{"worker-1"});
   EXPECT_TRUE(a.last_attempt()->accepted);
   EXPECT_EQ(a.last_attempt()->origin, "nodes");

@@ -475,7 +475,7 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   EXPECT_TRUE(eventually([&] {
     const auto cur = p->current();
     return cur && cur->revision_id == "n-1+pruned-1" &&
-           cur->json_body.find("worker-2") == std::string::npos;
+           cur->json_body().find("worker-2") == std::string::npos;
   }));
   ASSERT_EQ(create_node(2, "gpu"), 201);
   EXPECT_TRUE(eventually([&] { return served_revision(r) == "n-1"; }));

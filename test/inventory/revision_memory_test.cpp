@@ -64,7 +64,7 @@ TEST(RevisionMemory, YamlBodyIsTheDirectRenderingOfTheAcceptedSnapshot) {
   const auto rev = inv.current();
   ASSERT_NE(rev, nullptr);
   const auto snap = decoded(unordered_yaml);
-  EXPECT_EQ(rev->json_body, core::render_snapshot_json(snap));
+  EXPECT_EQ(rev->json_body(), core::render_snapshot_json(snap));
   EXPECT_EQ(rev->yaml_body(), core::render_snapshot_yaml(snap));
   // Kept once rendered: the second call is the same bytes, not a new rendering.
   EXPECT_EQ(rev->yaml_body().data(), rev->yaml_body().data());
@@ -113,7 +113,7 @@ TEST(RevisionMemory, YamlAfterAReloadIsTheNewRevisionsAndETagsDoNotMove) {
   EXPECT_NE(first->yaml_body().find("\"rev-1\""), std::string::npos);
   // Rendering YAML changes no validator: the ETag is the JSON body's, before and after.
   EXPECT_EQ(first->etag, first_etag);
-  EXPECT_EQ(second->etag, inventory::etag_of(second->json_body));
+  EXPECT_EQ(second->etag, inventory::etag_of(second->json_body()));
 
   // The same bytes again: the same ETag, and the YAML of the new revision object is equal.
   inventory other(testing::config(), clk);
@@ -131,7 +131,7 @@ TEST(RevisionMemory, CanonicallyOrderedInputKeepsOneCopy) {
   // The served revision is the accepted one, not a copy of it, and holds no packed snapshot:
   // json_body decodes back to exactly what was accepted.
   EXPECT_EQ(inv.accepted(), inv.current());
-  EXPECT_EQ(inv.current()->json_body, canonical);
+  EXPECT_EQ(inv.current()->json_body(), canonical);
   EXPECT_EQ(inv.current()->accepted_packed, nullptr);
   core::snapshot back;
   ASSERT_TRUE(inv.current()->accepted_snapshot(back));
@@ -179,7 +179,7 @@ TEST(RevisionMemory, PrunedNodesFollowTheDocumentOrderAcrossNodeChanges) {
   EXPECT_EQ(pruned->accepted_revision_id, "rev-1");
   EXPECT_EQ(pruned->pruned_nodes, (std::vector<std::string>{"worker-2", "worker-10"}));
   EXPECT_EQ(pruned->node_count, 10u);
-  EXPECT_EQ(pruned->json_body.find("\"worker-10\""), std::string::npos);
+  EXPECT_EQ(pruned->json_body().find("\"worker-10\""), std::string::npos);
   EXPECT_NE(pruned->yaml_body().find("\"worker-11\""), std::string::npos);
   EXPECT_EQ(pruned->yaml_body().find("\"worker-2\""), std::string::npos);
   // With a Node list the accepted snapshot is kept decoded, shared by the derived revisions,
@@ -192,7 +192,7 @@ TEST(RevisionMemory, PrunedNodesFollowTheDocumentOrderAcrossNodeChanges) {
   // Every Node back: the full revision again, byte for byte.
   inv.set_nodes(testing::nodes(12));
   EXPECT_EQ(inv.current()->etag, full->etag);
-  EXPECT_EQ(inv.current()->json_body, full->json_body);
+  EXPECT_EQ(inv.current()->json_body(), full->json_body());
 }
 
 TEST(RevisionMemory, PrunedRevisionReadsBackItsUnprunedSnapshot) {

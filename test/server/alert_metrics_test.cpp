@@ -186,7 +186,7 @@ TEST_F(RegistryMetrics, SnapshotBytesAgainstTheLimitOnBothSidesOfTheAlertFractio
   }
   EXPECT_EQ(sample(text, "topogate_inventory_snapshot_bytes", {{"inventory", "pushed"}}), 0);
   EXPECT_EQ(sample(text, "topogate_inventory_snapshot_bytes", {{"inventory", "file-fed"}}),
-            static_cast<double>(reg_->find("file-fed")->current()->json_body.size()));
+            static_cast<double>(reg_->find("file-fed")->current()->json_text.size()));
   // What TopogateInventoryNearSizeLimit divides (alert above 0.9 by default), just under and
   // just over 0.9 of 1 MiB.
   for (const std::size_t bytes :

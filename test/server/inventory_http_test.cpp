@@ -125,7 +125,7 @@ void expect_published_body(const response& res, const push_result& r, std::strin
   EXPECT_LE(std::chrono::abs(*parsed - r.candidate->accepted_at), std::chrono::milliseconds(1));
   uint64_t size = 0;
   ASSERT_FALSE(doc.root["size"].get(size)) << text;
-  EXPECT_EQ(size, r.served->json_body.size()) << text;
+  EXPECT_EQ(size, r.served->json_text.size()) << text;
   simdjson::dom::array pruned_nodes;
   ASSERT_FALSE(doc.root["prunedNodes"].get(pruned_nodes)) << text;
   std::vector<std::string> got;
@@ -190,7 +190,7 @@ TEST_F(InventoryHttp, ARevisionPastNineTenthsOfTheLimitIsWarnedAboutInTheBodyAnd
   const auto under = reg.push("dc", st::snapshot_json_of_size(core::snapshot_size_warning_bytes),
                               std::nullopt, "w");
   ASSERT_EQ(under.outcome, push_outcome::created) << describe(under);
-  ASSERT_EQ(under.served->json_body.size(), 943718u);
+  ASSERT_EQ(under.served->json_text.size(), 943718u);
   const auto quiet_res = push_response(under, "dc");
   EXPECT_EQ(quiet_res.result_int(), 201u);
   EXPECT_FALSE(has_header(quiet_res, http::field::warning));
@@ -201,7 +201,7 @@ TEST_F(InventoryHttp, ARevisionPastNineTenthsOfTheLimitIsWarnedAboutInTheBodyAnd
       reg.push("dc", st::snapshot_json_of_size(core::snapshot_size_warning_bytes + 1, "big-2"),
                std::nullopt, "w");
   ASSERT_EQ(over.outcome, push_outcome::stored) << describe(over);
-  ASSERT_EQ(over.served->json_body.size(), 943719u);
+  ASSERT_EQ(over.served->json_text.size(), 943719u);
   const auto res = push_response(over, "dc");
   EXPECT_EQ(res.result_int(), 200u);
   expect_published_body(res, over, "dc", "big-2", {});

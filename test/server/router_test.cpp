@@ -174,9 +174,9 @@ TEST_F(RouterTest, SnapshotServedWithEtagAndBothTokensDuringRotation) {
     const auto rev = registry_->find("alpha")->current();
     ASSERT_TRUE(rev);
     EXPECT_EQ(r[http::field::etag], rev->etag);
-    EXPECT_EQ(body(r), rev->json_body);
+    EXPECT_EQ(body(r), rev->json_body());
     // The body is the revision's own bytes, not a copy.
-    EXPECT_EQ(r.body().data.data(), rev->json_body.data());
+    EXPECT_EQ(r.body().data.data(), rev->json_body().data());
   }
 }
 
@@ -245,7 +245,7 @@ TEST_F(RouterTest, HeadHasLengthButNoBody) {
   EXPECT_EQ(r.result_int(), 200u);
   EXPECT_TRUE(r.body().data.empty());
   EXPECT_EQ(r[http::field::content_length],
-            std::to_string(registry_->find("alpha")->current()->json_body.size()));
+            std::to_string(registry_->find("alpha")->current()->json_text.size()));
 }
 
 TEST_F(RouterTest, NamesDoNotLeak) {
