@@ -71,8 +71,7 @@ struct drift_basis {
   std::shared_ptr<const core::snapshot> accepted;  // the revision's (accepted_decoded)
   bool accepted_sorted = false;                    // its Nodes listed by name
   std::vector<std::string> pruned;                 // the revision's pruned Nodes, sorted
-  // accepted's Nodes less the pruned ones, by name (indices); set when
-  // `accepted` is
+  // accepted's Nodes less the pruned ones, by name (indices); set whenever `accepted` is
   std::shared_ptr<const std::vector<std::uint32_t>> served;
   std::shared_ptr<const core::profile_assignment> profiles;
   std::shared_ptr<const core::node_list> nodes;
