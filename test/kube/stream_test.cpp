@@ -13,6 +13,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -253,6 +254,34 @@ core::result<stream_response> count_lines(client& api, std::atomic<int>& seen,
       30s, "application/json", pace);
 }
 
+// A watch read at `pace` whose lines are only timed into `at` (when each was handed on), until
+// `most` of them came.
+core::result<stream_response> time_lines(
+    client& api, std::vector<clock_type::time_point>& at, std::chrono::milliseconds pace,
+    std::size_t most = std::numeric_limits<std::size_t>::max()) {
+  return api.stream_lines(
+      "/api/v1/nodes?watch=true",
+      [&at, most](std::string_view) {
+        at.push_back(clock_type::now());
+        return at.size() < most;
+      },
+      30s, "application/json", pace);
+}
+
+// When the peer sent a step: mark() is the step's condition, at() the time it was sent.
+struct send_time {
+  std::atomic<clock_type::rep> ticks{0};
+  std::function<bool()> mark() {
+    return [this] {
+      ticks = clock_type::now().time_since_epoch().count();
+      return true;
+    };
+  }
+  [[nodiscard]] clock_type::time_point at() const {
+    return clock_type::time_point(clock_type::duration(ticks.load()));
+  }
+};
+
 TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")}}, stream_peer::ending::hold);
   client api(peer.api());
@@ -279,27 +308,17 @@ TEST(StreamLines, CancelFromAnotherThreadEndsAStreamInProgressAtOnce) {
 // with the next one, and a line after a quiet spell as it arrives. The answer's head is not
 // paced.
 TEST(StreamLines, APacedStreamReadsWhatArrivesWithinThePaceTogetherAndAfterAQuietSpellAtOnce) {
-  std::atomic<clock_type::rep> fifth_sent{0};
+  send_time fifth;
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")},
                     {chunk("{\"n\":2}\n"), 10ms},
                     {chunk("{\"n\":3}\n"), 190ms},
                     {chunk("{\"n\":4}\n"), 10ms},
-                    {chunk("{\"n\":5}\n"), 2500ms,
-                     [&] {
-                       fifth_sent = clock_type::now().time_since_epoch().count();
-                       return true;
-                     }},
+                    {chunk("{\"n\":5}\n"), 2500ms, fifth.mark()},
                     {"0\r\n\r\n"}},
                    stream_peer::ending::close);
   client api(peer.api());
   std::vector<clock_type::time_point> at;
-  const auto r = api.stream_lines(
-      "/api/v1/nodes?watch=true",
-      [&](std::string_view) {
-        at.push_back(clock_type::now());
-        return true;
-      },
-      30s, "application/json", 1000ms);
+  const auto r = time_lines(api, at, 1000ms);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->broken, "");
   ASSERT_EQ(at.size(), 5u);
@@ -308,39 +327,27 @@ TEST(StreamLines, APacedStreamReadsWhatArrivesWithinThePaceTogetherAndAfterAQuie
   EXPECT_GE(at[2] - at[1], 700ms);
   EXPECT_LT(at[3] - at[2], 200ms);
   // Line 5 came 2.5 s after them, more than a pace after the last read: read as it came.
-  const auto sent = clock_type::time_point(clock_type::duration(fifth_sent.load()));
-  EXPECT_LT(at[4] - sent, 500ms);
+  EXPECT_LT(at[4] - fifth.at(), 500ms);
 }
 
 // A stream begins when a record comes within a pace of the wake-up before it: records further
 // apart are each read as they come, with no pause after them (it would cost a wake-up more).
 TEST(StreamLines, APacedStreamPausesOnlyOnceRecordsComeWithinThePaceOfEachOther) {
-  std::atomic<clock_type::rep> third_sent{0};
+  send_time third;
   stream_peer peer({{chunked_head + chunk("{\"n\":1}\n")},
                     {chunk("{\"n\":2}\n"), 1500ms},
-                    {chunk("{\"n\":3}\n"), 300ms,
-                     [&] {
-                       third_sent = clock_type::now().time_since_epoch().count();
-                       return true;
-                     }},
+                    {chunk("{\"n\":3}\n"), 300ms, third.mark()},
                     {chunk("{\"n\":4}\n"), 100ms},
                     {"0\r\n\r\n"}},
                    stream_peer::ending::close);
   client api(peer.api());
   std::vector<clock_type::time_point> at;
-  const auto r = api.stream_lines(
-      "/api/v1/nodes?watch=true",
-      [&](std::string_view) {
-        at.push_back(clock_type::now());
-        return true;
-      },
-      30s, "application/json", 1000ms);
+  const auto r = time_lines(api, at, 1000ms);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(at.size(), 4u);
   // Line 2 came after a quiet spell longer than the pace, line 3 300 ms after it: both read as
   // they came (line 3 had no pause to wait for).
-  const auto sent = clock_type::time_point(clock_type::duration(third_sent.load()));
-  EXPECT_LT(at[2] - sent, 250ms);
+  EXPECT_LT(at[2] - third.at(), 250ms);
   // Line 3 came within the pace of line 2: a stream, so line 4, 100 ms later, waits for the pace.
   EXPECT_GE(at[3] - at[2], 700ms);
 }
@@ -357,13 +364,7 @@ TEST(StreamLines, APacedStreamReadsAllThatGatheredDuringThePause) {
   stream_peer peer(script, stream_peer::ending::hold);
   client api(peer.api());
   std::vector<clock_type::time_point> at;
-  const auto r = api.stream_lines(
-      "/api/v1/nodes?watch=true",
-      [&](std::string_view) {
-        at.push_back(clock_type::now());
-        return at.size() < 201;
-      },
-      30s, "application/json", 1000ms);
+  const auto r = time_lines(api, at, 1000ms, 201);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(at.size(), 201u);
   // One pace (1 s) after the first line; 13 or more paces if each read waited for one.
