@@ -112,8 +112,12 @@ void registry::impl::on_api_nodes(node_watch::list_source current) {
     std::lock_guard lk(api_nodes_mu);
     if (api_nodes_seen) {
       api_nodes_pending = std::move(current);
-      if (api_nodes_due == steady::time_point::max()) api_nodes_due = steady::now() + node_coalesce;
-      wake();
+      // The first change of a window wakes the loop to wait for its end; the loop is already
+      // waiting for that end when later changes come.
+      if (api_nodes_due == steady::time_point::max()) {
+        api_nodes_due = steady::now() + node_coalesce;
+        wake();
+      }
       return;
     }
     api_nodes_seen = true;
