@@ -187,12 +187,17 @@ const std::string& revision::yaml_body() const {
   std::call_once(yaml_cache->once, [this] {
     // json_body is the canonical rendering of exactly the served snapshot: decoding it gives
     // that snapshot back. A decoder of its own, freed on return: the parser buffers for a
-    // 1 MiB body are several times its size and this runs once per revision.
-    auto decoded = core::decode_snapshot(json_body());
+    // 1 MiB body are several times its size and this runs once per revision. A body in
+    // pieces is gathered for the decoder alone, not kept (its readers are served the pieces).
+    std::string gathered;
+    const std::string* whole = json_text.whole();
+    if (whole == nullptr) gathered = json_text.str();
+    auto decoded = core::decode_snapshot(whole != nullptr ? *whole : gathered);
     if (!decoded.ok()) return;  // not reachable: json_body passed the same decoder
     yaml_cache->text = core::render_snapshot_yaml(decoded.value);
     yaml_cache->text.shrink_to_fit();
     decoded = {};
+    std::string().swap(gathered);
     // Without this, 16 inventories of 1 MiB asked for YAML once each grew RSS by 30 MiB for
     // 18 MiB of YAML (bench/README.md).
     if (json_text.size() >= small_body) detail::release_freed_memory();

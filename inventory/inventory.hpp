@@ -61,7 +61,8 @@ struct revision {
   // shares the bytes of the one it was made from (core::shared_text), not a copy of them.
   core::shared_text json_text;
   // json_text in one buffer: its own when it is one piece, else gathered on the first call
-  // (once per revision, thread-safe) and kept for the revision's lifetime.
+  // (once per revision, thread-safe) and kept for the revision's lifetime. The snapshot route
+  // serves json_text's pieces instead (server/shared_body.hpp): a reader gathers nothing.
   [[nodiscard]] const std::string& json_body() const;
   // The same as YAML: rendered from json_body on the first call (once per revision, never
   // per request, thread-safe), then kept for the revision's lifetime.

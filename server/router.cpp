@@ -119,7 +119,7 @@ response from_document(std::optional<std::string> doc, std::string_view name) {
 void finish(response& res, http::verb m) {
   res.set("X-Content-Type-Options", "nosniff");
   if (m == http::verb::head) {
-    const auto n = res.body().data.size();
+    const auto n = res.body().size();
     res.body() = {};
     res.content_length(n);
   } else if (res.result() == http::status::not_modified) {
@@ -269,9 +269,13 @@ response serve_snapshot(const request& req, const router_context& ctx, std::stri
     return res;
   }
   res.set(http::field::content_type, yaml ? "application/yaml" : "application/json");
-  // The YAML body is rendered by the first request that asks for it, once per revision.
-  const std::string& bytes = yaml ? rev->yaml_body() : rev->json_body();
-  res.body() = shared_body::value_type(rev, bytes);
+  // The YAML body is rendered by the first request that asks for it, once per revision; the
+  // JSON body is written from the revision's own bytes (in pieces after a Node change).
+  if (yaml) {
+    res.body() = shared_body::value_type(rev, std::string_view(rev->yaml_body()));
+  } else {
+    res.body() = shared_body::value_type(rev, rev->json_text);
+  }
   return res;
 }
 

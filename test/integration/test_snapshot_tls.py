@@ -207,3 +207,77 @@ def test_session_tickets_off_issues_none(make_server, pki):
     # Offering the ticketless session back gets a full handshake, and the request works.
     _, reused = session_after_one_request(srv, pki, ctx, session)
     assert not reused
+
+
+def test_a_node_changes_revision_is_served_as_a_fresh_start_serves_it(make_server, pki):
+    """A Node leaving cuts it out of the served rendering, which then shares the bytes of the
+    one before (pieces): over TLS, keep-alive and a new connection alike, the body is byte
+    for byte the one a process started afresh on the same files serves, ETag included."""
+    from conftest import default_config, wait_for
+
+    count = 2000
+    names = [f"gpu-node-{i:05d}" for i in range(count)]
+    # Long enough values that the body spans many records and write batches (~330 KB).
+    lines = ["apiVersion: topology.gpustack.ai/v1alpha1", "revision: inventory-9", "nodes:"]
+    for i, name in enumerate(names):
+        lines.append(f"  {name}: {{topology.gpustack.ai/region: region-{i // 500}-{'r' * 40}, "
+                     f"topology.gpustack.ai/zone: zone-{i // 100}-{'z' * 40}, "
+                     f"topology.gpustack.ai/rack: rack-{i // 4}}}")
+    snapshot = "\n".join(lines) + "\n"
+
+    def node_list(left_out):
+        return json.dumps({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                           "items": [{"metadata": {"name": n}} for i, n in enumerate(names) if i not in left_out]})
+
+    def config(d):
+        (d / "snapshot.yaml").write_text(snapshot)
+        (d / "nodes.json").write_text(node_list(set()))
+        return default_config(pki, d, inventory_extra="    nodes: nodes.json\n    unknownNodes: prune\n")
+
+    srv = make_server(config)
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    headers = {"Authorization": f"Bearer {pki.token}"}
+    conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx)
+
+    def get(c):
+        c.request("GET", "/snapshots/demo", headers=headers)
+        r = c.getresponse()
+        body = r.read()
+        assert r.status == 200, body[:300]
+        assert int(r.getheader("Content-Length")) == len(body)
+        return r.getheader("ETag"), body
+
+    first_etag, first = get(conn)  # read, as the consumer does: the change applies to it
+    assert len(json.loads(first)["nodes"]) == count
+    # Nodes leave at both ends, side by side and spread out: several cuts, some within a record.
+    left_out = {0, 1, 7, 999, 1000, 1500, 1998, 1999}
+    (srv.dir / "nodes.json.tmp").write_text(node_list(left_out))
+    (srv.dir / "nodes.json.tmp").rename(srv.dir / "nodes.json")
+    changed = {}
+
+    def moved():
+        etag, body = get(conn)
+        if etag == first_etag:
+            return None
+        changed["etag"], changed["body"] = etag, body
+        return True
+
+    wait_for(moved, timeout=15, what="the revision without the Nodes")
+    doc = json.loads(changed["body"])
+    assert set(doc["nodes"]) == {n for i, n in enumerate(names) if i not in left_out}
+    assert doc["revision"] == f"inventory-9+pruned-{len(left_out)}"
+    # A new connection, and curl, get the same bytes.
+    again = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx)
+    assert get(again) == (changed["etag"], changed["body"])
+    again.close()
+    code, body, err, _ = curl("--cacert", str(pki.ca), *bearer(pki), f"{srv.url}/snapshots/demo")
+    assert code == 200, err
+    assert body.encode() == changed["body"]
+    conn.close()
+
+    # The same files, read by a process started afresh (one full evaluation).
+    srv.stop()
+    srv.start()
+    fresh = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx)
+    assert get(fresh) == (changed["etag"], changed["body"])
+    fresh.close()

@@ -41,7 +41,7 @@ using inv::push_outcome;
 using inv::push_result;
 namespace t = inventory::testing;
 
-std::string body_of(const response& r) { return std::string(r.body().data); }
+std::string body_of(const response& r) { return r.body().str(); }
 
 bool has_header(const response& r, http::field f) { return r.find(f) != r.end(); }
 

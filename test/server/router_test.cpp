@@ -145,7 +145,7 @@ class RouterTest : public ::testing::Test {
     if (!stranger_x509_) stranger_x509_ = load_cert(stranger_.cert_pem);
     return {stranger_x509_, nullptr, "CN=reader,O=test"};
   }
-  static std::string body(const response& r) { return std::string(r.body().data); }
+  static std::string body(const response& r) { return r.body().str(); }
 
   fs::path dir_;
   issued ca_, other_ca_, client_, stranger_;
@@ -246,6 +246,135 @@ TEST_F(RouterTest, HeadHasLengthButNoBody) {
   EXPECT_TRUE(r.body().data.empty());
   EXPECT_EQ(r[http::field::content_length],
             std::to_string(registry_->find("alpha")->current()->json_text.size()));
+}
+
+// A Node change's revision shares the bytes of the one before it (its rendering is in
+// pieces): the route serves those pieces as they are, and what it serves is byte for byte
+// the revision a full evaluation of the same files makes.
+TEST_F(RouterTest, ASplicedRevisionIsServedFromItsPiecesAsAFullEvaluationRendersIt) {
+  std::string snap = "apiVersion: topology.gpustack.ai/v1alpha1\nrevision: inventory-7\nnodes:\n";
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "gpu-node-%03d", i);
+    names.emplace_back(name);
+    snap += "  " + names.back() + ": {topology.gpustack.ai/region: region-" +
+            std::to_string(i / 100) + ", topology.gpustack.ai/zone: zone-" +
+            std::to_string(i / 20) + ", topology.gpustack.ai/rack: rack-" + std::to_string(i / 4) +
+            "}\n";
+  }
+  const auto node_list = [&](const std::vector<int>& left_out) {
+    std::string out = R"({"apiVersion":"v1","kind":"List","items":[)";
+    bool first = true;
+    for (int i = 0; i < 300; ++i) {
+      if (std::find(left_out.begin(), left_out.end(), i) != left_out.end()) continue;
+      out += std::string(first ? "" : ",") + R"({"metadata":{"name":")" +
+             names[static_cast<std::size_t>(i)] + R"("}})";
+      first = false;
+    }
+    return out + "]}";
+  };
+  write("big.yaml", snap);
+  write("nodes.json", node_list({}));
+  const auto make_registry = [&] {
+    inventory::registry_config rc;
+    auto src = core::validate_topology_source_text(source_yaml);
+    EXPECT_TRUE(src.ok()) << core::render_text(src.errors);
+    inventory::inventory_spec spec;
+    spec.config.name = "gamma";
+    spec.config.source = src.source;
+    spec.config.unknown_nodes = inventory::unknown_nodes_policy::prune;
+    spec.kind = inventory::source_kind::file;
+    spec.snapshot_path = path("big.yaml");
+    spec.nodes_path = path("nodes.json");
+    rc.inventories.push_back(spec);
+    auto r = std::make_unique<inventory::registry>(rc);
+    r->start();
+    return r;
+  };
+  registry_->stop();
+  registry_ = make_registry();
+  ctx_.registry = registry_.get();
+  auto state = std::make_shared<auth_state>(*ctx_.auth);
+  state->inventories["gamma"] = state->inventories["alpha"];
+  ctx_.auth = state;
+  const auto served = [&](const std::string& etag_other_than) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::shared_ptr<const inventory::revision> rev;
+    while (std::chrono::steady_clock::now() < deadline) {
+      rev = registry_->find("gamma")->current();
+      if (rev && rev->etag != etag_other_than) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return rev;
+  };
+  const auto whole = served("");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->pruned_nodes.size(), 0u);
+  // Read once, as the consumer does: a Node change is applied alone to what it last saw.
+  auto w = get("/snapshots/gamma", {bearer("alpha-old")});
+  ASSERT_EQ(w.result_int(), 200u) << body(w);
+  EXPECT_EQ(w.body().data.data(), whole->json_text.whole()->data());
+
+  // Three Nodes leave, one at each end and one inside: the rendering is cut in three places.
+  write("nodes.json", node_list({0, 150, 299}));
+  registry_->resync();
+  const auto rev = served(whole->etag);
+  ASSERT_TRUE(rev);
+  ASSERT_EQ(rev->pruned_nodes.size(), 3u);
+  const auto pieces = rev->json_text.pieces();
+  ASSERT_GT(pieces.size(), 1u) << "not a spliced revision";
+
+  auto r = get("/snapshots/gamma", {bearer("alpha-old")});
+  ASSERT_EQ(r.result_int(), 200u) << body(r);
+  EXPECT_EQ(r[http::field::etag], rev->etag);
+  EXPECT_EQ(r[http::field::content_length], std::to_string(rev->json_text.size()));
+  // The revision's own pieces, not a copy of them.
+  EXPECT_TRUE(r.body().data.empty());
+  ASSERT_EQ(r.body().pieces.size(), pieces.size());
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    EXPECT_EQ(r.body().pieces[i].view().data(), pieces[i].view().data()) << i;
+  const std::string bytes = body(r);
+  EXPECT_EQ(bytes, rev->json_text.str());
+  EXPECT_EQ(bytes.find("gpu-node-150"), std::string::npos);
+  EXPECT_NE(bytes.find("gpu-node-151"), std::string::npos);
+
+  // Beast's serializer writes the pieces in order: the message parses back to the bytes.
+  std::string wire;
+  http::response_serializer<shared_body> sr{r};
+  boost::beast::error_code ec;
+  while (!sr.is_done() && !ec) {
+    sr.next(ec, [&](boost::beast::error_code&, const auto& buffers) {
+      wire += boost::beast::buffers_to_string(buffers);
+      sr.consume(boost::asio::buffer_size(buffers));
+    });
+  }
+  ASSERT_FALSE(ec) << ec.message();
+  http::response_parser<http::string_body> back;
+  back.eager(true);
+  back.body_limit(4u << 20);
+  back.put(boost::asio::buffer(wire), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(back.is_done());
+  EXPECT_EQ(back.get().body(), bytes);
+
+  // A HEAD has the same length and no body.
+  auto h = call(http::verb::head, "/snapshots/gamma", {bearer("alpha-old")});
+  EXPECT_EQ(h[http::field::content_length], std::to_string(bytes.size()));
+  EXPECT_EQ(h.body().size(), 0u);
+
+  // The same files read afresh: one full evaluation, one buffer, the same bytes and ETag.
+  registry_->stop();
+  registry_ = make_registry();
+  ctx_.registry = registry_.get();
+  const auto fresh = served("");
+  ASSERT_TRUE(fresh);
+  ASSERT_EQ(fresh->pruned_nodes.size(), 3u);
+  auto f = get("/snapshots/gamma", {bearer("alpha-old")});
+  ASSERT_EQ(f.result_int(), 200u);
+  EXPECT_TRUE(f.body().pieces.empty());
+  EXPECT_EQ(body(f), bytes);
+  EXPECT_EQ(f[http::field::etag], r[http::field::etag]);
 }
 
 TEST_F(RouterTest, NamesDoNotLeak) {

@@ -42,7 +42,7 @@ inline void expect_status(const response& res, unsigned code, std::string_view r
                           std::optional<snapshot_details> details,
                           std::optional<std::string_view> message = std::nullopt) {
   SCOPED_TRACE(::testing::Message() << "HTTP " << code << " " << reason);
-  const std::string text(res.body().data);
+  const std::string text(res.body().str());
   EXPECT_EQ(res.result_int(), code) << text;
   EXPECT_EQ(res[http::field::content_type], "application/json");
   EXPECT_EQ(res[http::field::cache_control], "no-store");
