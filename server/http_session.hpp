@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "core/field_error.hpp"
+#include "server/body_cursor.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
 #include "server/metrics.hpp"
@@ -327,8 +328,7 @@ class http_session : public drainable {
         if (ec == ssl::error::stream_truncated) return close_socket();
         return do_close();
       case connection_state::responding:
-        body_left_ = {};
-        pieces_left_ = {};
+        body_.clear();
         finish_counting();
         res_.reset();
         return do_close();
@@ -645,77 +645,32 @@ class http_session : public drainable {
   void write_response(response& res) {
     plain_.clear();
     render_header(res, plain_);
-    body_left_ = res.body().data;
-    pieces_left_ = res.body().pieces;
+    body_.reset(res.body().data, res.body().pieces);
     const std::size_t room =
         plain_.size() < tls_record_plaintext ? tls_record_plaintext - plain_.size() : 0;
-    gather_body(room);
+    body_.gather(plain_, room);
     // Room for a whole batch up front: growing the buffer record by record would copy it
     // again at every doubling.
-    if (!body_done()) wire_.reserve(wire_batch + tls_record_plaintext);
+    if (!body_.done()) wire_.reserve(wire_batch + tls_record_plaintext);
     if (!derived().seal(plain_)) return fail(ssl::error::stream_truncated);
     fill_wire();
   }
 
   // Seals up to wire_batch of the body behind what wire_ holds, then writes it all.
   void fill_wire() {
-    while (!body_done() && wire_.size() < wire_batch) {
-      if (!seal_body(wire_batch - wire_.size())) return fail(ssl::error::stream_truncated);
+    while (!body_.done() && wire_.size() < wire_batch) {
+      if (!body_.seal_next(wire_batch - wire_.size(), tls_record_plaintext, plain_,
+                           [this](std::string_view plain) { return derived().seal(plain); }))
+        return fail(ssl::error::stream_truncated);
     }
     write_wire([self = derived().shared_from_this()](beast::error_code ec, std::size_t n) {
       self->on_wire(ec, n);
     });
   }
 
-  [[nodiscard]] bool body_done() const noexcept {
-    return body_left_.empty() && pieces_left_.empty();
-  }
-
-  // Moves on to the next piece once the current one is sealed.
-  void next_piece() noexcept {
-    while (body_left_.empty() && !pieces_left_.empty()) {
-      body_left_ = pieces_left_.front().view();
-      pieces_left_ = pieces_left_.subspan(1);
-    }
-  }
-
-  // Appends up to `n` bytes of the body to plain_, across pieces.
-  void gather_body(std::size_t n) {
-    for (std::size_t want = n; want > 0 && !body_done();) {
-      next_piece();
-      const std::size_t k = std::min(want, body_left_.size());
-      plain_.append(body_left_.data(), k);
-      body_left_.remove_prefix(k);
-      want -= k;
-    }
-  }
-
-  // Seals up to `n` (> 0) bytes of the body: straight from the piece it is in while that
-  // piece lasts (whole records of it, or all that is left of it when it is the last), and a
-  // record that would span pieces gathered first, so no record is cut short by a piece's end.
-  bool seal_body(std::size_t n) {
-    next_piece();
-    if (body_done()) return true;  // only empty pieces were left
-    if (body_left_.size() >= n || pieces_left_.empty()) {
-      const std::size_t k = std::min(n, body_left_.size());
-      const bool ok = derived().seal(body_left_.substr(0, k));
-      body_left_.remove_prefix(k);
-      return ok;
-    }
-    if (const std::size_t whole = body_left_.size() / tls_record_plaintext * tls_record_plaintext;
-        whole > 0) {
-      const bool ok = derived().seal(body_left_.substr(0, whole));
-      body_left_.remove_prefix(whole);
-      return ok;
-    }
-    plain_.clear();
-    gather_body(std::min(n, tls_record_plaintext));
-    return derived().seal(plain_);
-  }
-
   void on_wire(beast::error_code ec, std::size_t /*written*/) {
     if (ec) return fail(ec);
-    if (!body_done()) return fill_wire();
+    if (!body_.done()) return fill_wire();
     on_write();
   }
 
@@ -824,12 +779,11 @@ class http_session : public drainable {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<response> res_;
-  std::string plain_;  // the header and the first part of the body: the first record
-  std::string wire_;   // bytes for the socket: records (TLS) or plaintext
-  // The body not yet sealed (owned by res_): the rest of the piece being sealed, then the
-  // pieces after it.
-  std::string_view body_left_;
-  std::span<const core::shared_text::piece> pieces_left_;
+  // The header and the first part of the body (the first record), then a record gathered
+  // across two pieces.
+  std::string plain_;
+  std::string wire_;  // bytes for the socket: records (TLS) or plaintext
+  body_cursor body_;  // the body not yet sealed (owned by res_)
   peer_certificate peer_;
   std::string peer_subject_;
   clock_type::time_point started_;
