@@ -147,6 +147,20 @@ class RouterTest : public ::testing::Test {
   }
   static std::string body(const response& r) { return r.body().str(); }
 
+  // The inventory's current revision once `ready` holds for it, or after ten seconds the
+  // one it has (the caller asserts what it needs): the registry publishes asynchronously.
+  template <class Ready>
+  std::shared_ptr<const inventory::revision> wait_for_revision(const std::string& name,
+                                                               Ready ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto rev = registry_->find(name)->current();
+    while (!(rev && ready(*rev)) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      rev = registry_->find(name)->current();
+    }
+    return rev;
+  }
+
   fs::path dir_;
   issued ca_, other_ca_, client_, stranger_;
   X509* client_x509_ = nullptr;
@@ -208,12 +222,8 @@ TEST_F(RouterTest, YamlAfterAReloadIsTheNewRevisionsWithTheSameETagAsJson) {
   next.replace(next.find("inventory-42"), 12, "inventory-43");
   write("snapshot.yaml", next);
   registry_->resync();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (registry_->find("alpha")->current()->revision_id != "inventory-43" &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const auto rev = registry_->find("alpha")->current();
+  const auto rev = wait_for_revision(
+      "alpha", [](const inventory::revision& r) { return r.revision_id == "inventory-43"; });
   ASSERT_EQ(rev->revision_id, "inventory-43");
 
   // The first YAML request after the reload renders the new revision.
@@ -299,14 +309,8 @@ TEST_F(RouterTest, ASplicedRevisionIsServedFromItsPiecesAsAFullEvaluationRenders
   state->inventories["gamma"] = state->inventories["alpha"];
   ctx_.auth = state;
   const auto served = [&](const std::string& etag_other_than) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::shared_ptr<const inventory::revision> rev;
-    while (std::chrono::steady_clock::now() < deadline) {
-      rev = registry_->find("gamma")->current();
-      if (rev && rev->etag != etag_other_than) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return rev;
+    return wait_for_revision(
+        "gamma", [&](const inventory::revision& r) { return r.etag != etag_other_than; });
   };
   const auto whole = served("");
   ASSERT_TRUE(whole);
@@ -643,12 +647,9 @@ TEST_F(RouterTest, RevisionHeaderNeverCarriesALineBreak) {
     next.replace(next.find("inventory-42"), 12, std::string(yaml_scalar));
     write("snapshot.yaml", next);
     registry_->resync();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (registry_->find("alpha")->current()->revision_id != expected &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return registry_->find("alpha")->current()->revision_id == expected;
+    return wait_for_revision("alpha", [&](const inventory::revision& r) {
+             return r.revision_id == expected;
+           })->revision_id == expected;
   };
   std::string wire;
 
