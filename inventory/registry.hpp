@@ -123,6 +123,9 @@ struct registry_observer {
   // one JSON line per event goes to stderr.
   std::function<void(std::string_view level, std::string_view inventory, std::string_view message)>
       on_log;
+  // Each time the reconcile loop is woken (a Node change opening a coalescing window, a
+  // resync, a file to read again, stop). Called on the waking thread; tests count wake-ups.
+  std::function<void()> on_loop_wake;
 };
 
 // nodeLabels inventories (the TopologySource reads labels other components own): nothing

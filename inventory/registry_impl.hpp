@@ -219,6 +219,7 @@ struct registry::impl {
 
   void wake() const {
     if (wake_fd < 0) return;
+    if (obs.on_loop_wake) obs.on_loop_wake();
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
   }

@@ -483,5 +483,53 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   prune.stop();
 }
 
+// A burst of relevant Node changes wakes the reconcile loop once per coalescing window (the
+// change that opens it), not once per change: the loop already waits for the window's end.
+TEST_F(KubeNodes, ABurstOfNodeChangesWakesTheLoopOncePerWindow) {
+  testing::temp_dir dir;
+  const auto path = dir / "snapshot.json";
+  testing::write_file(path, testing::snapshot_json("w-1", 3));
+  const auto cfg = with_nodes(path, unknown_nodes_policy::prune);
+  std::mutex mu;
+  bool counting = false;
+  std::vector<std::chrono::steady_clock::time_point> wakes;
+  auto obs = quiet();
+  obs.on_loop_wake = [&] {
+    std::lock_guard lk(mu);
+    if (counting) wakes.push_back(std::chrono::steady_clock::now());
+  };
+  registry reg(cfg, kube_deps(cfg, /*watch_nodes=*/true), system_clock(), obs);
+  reg.start();
+  auto* inv = reg.find("dc");
+  ASSERT_TRUE(eventually([&] { return served_revision(inv) == "w-1"; }));
+  {
+    std::lock_guard lk(mu);
+    counting = true;
+  }
+  // Five changes that matter (in and out of the nodeSelector), as fast as the API takes them.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [node, pool] : std::vector<std::pair<int, std::string>>{
+           {1, "cpu"}, {2, "cpu"}, {1, "gpu"}, {2, "gpu"}, {1, "cpu"}})
+    ASSERT_EQ(label_node(node, pool), 200);
+  const auto burst = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(eventually([&] { return served_revision(inv) == "w-1+pruned-1"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard lk(mu);
+    counting = false;
+  }
+  reg.stop();  // wakes the loop too: not counted
+  ASSERT_FALSE(wakes.empty());
+  // A window opens 200 ms after the one before it at the earliest: consecutive wake-ups are
+  // that far apart (less a margin for the clock read after the window's end is set).
+  for (std::size_t i = 1; i < wakes.size(); ++i)
+    EXPECT_GE(wakes[i] - wakes[i - 1], std::chrono::milliseconds(190))
+        << "wake-ups " << i - 1 << " and " << i << " of " << wakes.size();
+  // The changes took less than a window: fewer wake-ups than changes shows the coalescing.
+  if (burst < std::chrono::milliseconds(200)) {
+    EXPECT_LT(wakes.size(), 5u);
+  }
+}
+
 }  // namespace
 }  // namespace topogate::inventory
