@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace topogate::inventory {
@@ -48,14 +49,11 @@ bool hash(std::string_view bytes, unsigned char* out) {
 
 }  // namespace
 
-void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to) {
+void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to,
+                      std::span<const known> copied, const body_digest* before) {
   // byte(i) is the body's byte i.
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto byte = [b, base](std::size_t i) { return b[i - base]; };
-  std::uint64_t h = 0;
-  // The hash at a byte covers the 64 bytes ending there: start 64 bytes early.
-  for (std::size_t i = from > window ? from - window : 0; i < from; ++i)
-    h = (h << 1) + gear[byte(i)];
   std::size_t start = from;
   const auto add = [&](std::size_t end) {
     sum s{};
@@ -65,10 +63,44 @@ void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from
     sums_.push_back(s);
     start = end;
   };
-  for (std::size_t i = from; i + 1 < to; ++i) {
-    h = (h << 1) + gear[byte(i)];
-    if ((h >> cut_shift) == 0) add(i + 1);
+  // The rolling hash over bytes [i, stop), cutting where it says. The hash at a byte covers
+  // the 64 bytes ending there: it starts 64 bytes early.
+  const auto scan = [&](std::size_t i, std::size_t stop) {
+    if (i >= stop) return;
+    std::uint64_t h = 0;
+    const std::size_t warm = i > window ? i - window : 0;
+    for (std::size_t j = warm; j < i; ++j) h = (h << 1) + gear[byte(j)];
+    scanned_ += stop - warm;
+    for (; i < stop; ++i) {
+      h = (h << 1) + gear[byte(i)];
+      if ((h >> cut_shift) == 0) add(i + 1);
+    }
+  };
+  // A chunk ends after the last byte whatever the hash says there.
+  const std::size_t last = to > from ? to - 1 : from;
+  std::size_t i = from;
+  if (before != nullptr && !before->ends_.empty()) {
+    // The body before's ends but its last (the end of that body, not a cut).
+    const auto ends_begin = before->ends_.begin();
+    const auto ends_end = before->ends_.end() - 1;
+    for (const known& k : copied) {
+      const std::size_t a = std::max(k.from, i);
+      const std::size_t z = std::min(k.to, last);
+      if (a >= z) continue;
+      scan(i, a);
+      // A cut after byte j of [a, z) here is one after byte j + shift there: an end at
+      // j + shift + 1.
+      const auto old = [&k](std::size_t j) {
+        return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(j) + k.shift);
+      };
+      for (auto e = std::lower_bound(ends_begin, ends_end, old(a) + 1);
+           e != ends_end && *e <= old(z); ++e) {
+        add(static_cast<std::size_t>(static_cast<std::ptrdiff_t>(*e) - k.shift));
+      }
+      i = z;
+    }
   }
+  scan(i, last);
   if (to > start) add(to);
 }
 
@@ -89,20 +121,23 @@ body_digest body_digest::of(std::string_view body) {
 
 body_digest body_digest::update(const body_digest& before, std::string_view body,
                                 std::span<const kept> runs) {
-  return update_with(
-      before, body.size(), runs,
-      [body](body_digest& d, std::size_t from, std::size_t to) { d.cut(body, 0, from, to); });
+  return update_with(before, body.size(), runs,
+                     [body, &before](body_digest& d, std::size_t from, std::size_t to,
+                                     std::span<const known> copied) {
+                       d.cut(body, 0, from, to, copied, &before);
+                     });
 }
 
 body_digest body_digest::update(const body_digest& before, const core::shared_text& body,
                                 std::span<const kept> runs) {
   std::string bytes;
   return update_with(before, body.size(), runs,
-                     [&body, &bytes](body_digest& d, std::size_t from, std::size_t to) {
+                     [&body, &bytes, &before](body_digest& d, std::size_t from, std::size_t to,
+                                              std::span<const known> copied) {
                        const std::size_t base = from > window ? from - window : 0;
                        bytes.clear();
                        body.copy_to(bytes, base, to - base);
-                       d.cut(bytes, base, from, to);
+                       d.cut(bytes, base, from, to, copied, &before);
                      });
 }
 
@@ -112,6 +147,31 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
   body_digest d;
   d.ends_.reserve(before.ends_.size() + 8);
   d.sums_.reserve(before.ends_.size() + 8);
+  // Where the rolling hash need not be computed: the bytes of each run from its 64th on,
+  // whose hash is the one the body before had there (not that body's last byte, which ends
+  // it whatever the hash). In the body's order; none if the runs are not in it.
+  std::vector<known> copied;
+  copied.reserve(runs.size());
+  for (std::size_t prev_end = 0; const kept& k : runs) {
+    const std::size_t len = k.to - k.from;
+    if (k.at < prev_end) {
+      copied.clear();
+      break;
+    }
+    prev_end = k.at + len;
+    const std::size_t to = k.at + len - (k.to == before.size() ? 1 : 0);
+    if (k.at + window - 1 < to)
+      copied.push_back({k.at + window - 1, to,
+                        static_cast<std::ptrdiff_t>(k.from) - static_cast<std::ptrdiff_t>(k.at)});
+  }
+  std::size_t next_copied = 0;
+  // Cuts the new body's [from, to), given the copied bytes within it.
+  const auto cut_new = [&](std::size_t from, std::size_t to) {
+    while (next_copied < copied.size() && copied[next_copied].to <= from) ++next_copied;
+    std::size_t end = next_copied;
+    while (end < copied.size() && copied[end].from < to) ++end;
+    cut(d, from, to, std::span<const known>(copied).subspan(next_copied, end - next_copied));
+  };
   std::size_t done = 0;  // the new body is cut up to here
   std::size_t r = 0;
   std::size_t start = 0;  // where the old chunk starts
@@ -132,12 +192,12 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
     // body only when that ends there too.
     if (j + 1 == before.ends_.size() && at_end != size) continue;
     if (at_end > size || at < done) continue;  // runs out of order: cut anew
-    if (at > done) cut(d, done, at);
+    if (at > done) cut_new(done, at);
     d.ends_.push_back(static_cast<std::uint32_t>(at_end));
     d.sums_.push_back(before.sums_[j]);
     done = at_end;
   }
-  if (done < size) cut(d, done, size);
+  if (done < size) cut_new(done, size);
   d.ok_ = d.ok_ && before.ok_;
   d.finish();
   return d;

@@ -8,8 +8,10 @@
 // where the chunk began. The digest is SHA-256 over the SHA-256 of each chunk, in order: a
 // function of the bytes only, equal on every replica for equal bodies, and strong (two bodies
 // with one digest would give a SHA-256 collision). After an edit, the chunks whose bytes and
-// the 64 bytes before them were copied unchanged keep their sums; only the bytes around the
-// edit are cut and hashed again, and then the ~N/4096 chunk sums.
+// the 64 bytes before them were copied unchanged keep their sums; only the chunks the edit
+// touches are hashed again, and then the ~N/4096 chunk sums. Within those chunks the rolling
+// hash is computed only near the new bytes: where the 64 bytes ending at a byte were copied,
+// the old body's chunk ends already say whether a chunk ends there.
 
 #include <array>
 #include <cstddef>
@@ -45,15 +47,31 @@ class body_digest {
   [[nodiscard]] std::string etag() const;
   [[nodiscard]] std::size_t size() const noexcept { return ends_.empty() ? 0 : ends_.back(); }
   [[nodiscard]] std::size_t chunks() const noexcept { return ends_.size(); }
+  // Where each chunk ends, in order; the last is the body's size.
+  [[nodiscard]] std::span<const std::uint32_t> ends() const noexcept { return ends_; }
   // Bytes hashed to make this digest (the chunks hashed, not the sums): what update() saved.
   [[nodiscard]] std::size_t hashed() const noexcept { return hashed_; }
+  // Bytes the rolling hash was computed over (a window's warm-up included) to find where
+  // chunks end: all of them for of(), those near new bytes for update().
+  [[nodiscard]] std::size_t scanned() const noexcept { return scanned_; }
 
  private:
   using sum = std::array<unsigned char, 32>;
+  // Bytes [from, to) of the body that were copied from the body before, each with the 64
+  // bytes ending at it: a chunk ends after byte i there exactly when one ended after byte
+  // i + shift of the body before (never its last byte, which ends it whatever the hash says).
+  struct known {
+    std::size_t from = 0;
+    std::size_t to = 0;
+    std::ptrdiff_t shift = 0;
+  };
   // Appends the chunks of body[from, to) (`from` is where a chunk starts, `to` where one ends);
   // `bytes` holds the body's bytes from `base` on, at least from 64 before `from` to `to`.
-  void cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to);
-  // update(), cutting the body's new bytes with `cut(digest, from, to)`.
+  // Where `copied` (increasing, within [from, to)) says, chunk ends are taken from `before`'s
+  // instead of computed.
+  void cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to,
+           std::span<const known> copied = {}, const body_digest* before = nullptr);
+  // update(), cutting the body's new bytes with `cut(digest, from, to, copied)`.
   template <class Cut>
   static body_digest update_with(const body_digest& before, std::size_t size,
                                  std::span<const kept> runs, Cut&& cut);
@@ -64,6 +82,7 @@ class body_digest {
   sum root_{};
   bool ok_ = true;
   std::size_t hashed_ = 0;
+  std::size_t scanned_ = 0;
 };
 
 }  // namespace topogate::inventory

@@ -29,6 +29,13 @@ std::string members_body(std::size_t n) {
   return b + "}}";
 }
 
+std::string random_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(rng());
+  return out;
+}
+
 TEST(BodyDigest, ValuesFollowTheDefinition) {
   // SHA-256 over the SHA-256 of each content-defined chunk, computed independently.
   const std::string body = members_body(3000);
@@ -59,9 +66,7 @@ TEST(BodyDigest, EveryByteCounts) {
 }
 
 TEST(BodyDigest, ChunksAreAboutFourKibibytes) {
-  std::mt19937_64 rng(7);
-  std::string body(1 << 20, '\0');
-  for (char& c : body) c = static_cast<char>(rng());
+  const std::string body = random_bytes(1 << 20, 7);
   const body_digest d = body_digest::of(body);
   EXPECT_GT(d.chunks(), (1u << 20) / 8192);
   EXPECT_LT(d.chunks(), (1u << 20) / 2048);
@@ -136,6 +141,10 @@ TEST(BodyDigest, AnUpdateHashesOnlyNearTheEdits) {
     // Two edits: at most the chunks around each (a few average chunks), not the body.
     EXPECT_LT(after.hashed(), 64u * 1024) << "round " << round;
     EXPECT_GT(after.hashed(), 0u);
+    // The rolling hash only over each edit's new bytes and the 63 after them (whose window
+    // reaches into the edit), each with its 64-byte warm-up; and the body's last byte.
+    EXPECT_LE(after.scanned(), 2u * (80 + 63 + 64) + 1 + 64) << "round " << round;
+    EXPECT_GT(after.scanned(), 0u);
   }
   // Nothing copied: everything is hashed again, and the value is the same.
   const body_digest none = body_digest::update(before, old, {});
@@ -164,6 +173,89 @@ TEST(BodyDigest, BytesBeforeAChunkDecideWhetherItIsKept) {
   EXPECT_EQ(grown.etag(), body_digest::of(longer).etag());
   EXPECT_GT(grown.hashed(), 0u);
   EXPECT_LT(grown.hashed(), 32u * 1024);
+}
+
+// The bytes of `old` with each edit applied (in increasing order): at `at`, `removed` bytes
+// replaced by `added` new ones; and the runs of `old` it copies.
+struct splice_edit {
+  std::size_t at = 0;
+  std::size_t removed = 0;
+  std::size_t added = 0;
+};
+edited apply_edits(const std::string& old, const std::vector<splice_edit>& edits) {
+  edited e;
+  std::size_t from = 0;
+  for (const auto& x : edits) {
+    if (x.at > from) {
+      e.runs.push_back({from, x.at, e.body.size()});
+      e.body.append(old, from, x.at - from);
+    }
+    for (std::size_t k = 0; k < x.added; ++k)
+      e.body.push_back(static_cast<char>(old[std::min(x.at + k, old.size() - 1)] ^ 0x5a));
+    from = std::max(from, x.at + x.removed);
+  }
+  if (from < old.size()) {
+    e.runs.push_back({from, old.size(), e.body.size()});
+    e.body.append(old, from, old.size() - from);
+  }
+  return e;
+}
+
+// Where a chunk ends inside the copied bytes of an update, the body before's ends decide it:
+// edits at every distance from a chunk's end (the window's 64 bytes on either side of it),
+// each with a second edit inside the chunk before or after it (so the chunks around the end
+// are cut again), replaced and inserted bytes (runs shifted both ways): each update equals
+// the digest of its bytes.
+TEST(BodyDigest, EditsAtEveryDistanceFromAChunkEnd) {
+  const std::string old = random_bytes(48 * 1024, 11);
+  const body_digest before = body_digest::of(old);
+  const auto ends = before.ends();
+  ASSERT_GE(ends.size(), 4u);
+  std::size_t cases = 0;
+  for (std::size_t c = 1; c + 1 < ends.size(); ++c) {
+    const std::size_t end = ends[c];
+    // Chunks of 200 bytes or more on both sides: the second edit fits inside one of them.
+    if (end - ends[c - 1] < 200 || ends[c + 1] - end < 200) continue;
+    const std::size_t inside_before = (ends[c - 1] + end) / 2;
+    const std::size_t inside_after = (end + ends[c + 1]) / 2;
+    for (std::size_t at = end - 66; at <= end + 66; ++at) {
+      for (const auto& shape : {splice_edit{at, 1, 1}, splice_edit{at, 0, 1}, splice_edit{at, 1, 0},
+                                splice_edit{at, 2, 5}}) {
+        for (const std::size_t second : {inside_before, inside_after}) {
+          std::vector<splice_edit> edits{shape, {second, 1, 1}};
+          if (second < at) std::swap(edits[0], edits[1]);
+          if (edits[0].at + edits[0].removed > edits[1].at) continue;
+          const edited e = apply_edits(old, edits);
+          const body_digest after = body_digest::update(before, e.body, e.runs);
+          ASSERT_EQ(after.etag(), body_digest::of(e.body).etag())
+              << "end " << end << " edit at " << at << " second at " << second;
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 1000u);
+}
+
+// The body before's last byte ends its last chunk whatever the hash says there: when bytes
+// follow it in the new body, whether a chunk ends after it is computed, not taken.
+TEST(BodyDigest, TheLastByteBeforeIsHashedWhenBytesFollowIt) {
+  const std::string bytes = random_bytes(32 * 1024, 12);
+  const body_digest whole = body_digest::of(bytes);
+  const auto ends = whole.ends();
+  ASSERT_GE(ends.size(), 3u);
+  // A body whose last byte is a cut (it ends where a chunk of the longer one does), and one
+  // whose last byte is not.
+  for (const std::size_t size : {std::size_t{ends[1]}, std::size_t{ends[1]} + 100}) {
+    const std::string old = bytes.substr(0, size);
+    const body_digest before = body_digest::of(old);
+    for (const std::string& tail : {std::string("x"), bytes.substr(size + 1, 300)}) {
+      const std::string now = old + tail;
+      const std::vector<body_digest::kept> head = {{0, old.size(), 0}};
+      EXPECT_EQ(body_digest::update(before, now, head).etag(), body_digest::of(now).etag())
+          << size << " + " << tail.size();
+    }
+  }
 }
 
 }  // namespace
