@@ -283,9 +283,15 @@ shared_text splice_rendered_nodes(
     const std::size_t to = run_end < n ? members[run_end] - 1 : members[n];
     comma();
     if (members_out != nullptr) {
-      const auto shift = static_cast<std::int64_t>(out.size()) - static_cast<std::int64_t>(from);
-      for (std::size_t i = k; i < run_end; ++i)
-        members_out->push_back(static_cast<std::uint32_t>(members[i] + shift));
+      // Every offset of the run moved by the same amount (modulo 2^32: each result fits). A
+      // plain loop over the reserved array, which the compiler vectorizes: at 7,000 members
+      // a push_back per member was a sixth of a Node change's CPU.
+      const auto shift = static_cast<std::uint32_t>(out.size() - from);
+      const std::size_t base = members_out->size();
+      members_out->resize(base + (run_end - k));
+      std::uint32_t* dst = members_out->data() + base;
+      const std::uint32_t* src = members.data() + k;
+      for (std::size_t i = 0; i < run_end - k; ++i) dst[i] = src[i] + shift;
     }
     copy(from, to);
     k = run_end;
