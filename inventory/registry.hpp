@@ -124,7 +124,8 @@ struct registry_observer {
   std::function<void(std::string_view level, std::string_view inventory, std::string_view message)>
       on_log;
   // Each time the reconcile loop is woken (a Node change opening a coalescing window, a
-  // resync, a file to read again, stop). Called on the waking thread; tests count wake-ups.
+  // resync, a file to read again, stop). Called on the waking thread, possibly under the
+  // registry's locks: it must not call into the registry. Tests count wake-ups with it.
   std::function<void()> on_loop_wake;
 };
 

@@ -45,8 +45,6 @@ constexpr std::size_t max_node_list_bytes = 256u << 20;
 // How long a snapshot file whose inventory lists Nodes through the API waits for the first
 // list before it is read without one (and validated again when the list comes).
 constexpr auto nodes_grace = std::chrono::seconds(10);
-// The longest a Node change from the API waits to be applied with the ones after it.
-constexpr auto node_coalesce = std::chrono::milliseconds(200);
 
 inline void add_str(std::string& out, std::string_view key, std::string_view value) {
   core::append_json_string(out, key);
@@ -77,7 +75,6 @@ inline bool same_nodes(const core::node_list& a, const core::node_list& b) {
 using detail::add_str;
 using detail::debounce;
 using detail::max_node_list_bytes;
-using detail::node_coalesce;
 using detail::nodes_grace;
 // Building a revision from a 1 MiB snapshot leaves a few MiB of freed short strings (the
 // decoded snapshot, the pruned copy) interleaved with what the revision keeps. Handing them

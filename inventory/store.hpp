@@ -81,6 +81,10 @@ class revision_store {
   virtual void stop() {}
 };
 
+// The longest a Node change from the API waits to be applied with the ones after it (the
+// registry's coalescing window, opened by the first change after a quiet time).
+inline constexpr std::chrono::milliseconds node_coalesce{200};
+
 // The Node list from the Kubernetes API, for inventories with `nodes_from_api`.
 class node_watch {
  public:
