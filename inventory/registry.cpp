@@ -107,16 +107,30 @@ void registry::impl::apply_api_nodes(std::shared_ptr<const core::node_list> list
   }
 }
 
+void registry::impl::wake_at(steady::time_point due) const {
+  if (nodes_timer_fd < 0) {
+    wake();
+    return;
+  }
+  // steady_clock is CLOCK_MONOTONIC (libstdc++ on Linux): its time is the timer's.
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(due.time_since_epoch());
+  itimerspec at{};
+  at.it_value.tv_sec = static_cast<time_t>(ns.count() / 1'000'000'000);
+  at.it_value.tv_nsec = static_cast<long>(ns.count() % 1'000'000'000);
+  if (at.it_value.tv_sec == 0 && at.it_value.tv_nsec == 0) at.it_value.tv_nsec = 1;  // 0 disarms
+  if (::timerfd_settime(nodes_timer_fd, TFD_TIMER_ABSTIME, &at, nullptr) != 0) wake();
+}
+
 void registry::impl::on_api_nodes(node_watch::list_source current) {
   {
     std::lock_guard lk(api_nodes_mu);
     if (api_nodes_seen) {
       api_nodes_pending = std::move(current);
-      // The first change of a window wakes the loop to wait for its end; the loop is already
-      // waiting for that end when later changes come.
+      // The first change of a window sets the loop's alarm for its end; the alarm is already
+      // set when later changes come.
       if (api_nodes_due == steady::time_point::max()) {
         api_nodes_due = steady::now() + node_coalesce;
-        wake();
+        wake_at(api_nodes_due);
       }
       return;
     }
@@ -208,27 +222,36 @@ void registry::impl::run_loop() {
     const auto deadline = std::min({next_resync, dirty_at, settle_at, nodes_due, next_drift});
     const auto wait =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-    pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    pollfd fds[3] = {{watcher.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}, {nodes_timer_fd, POLLIN, 0}};
     const int timeout = static_cast<int>(std::clamp<long long>(wait + 1, 0, 60'000));
-    ::poll(fds, 2, timeout);
+    ::poll(fds, nodes_timer_fd >= 0 ? 3 : 2, timeout);
     if (stopping.load()) break;
     const auto now = steady::now();
-    if ((fds[1].revents & POLLIN) != 0) {
-      std::uint64_t v = 0;
-      [[maybe_unused]] const auto n = ::read(wake_fd, &v, sizeof v);
+    registry_observer::loop_turn turn;
+    turn.woken = (fds[1].revents & POLLIN) != 0;
+    turn.alarm = (fds[2].revents & POLLIN) != 0;
+    for (const int i : {1, 2}) {
+      if ((fds[i].revents & POLLIN) != 0) {
+        std::uint64_t v = 0;
+        [[maybe_unused]] const auto n = ::read(fds[i].fd, &v, sizeof v);
+      }
     }
     if ((fds[0].revents & POLLIN) != 0 && watcher.drain() && dirty_at == never)
       dirty_at = now + debounce;
-    if (now >= nodes_due) {
-      node_watch::list_source current;
-      {
-        std::lock_guard lk(api_nodes_mu);
+    // The window's end as it is now: one that opened while the loop slept (its timer woke
+    // the loop) is not the one read before the wait.
+    node_watch::list_source current;
+    {
+      std::lock_guard lk(api_nodes_mu);
+      if (now >= api_nodes_due) {
         current.swap(api_nodes_pending);
         api_nodes_due = never;
+        turn.nodes = true;
       }
-      // The list as it is now, copied once for however many changes the window gathered.
-      if (current) apply_api_nodes(current());
     }
+    // The list as it is now, copied once for however many changes the window gathered.
+    if (current) apply_api_nodes(current());
+    if (obs.on_loop_turn) obs.on_loop_turn(turn);
 
     bool full = resync_requested.exchange(false);
     if (now >= next_resync) {

@@ -123,10 +123,13 @@ struct registry_observer {
   // one JSON line per event goes to stderr.
   std::function<void(std::string_view level, std::string_view inventory, std::string_view message)>
       on_log;
-  // Each time the reconcile loop is woken (a Node change opening a coalescing window, a
-  // resync, a file to read again, stop). Called on the waking thread, possibly under the
-  // registry's locks: it must not call into the registry. Tests count wake-ups with it.
-  std::function<void()> on_loop_wake;
+  // Each turn of the reconcile loop, on its thread. Tests count turns with it.
+  struct loop_turn {
+    bool woken = false;  // its wake-up event woke it: a resync, a file to read again, stop
+    bool alarm = false;  // the alarm set for a coalescing window's end rang
+    bool nodes = false;  // the turn ended a coalescing window of Node changes
+  };
+  std::function<void(const loop_turn&)> on_loop_turn;
 };
 
 // nodeLabels inventories (the TopologySource reads labels other components own): nothing

@@ -6,6 +6,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,11 @@ struct registry::impl {
 
   std::thread loop;
   int wake_fd = -1;
+  // Rings at a coalescing window's end (api_nodes_due): the watch's thread arms it when a
+  // window opens, so the loop, asleep until its own next deadline, is woken once per window,
+  // at the end, not also at the opening to learn of it. -1 (timerfd_create failed): the
+  // opening wakes the loop through wake_fd instead.
+  int nodes_timer_fd = -1;
   std::atomic<bool> stopping{false};
   std::atomic<bool> resync_requested{false};
   std::atomic<bool> started{false};
@@ -183,6 +189,7 @@ struct registry::impl {
     }
     cfg.inventories.clear();
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    nodes_timer_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   }
 
   ~impl() {
@@ -190,6 +197,7 @@ struct registry::impl {
     for (auto& e : entries) e->lane.stop(std::chrono::hours(24 * 365));
     timers.stop();
     if (wake_fd >= 0) ::close(wake_fd);
+    if (nodes_timer_fd >= 0) ::close(nodes_timer_fd);
   }
 
   // A push-fed inventory: its revisions come from pushes and the store.
@@ -216,10 +224,13 @@ struct registry::impl {
 
   void wake() const {
     if (wake_fd < 0) return;
-    if (obs.on_loop_wake) obs.on_loop_wake();
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
   }
+
+  // Has the loop woken at `due` (a coalescing window's end): by the timer when there is one,
+  // else at once, the loop then sleeping until `due` itself.
+  void wake_at(steady::time_point due) const;
 
   // --- Node lists -------------------------------------------------------------------------
 

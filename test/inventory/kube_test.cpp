@@ -483,20 +483,24 @@ TEST_F(KubeNodes, WatchFollowsCreateLabelAndDelete) {
   prune.stop();
 }
 
-// A burst of relevant Node changes wakes the reconcile loop once per coalescing window (the
-// change that opens it), not once per change: the loop already waits for the window's end.
-TEST_F(KubeNodes, ABurstOfNodeChangesWakesTheLoopOncePerWindow) {
+// A burst of relevant Node changes turns the reconcile loop once per coalescing window, at its
+// end: the window's timer wakes it; neither each change nor the window's opening does.
+TEST_F(KubeNodes, ABurstOfNodeChangesTurnsTheLoopOncePerWindow) {
   testing::temp_dir dir;
   const auto path = dir / "snapshot.json";
   testing::write_file(path, testing::snapshot_json("w-1", 3));
   const auto cfg = with_nodes(path, unknown_nodes_policy::prune);
+  struct turn {
+    std::chrono::steady_clock::time_point at;
+    registry_observer::loop_turn what;
+  };
   std::mutex mu;
   bool counting = false;
-  std::vector<std::chrono::steady_clock::time_point> wakes;
+  std::vector<turn> turns;
   auto obs = quiet();
-  obs.on_loop_wake = [&] {
+  obs.on_loop_turn = [&](const registry_observer::loop_turn& t) {
     std::lock_guard lk(mu);
-    if (counting) wakes.push_back(std::chrono::steady_clock::now());
+    if (counting) turns.push_back({std::chrono::steady_clock::now(), t});
   };
   registry reg(cfg, kube_deps(cfg, /*watch_nodes=*/true), system_clock(), obs);
   reg.start();
@@ -514,21 +518,31 @@ TEST_F(KubeNodes, ABurstOfNodeChangesWakesTheLoopOncePerWindow) {
   const auto burst = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(eventually([&] { return served_revision(inv) == "w-1+pruned-1"; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<turn> seen;
   {
     std::lock_guard lk(mu);
     counting = false;
+    seen = turns;
   }
-  reg.stop();  // wakes the loop too: not counted
-  ASSERT_FALSE(wakes.empty());
-  // A window opens 200 ms after the one before it at the earliest: consecutive wake-ups are
-  // that far apart (less a margin for a thread preempted between setting a window's end and
-  // waking the loop; one wake-up per change came microseconds apart).
-  for (std::size_t i = 1; i < wakes.size(); ++i)
-    EXPECT_GE(wakes[i] - wakes[i - 1], std::chrono::milliseconds(150))
-        << "wake-ups " << i - 1 << " and " << i << " of " << wakes.size();
-  // The changes took less than a window: fewer wake-ups than changes shows the coalescing.
+  reg.stop();
+  // No change woke the loop, and each time the window's alarm rang, that turn ended the window
+  // (a turn that is neither is the loop's own deadline, such as the drift check's).
+  std::vector<std::chrono::steady_clock::time_point> ends;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    const auto& t = seen[i].what;
+    EXPECT_FALSE(t.woken) << "turn " << i << " of " << seen.size();
+    EXPECT_EQ(t.alarm, t.nodes) << "turn " << i << " of " << seen.size();
+    if (t.nodes) ends.push_back(seen[i].at);
+  }
+  ASSERT_FALSE(ends.empty());
+  // A window ends 200 ms after its first change, and the next one opens after that: the ends
+  // are that far apart (less a margin for a preempted thread).
+  for (std::size_t i = 1; i < ends.size(); ++i)
+    EXPECT_GE(ends[i] - ends[i - 1], std::chrono::milliseconds(150))
+        << "window ends " << i - 1 << " and " << i << " of " << ends.size();
+  // The changes took less than a window: fewer windows than changes shows the coalescing.
   if (burst < std::chrono::milliseconds(200)) {
-    EXPECT_LT(wakes.size(), 5u);
+    EXPECT_LT(ends.size(), 5u);
   }
 }
 
