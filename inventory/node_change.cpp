@@ -234,12 +234,34 @@ bool inventory::joins_hold(const revision& cur, const core::snapshot& snap,
   // its ancestors. A Node joining them is valid with them when it is valid with one carrier
   // of each of its values (the rules are per Node, or per value and its ancestors, or the
   // size, checked on the rendering): a small snapshot of it and those carriers goes through
-  // the rules. A value no served Node carried when the index was built, or a carrier since
-  // gone (S3 fails for it), is left to the full evaluation.
+  // the rules. A value no served Node carries is left to the full evaluation.
   if (!cur.carriers) return false;
   const auto& levels = cfg_.source.levels;
   const auto& by_level = cur.carriers->by_level;
   const core::snapshot_context ctx{&cfg_.source, after.get(), true};
+  // Described Node k is served after this change: cur serves it and it is still selected (a
+  // carrier that left in this change is not).
+  const auto served_now = [&](std::uint32_t k) {
+    const std::string& name = snap.nodes[k].name;
+    return !std::binary_search(cur.pruned_nodes.begin(), cur.pruned_nodes.end(), name) &&
+           after->find(name) != nullptr;
+  };
+  // A carrier of `value` at level i served now: the index's (`self`: the joining Node is its
+  // own), or when that one left since the index was built (or the index had none), the first
+  // other found in the snapshot. One Node leaving must not send every later join of its
+  // values (a zone's: a quarter of them) to the full evaluation.
+  const auto carrier = [&](std::size_t i, std::string_view value,
+                           std::uint32_t self) -> std::optional<std::uint32_t> {
+    if (const auto it = by_level[i - 1].find(value);
+        it != by_level[i - 1].end() && (it->second == self || served_now(it->second)))
+      return it->second;
+    for (std::uint32_t k = 0; k < snap.nodes.size(); ++k) {
+      if (k == self) continue;
+      for (const core::snapshot_label& l : snap.nodes[k].labels)
+        if (l.key == levels[i] && l.value == value && served_now(k)) return k;
+    }
+    return std::nullopt;
+  };
   for (const core::snapshot_node* x : joined) {
     core::snapshot mini;
     mini.api_version = snap.api_version;
@@ -250,10 +272,9 @@ bool inventory::joins_hold(const revision& cur, const core::snapshot& snap,
     for (std::size_t i = 1; i < levels.size() && i - 1 < by_level.size(); ++i) {
       for (const core::snapshot_label& l : x->labels) {
         if (l.key != levels[i]) continue;
-        const auto it = by_level[i - 1].find(l.value);
-        if (it == by_level[i - 1].end()) return false;
-        if (it->second != self && std::find(with.begin(), with.end(), it->second) == with.end())
-          with.push_back(it->second);
+        const auto k = carrier(i, l.value, self);
+        if (!k) return false;
+        if (*k != self && std::find(with.begin(), with.end(), *k) == with.end()) with.push_back(*k);
       }
     }
     for (const std::uint32_t k : with) mini.nodes.push_back(snap.nodes[k]);

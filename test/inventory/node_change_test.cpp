@@ -427,6 +427,44 @@ TEST(NodeChange, JoinsWithARackNoServedNodeHadAreCheckedAgainstEachOther) {
       << p.fast->serve().unavailable_reason;
 }
 
+// A Node joins while the served Node its zone's carrier index names is out of the selection:
+// another served Node of that zone stands in, and the join is still decided alone. Only a
+// value no served Node carries goes to the full evaluation.
+TEST(NodeChange, AJoinWhoseIndexedCarrierLeftIsCheckedAgainstAnotherCarrier) {
+  pair_of_inventories p(selected_source, unknown_nodes_policy::prune);
+  cluster_state c = initial_cluster(true);
+  p.nodes(list_of(c));
+  // The even Nodes carry zone us-east-1b: node-00 is its carrier in the index. Racks are
+  // (i + 0) / 4: rack-1 holds node-04 and node-06.
+  p.offer(snapshot_of("r0", 0, false, false));
+  ASSERT_NE(p.fast->current(), nullptr);
+  ASSERT_TRUE(p.fast->current()->pruned_nodes.empty());
+  const auto step = [&](const char* node, const char* group, const std::string& where) {
+    c[node]["node-group"] = group;
+    const auto decided = p.fast->incremental_node_changes();
+    p.nodes(list_of(c));
+    expect_same(*p.fast, *p.full, where);
+    return p.fast->incremental_node_changes() - decided;
+  };
+  EXPECT_EQ(step("node-00", "cpu", "the zone's carrier left"), 1u);
+  EXPECT_EQ(step("node-04", "cpu", "node-04 left"), 1u);
+  EXPECT_EQ(p.fast->current()->pruned_nodes, (std::vector<std::string>{"node-00", "node-04"}));
+  // node-04 back: its zone's indexed carrier is out; node-02 (zone us-east-1b) stands in,
+  // and its rack's is node-04 itself.
+  EXPECT_EQ(step("node-04", "gpu", "node-04 back"), 1u);
+  EXPECT_EQ(p.fast->current()->pruned_nodes, (std::vector<std::string>{"node-00"}));
+  // Both Nodes of rack-1 out, then node-06 back: no served Node carries rack-1 (its indexed
+  // carrier, node-04, is out): the full evaluation decides.
+  EXPECT_EQ(step("node-04", "cpu", "node-04 left again"), 1u);
+  EXPECT_EQ(step("node-06", "cpu", "node-06 left"), 1u);
+  EXPECT_EQ(step("node-06", "gpu", "node-06 back"), 0u);
+  EXPECT_EQ(p.fast->current()->pruned_nodes, (std::vector<std::string>{"node-00", "node-04"}));
+  // The full evaluation built the index again: node-06 carries rack-1 now, node-02 the zone.
+  EXPECT_EQ(step("node-04", "gpu", "node-04 back with node-06 served"), 1u);
+  EXPECT_EQ(step("node-00", "gpu", "the zone's first carrier back"), 1u);
+  EXPECT_TRUE(p.fast->current()->pruned_nodes.empty());
+}
+
 // The rendering a Node's departure is cut from, or its return rendered into, equals
 // rendering the snapshot as it then is.
 TEST(NodeChange, SplicedMembersRenderAsTheSnapshotThen) {
