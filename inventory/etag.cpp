@@ -50,7 +50,7 @@ bool hash(std::string_view bytes, unsigned char* out) {
 }  // namespace
 
 void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to,
-                      std::span<const known> copied, const body_digest* before) {
+                      reuse from_before) {
   // byte(i) is the body's byte i.
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto byte = [b, base](std::size_t i) { return b[i - base]; };
@@ -79,11 +79,10 @@ void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from
   // A chunk ends after the last byte whatever the hash says there.
   const std::size_t last = to > from ? to - 1 : from;
   std::size_t i = from;
-  if (before != nullptr && !before->ends_.empty()) {
-    // The body before's ends but its last (the end of that body, not a cut).
-    const auto ends_begin = before->ends_.begin();
-    const auto ends_end = before->ends_.end() - 1;
-    for (const known& k : copied) {
+  {
+    const auto ends_begin = from_before.ends.begin();
+    const auto ends_end = from_before.ends.end();
+    for (const known& k : from_before.copied) {
       const std::size_t a = std::max(k.from, i);
       const std::size_t z = std::min(k.to, last);
       if (a >= z) continue;
@@ -122,9 +121,8 @@ body_digest body_digest::of(std::string_view body) {
 body_digest body_digest::update(const body_digest& before, std::string_view body,
                                 std::span<const kept> runs) {
   return update_with(before, body.size(), runs,
-                     [body, &before](body_digest& d, std::size_t from, std::size_t to,
-                                     std::span<const known> copied) {
-                       d.cut(body, 0, from, to, copied, &before);
+                     [body](body_digest& d, std::size_t from, std::size_t to, reuse r) {
+                       d.cut(body, 0, from, to, r);
                      });
 }
 
@@ -132,12 +130,11 @@ body_digest body_digest::update(const body_digest& before, const core::shared_te
                                 std::span<const kept> runs) {
   std::string bytes;
   return update_with(before, body.size(), runs,
-                     [&body, &bytes, &before](body_digest& d, std::size_t from, std::size_t to,
-                                              std::span<const known> copied) {
+                     [&body, &bytes](body_digest& d, std::size_t from, std::size_t to, reuse r) {
                        const std::size_t base = from > window ? from - window : 0;
                        bytes.clear();
                        body.copy_to(bytes, base, to - base);
-                       d.cut(bytes, base, from, to, copied, &before);
+                       d.cut(bytes, base, from, to, r);
                      });
 }
 
@@ -164,13 +161,19 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
       copied.push_back({k.at + window - 1, to,
                         static_cast<std::ptrdiff_t>(k.from) - static_cast<std::ptrdiff_t>(k.at)});
   }
+  // The body before's ends but its last (the end of that body, not a cut).
+  const std::span<const std::uint32_t> before_ends =
+      before.ends_.empty()
+          ? std::span<const std::uint32_t>()
+          : std::span<const std::uint32_t>(before.ends_).first(before.ends_.size() - 1);
   std::size_t next_copied = 0;
   // Cuts the new body's [from, to), given the copied bytes within it.
   const auto cut_new = [&](std::size_t from, std::size_t to) {
     while (next_copied < copied.size() && copied[next_copied].to <= from) ++next_copied;
     std::size_t end = next_copied;
     while (end < copied.size() && copied[end].from < to) ++end;
-    cut(d, from, to, std::span<const known>(copied).subspan(next_copied, end - next_copied));
+    cut(d, from, to,
+        {before_ends, std::span<const known>(copied).subspan(next_copied, end - next_copied)});
   };
   std::size_t done = 0;  // the new body is cut up to here
   std::size_t r = 0;

@@ -65,13 +65,19 @@ class body_digest {
     std::size_t to = 0;
     std::ptrdiff_t shift = 0;
   };
+  // What the body before tells of where chunks end: its ends but its last, and the bytes
+  // (increasing) whose ends are read from those.
+  struct reuse {
+    std::span<const std::uint32_t> ends;
+    std::span<const known> copied;
+  };
   // Appends the chunks of body[from, to) (`from` is where a chunk starts, `to` where one ends);
   // `bytes` holds the body's bytes from `base` on, at least from 64 before `from` to `to`.
-  // Where `copied` (increasing, within [from, to)) says, chunk ends are taken from `before`'s
-  // instead of computed.
+  // Where `from_before.copied` (within [from, to)) says, chunk ends are taken from the body
+  // before's instead of computed.
   void cut(std::string_view bytes, std::size_t base, std::size_t from, std::size_t to,
-           std::span<const known> copied = {}, const body_digest* before = nullptr);
-  // update(), cutting the body's new bytes with `cut(digest, from, to, copied)`.
+           reuse from_before = {});
+  // update(), cutting the body's new bytes with `cut(digest, from, to, from_before)`.
   template <class Cut>
   static body_digest update_with(const body_digest& before, std::size_t size,
                                  std::span<const kept> runs, Cut&& cut);
