@@ -37,13 +37,6 @@ constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
 // A ConfigMap holds at most 1 MiB of data (keys included) and etcd refuses requests over
 // ~1.5 MiB: a snapshot close to S10's 1 MiB is stored gzip-compressed in binaryData.
 constexpr std::size_t max_plain_bytes = 900u << 10;
-// Under a stream of Node events the watch is read at most once per coalescing window: the
-// events that arrive meanwhile cost one wake-up and one recv together. A change that matters
-// is applied at the end of a window anyway, so reading a stream more often than windows close
-// buys nothing but wake-ups (at 20 selection flips a second, a 50 ms pace cost a flip about
-// twice the CPU). A change in a stream is applied at most one window later than it would be
-// read at once; events further apart than a window (no stream) are read as they come.
-constexpr std::chrono::milliseconds node_watch_read_pace = node_coalesce;
 
 bool gzip(std::string_view in, std::string& out) {
   z_stream zs{};
@@ -434,7 +427,14 @@ class api_node_watch final : public node_watch {
     kube::reflector r;
     r.path = "/api/v1/nodes";
     r.watch_accept = kube::metadata_watch_accept;
-    r.read_pace = node_watch_read_pace;
+    // Under a stream of events the watch is read at most once per coalescing window: the
+    // events that arrive meanwhile cost one wake-up and one recv together. A change that
+    // matters is applied at the end of a window anyway, so reading a stream more often than
+    // windows close buys nothing but wake-ups (at 20 selection flips a second, a 50 ms pace
+    // cost a flip about twice the CPU). A change in a stream is applied at most one window
+    // later than it would be read at once; events further apart than a window (no stream) are
+    // read as they come.
+    r.read_pace = node_coalesce;
     r.list = [&] { return list_all(); };
     r.on_event = [&](std::string_view type, simdjson::dom::element obj) {
       bool changed = false;
