@@ -107,21 +107,28 @@ void expect_whole_records(const sealed& s) {
 }
 
 TEST(BodyCursor, OneBufferIsSealedStraightFromItInBatches) {
-  const std::string body(1 << 20, 'x');
-  body_cursor cursor;
-  cursor.reset(body, {});
-  std::string scratch;
-  std::size_t sealed_bytes = 0;
-  while (!cursor.done()) {
-    ASSERT_TRUE(cursor.seal_next(batch, record, scratch, [&](std::string_view p) {
-      EXPECT_EQ(p.data(), body.data() + sealed_bytes);  // no copy
-      EXPECT_EQ(p.size(), batch);
-      sealed_bytes += p.size();
-      return true;
-    }));
+  for (const std::size_t size :
+       {(std::size_t{1} << 20) - 1, std::size_t{1} << 20, (std::size_t{1} << 20) + 1}) {
+    const std::string body(size, 'x');
+    body_cursor cursor;
+    cursor.reset(body, {});
+    std::string scratch;
+    std::size_t sealed_bytes = 0;
+    std::size_t batches = 0;
+    while (!cursor.done()) {
+      ASSERT_TRUE(cursor.seal_next(batch, record, scratch, [&](std::string_view p) {
+        EXPECT_EQ(p.data(), body.data() + sealed_bytes) << size;  // no copy
+        // Whole batches, then what is left.
+        EXPECT_EQ(p.size(), std::min(batch, body.size() - sealed_bytes)) << size;
+        sealed_bytes += p.size();
+        return true;
+      }));
+      ++batches;
+    }
+    EXPECT_EQ(sealed_bytes, body.size());
+    EXPECT_EQ(batches, (size + batch - 1) / batch) << size;
+    EXPECT_TRUE(scratch.empty());
   }
-  EXPECT_EQ(sealed_bytes, body.size());
-  EXPECT_TRUE(scratch.empty());
 }
 
 TEST(BodyCursor, OneBytePiecesAreGatheredIntoWholeRecords) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "test/inventory/test_util.hpp"
+
 namespace topogate::server {
 namespace {
 
@@ -75,15 +77,7 @@ class scripted_lister final : public ownership_lister {
   bool cancelled_ = false;
 };
 
-template <class F>
-bool eventually(F f) {
-  const auto until = clock::now() + 5s;
-  while (clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
+using inventory::testing::eventually;
 
 TEST(OwnershipView, PublishesEachListAndKeepsTheLastOnAFailure) {
   auto lister = std::make_unique<scripted_lister>();

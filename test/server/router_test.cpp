@@ -21,6 +21,7 @@
 #include "server/metrics.hpp"
 #include "server/pki.hpp"
 #include "test/fixtures/data_center_source.hpp"
+#include "test/inventory/test_util.hpp"
 #include "test/server/status_body.hpp"
 
 namespace topogate::server {
@@ -152,12 +153,11 @@ class RouterTest : public ::testing::Test {
   template <class Ready>
   std::shared_ptr<const inventory::revision> wait_for_revision(const std::string& name,
                                                                Ready ready) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    auto rev = registry_->find(name)->current();
-    while (!(rev && ready(*rev)) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::shared_ptr<const inventory::revision> rev;
+    inventory::testing::eventually([&] {
       rev = registry_->find(name)->current();
-    }
+      return rev && ready(*rev);
+    });
     return rev;
   }
 
