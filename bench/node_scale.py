@@ -11,10 +11,11 @@ carry (instance type, zone, region, NFD and GPU-operator labels, node group), st
 - irrelevant churn: a label no rule reads (example.com/heartbeat) changed on random Nodes at
   --irrelevant-rate per second for --seconds: topogate's CPU time per change (the run time of all its
   threads, /proc/PID/task/*/schedstat), RSS during and after;
-- relevant churn: a Node's selector label (node-group) flipped out of and back into the
-  inventory's nodeSelector, at half the rate: CPU per change (nothing reads topogate
-  meanwhile), then for half as long the time from each flip to the served revision's ETag
-  changing (p50/p99, polled with If-None-Match every 5 ms);
+- relevant churn: --rate changes a second, each a Node's selector label (node-group) flipped
+  out of the inventory's nodeSelector or, 0.5 s after it left, back in (no coalescing window
+  holds both, so none cancels out): CPU per change (nothing reads topogate meanwhile) and how
+  many revisions topogate accepted for them, then for half as long the time from each flip
+  to the served revision's ETag changing (p50/p99, polled with If-None-Match every 5 ms);
 - a sustained burst (--burst-rate changes a second for --burst-seconds, from four client
   connections): each change takes a different Node out of the selection; the served body is
   read at each new ETag, and a change's latency is the time until the first served revision
@@ -40,6 +41,7 @@ or with --kueue a TAS lab of its own (TAS_LAB_DIR in the same folder).
 """
 
 import argparse
+import collections
 import http.client
 import itertools
 import json
@@ -303,14 +305,30 @@ class Prober(threading.Thread):
 _PASSES = itertools.count()
 
 
+# A Node taken out of the selection by the relevant churn returns after this long: more than two
+# coalescing windows (200 ms each), so that no window holds both its leaving and its return
+# (changes that cancel out within a window cost topogate next to nothing, and how many did
+# would depend on where the windows happened to fall).
+RETURN_AFTER_S = 0.5
+
+
+def accepted_revisions(tg):
+    """How many revisions topogate has accepted, from its log ("accepted revision" lines)."""
+    tg.log.flush()
+    with open(os.path.join(tg.work, "log", "topogate.log")) as f:
+        return sum(1 for line in f if "accepted revision" in line)
+
+
 def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
-    """Changes at `rate` per second for `seconds`; returns (changes, cpu per change ms, latencies,
-    rss peak, Kueue's cpu per change ms, Kueue's rss peak)."""
+    """Changes at `rate` per second for `seconds` (relevant: `rate` steps a second, two changes
+    each); returns (changes, cpu per change ms, latencies, rss peak, Kueue's cpu per change ms,
+    Kueue's rss peak, revisions topogate accepted, the pass's seconds)."""
     pid = tg.proc.pid
     rng = random.Random(n)
     # Each pass writes values of its own: a pass that set the values an earlier one set (the
     # same Nodes in the same order) would patch nothing, and the apiserver sends no event.
     tag = next(_PASSES)
+    revisions0 = accepted_revisions(tg)
     cpu0 = proc_cpu(pid)
     kcpu0 = proc_cpu(kueue_pid) if kueue_pid else 0.0
     krss_peak = 0.0
@@ -320,31 +338,42 @@ def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
     start = time.monotonic()
     _, etag = tg.get("/snapshots/dc")
     rss_peak = 0.0
+    out = collections.deque()  # (when, name) of the Nodes out of the selection, oldest first
+
+    def relevant_change(name, value):
+        # Each change moves the ETag: the served revision prunes the Node, or describes it again.
+        nonlocal changes, etag
+        t_change = time.monotonic()
+        merge_patch(api, name, {"node-group": value})
+        changes += 1
+        if not poll:
+            # CPU alone: no reader polling topogate meanwhile (each poll is a request topogate
+            # answers, which is not the Node change's cost).
+            return
+        while time.monotonic() - t_change < 10:
+            status, new = tg.get("/snapshots/dc", etag)
+            if status == 200 and new != etag:
+                latencies.append(time.monotonic() - t_change)
+                etag = new
+                return
+            time.sleep(0.005)
+
     while time.monotonic() - start < seconds:
         t = time.monotonic()
-        i = rng.randrange(min(n, SNAPSHOT_NODES))
-        name = f"gpu-{i:05d}"
         if relevant:
-            # Out of the nodeSelector and back in: the served revision prunes the Node, then
-            # describes it again. Each flip is a change; the ETag moves with each.
-            for value in ("cpu", "gpu"):
-                t_change = time.monotonic()
-                merge_patch(api, name, {"node-group": value})
-                changes += 1
-                if not poll:
-                    # CPU alone: no reader polling topogate meanwhile (each poll is a request
-                    # topogate answers, which is not the Node change's cost).
-                    time.sleep(max(0.0, interval / 2 - (time.monotonic() - t_change)))
-                    continue
-                while time.monotonic() - t_change < 10:
-                    status, new = tg.get("/snapshots/dc", etag)
-                    if status == 200 and new != etag:
-                        latencies.append(time.monotonic() - t_change)
-                        etag = new
-                        break
-                    time.sleep(0.005)
+            # A Node out of the selection, and one that left RETURN_AFTER_S ago back in: two
+            # changes a step, neither cancelled by the other within a window.
+            taken = {name for _, name in out}
+            while (name := name_of(rng, n)) in taken:
+                pass
+            relevant_change(name, "cpu")
+            out.append((time.monotonic(), name))
+            if not poll:
+                time.sleep(max(0.0, interval / 2 - (time.monotonic() - t)))
+            if time.monotonic() - out[0][0] >= RETURN_AFTER_S:
+                relevant_change(out.popleft()[1], "gpu")
         else:
-            merge_patch(api, name, {"example.com/heartbeat": f"{tag}-{changes}"})
+            merge_patch(api, name_of(rng, n), {"example.com/heartbeat": f"{tag}-{changes}"})
             changes += 1
         rss_peak = max(rss_peak, proc_mem(pid, "VmRSS"))
         if kueue_pid:
@@ -352,11 +381,18 @@ def churn(api, tg, n, rate, seconds, relevant, kueue_pid=None, poll=True):
         pause = interval - (time.monotonic() - t)
         if pause > 0:
             time.sleep(pause)
+    while out:  # the pass leaves every Node as it found it
+        relevant_change(out.popleft()[1], "gpu")
     time.sleep(1.0)  # the last changes applied (coalescing waits 200 ms)
     cpu = proc_cpu(pid) - cpu0
     kcpu = (proc_cpu(kueue_pid) - kcpu0) if kueue_pid else float("nan")
     return (changes, 1000.0 * cpu / max(changes, 1), latencies, rss_peak,
-            1000.0 * kcpu / max(changes, 1), krss_peak)
+            1000.0 * kcpu / max(changes, 1), krss_peak, accepted_revisions(tg) - revisions0,
+            time.monotonic() - start)
+
+
+def name_of(rng, n):
+    return f"gpu-{rng.randrange(min(n, SNAPSHOT_NODES)):05d}"
 
 
 def bare_reader(cp_env, token):
@@ -558,6 +594,7 @@ def main():
                     finally:
                         reader.kill()
                         reader.wait()
+                # Two changes (one out, one back in) a step at rate/2 steps a second.
                 rel = churn(api, tg, n, args.rate / 2, args.seconds, relevant=True, kueue_pid=kueue_pid,
                             poll=False)
                 # Admission latency: idle, then during each kind of churn.
@@ -588,16 +625,20 @@ def main():
                         time.sleep(0.01)
                     relist_s = time.monotonic() - t
                     merge_patch(api, "gpu-00000", {"node-group": "gpu"})
+                def net(per_change_ms, idle_per_s, p):
+                    # Less the process's idle CPU over the pass (its seconds, per change).
+                    return per_change_ms - idle_per_s * p[7] / max(p[0], 1)
+
                 row = {
                     "nodes": n, "snapshot_nodes": min(n, SNAPSHOT_NODES),
                     "ready_s": round(ready_s, 2), "rss_listed_mib": round(rss_listed, 1),
                     "idle_cpu_ms_per_s": round(idle_ms_per_s, 3),
                     "irrelevant_changes": irr[0], "irrelevant_cpu_ms": round(irr[1], 3),
-                    "irrelevant_net_cpu_ms": round(irr[1] - idle_ms_per_s / args.irrelevant_rate, 3),
+                    "irrelevant_net_cpu_ms": round(net(irr[1], idle_ms_per_s, irr), 3),
                     "rss_churn_peak_mib": round(irr[3], 1), "rss_after_churn_mib": round(rss_after, 1),
-                    "relevant_changes": rel[0], "relevant_cpu_ms": round(rel[1], 3),
-                    # Two changes (out, back in) per step at rate/2 steps a second: `rate` changes a second.
-                    "relevant_net_cpu_ms": round(rel[1] - idle_ms_per_s / args.rate, 3),
+                    "relevant_changes": rel[0], "relevant_revisions": rel[6],
+                    "relevant_cpu_ms": round(rel[1], 3),
+                    "relevant_net_cpu_ms": round(net(rel[1], idle_ms_per_s, rel), 3),
                     "served_p50_ms": round(1000 * pct(lat[2], 50), 1),
                     "served_p99_ms": round(1000 * pct(lat[2], 99), 1),
                     "burst_changes": bst[0], "burst_rate": args.burst_rate,
@@ -612,24 +653,23 @@ def main():
                     "admission_errors": prober.errors,
                     "relist_s": round(relist_s, 2),
                     "bare_reader_cpu_ms": round(floor_ms, 3),
-                    "ratio_irrelevant_to_bare_reader": ratio(irr[1] - idle_ms_per_s / args.irrelevant_rate,
-                                                             floor_ms),
+                    "ratio_irrelevant_to_bare_reader": ratio(net(irr[1], idle_ms_per_s, irr), floor_ms),
                     "peak_rss_mib": round(max(hwm_before, proc_mem(tg.proc.pid, "VmHWM")), 1),
                 }
                 if kueue_pid:
                     row.update({
                         "kueue_idle_cpu_ms_per_s": round(kidle_ms_per_s, 3),
                         "kueue_irrelevant_cpu_ms": round(irr[4], 3),
-                        "kueue_irrelevant_net_cpu_ms": round(irr[4] - kidle_ms_per_s / args.irrelevant_rate, 3),
+                        "kueue_irrelevant_net_cpu_ms": round(net(irr[4], kidle_ms_per_s, irr), 3),
                         "kueue_relevant_cpu_ms": round(rel[4], 3),
                         "kueue_rss_peak_mib": round(max(irr[5], rel[5]), 1),
-                        "kueue_relevant_net_cpu_ms": round(rel[4] - kidle_ms_per_s / args.rate, 3),
+                        "kueue_relevant_net_cpu_ms": round(net(rel[4], kidle_ms_per_s, rel), 3),
                         # Net of each process's own idle CPU (topogate's includes answering the
                         # admission probe), so that the ratio compares what the changes cost.
-                        "ratio_irrelevant_cpu": ratio(irr[1] - idle_ms_per_s / args.irrelevant_rate,
-                                                      irr[4] - kidle_ms_per_s / args.irrelevant_rate),
-                        "ratio_relevant_cpu": ratio(rel[1] - idle_ms_per_s / args.rate,
-                                                    rel[4] - kidle_ms_per_s / args.rate),
+                        "ratio_irrelevant_cpu": ratio(net(irr[1], idle_ms_per_s, irr),
+                                                      net(irr[4], kidle_ms_per_s, irr)),
+                        "ratio_relevant_cpu": ratio(net(rel[1], idle_ms_per_s, rel),
+                                                    net(rel[4], kidle_ms_per_s, rel)),
                         "ratio_rss": ratio(max(irr[3], rel[3]), max(irr[5], rel[5])),
                     })
                 rows.append(row)
@@ -644,7 +684,8 @@ def main():
                   f"| {r['idle_cpu_ms_per_s']} ms/s "
                   f"| {r['irrelevant_cpu_ms']} ms ({r['irrelevant_net_cpu_ms']} ms; {r['irrelevant_changes']}) "
                   f"| {r['rss_churn_peak_mib']} / {r['rss_after_churn_mib']} MiB "
-                  f"| {r['relevant_cpu_ms']} ms ({r['relevant_net_cpu_ms']} ms; {r['relevant_changes']}) "
+                  f"| {r['relevant_cpu_ms']} ms ({r['relevant_net_cpu_ms']} ms; {r['relevant_changes']}; "
+                  f"{r['relevant_revisions']} revisions) "
                   f"| {r['served_p50_ms']} / {r['served_p99_ms']} ms | {r['relist_s']} s | {r['peak_rss_mib']} MiB |")
         print()
         print(f"| Nodes | burst: changes at {args.burst_rate:g}/s | served p50 / p99 | not served in 10 s "
