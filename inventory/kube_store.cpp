@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -390,6 +392,7 @@ class api_node_watch final : public node_watch {
   // Names and labels are all the watch reads: the API sends Nodes as PartialObjectMetadata
   // (as client-go's metadata informers ask). Returns the list's version.
   core::result<std::string> list_all() {
+    const auto began = std::chrono::steady_clock::now();
     std::string version;
     kube::list_options o;
     o.accept = kube::metadata_list_accept;
@@ -415,11 +418,23 @@ class api_node_watch final : public node_watch {
       view_->nodes.discard_list();
       return std::move(r).error();
     }
+    std::size_t count = 0;
     {
       std::lock_guard lk(view_->mu);
       view_->nodes.finish_list();
+      count = view_->nodes.size();
     }
     publish();
+    // Each list is logged: after the first, a relist (the watch's version expired, or the
+    // watch failed) re-reads every Node, and a stream of them points at the API server.
+    const bool again = lists_++ > 0;
+    if (log_) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - began)
+                          .count();
+      log_("info", std::string(again ? "Node watch: listed again " : "Node watch: listed ") +
+                       std::to_string(count) + " Nodes in " + std::to_string(ms) + " ms");
+    }
     return version;
   }
 
@@ -454,6 +469,7 @@ class api_node_watch final : public node_watch {
   log_fn log_;
   std::function<void(list_source)> on_change_;
   std::shared_ptr<shared_view> view_;
+  std::uint64_t lists_ = 0;  // the lists made (the watch thread's)
   kube::stop_signal stop_;
   std::thread thread_;
 };

@@ -394,11 +394,15 @@ class KubeNodes : public ::testing::Test {
 // controller stamps) publishes nothing, and the Nodes arrive without their status.
 TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
   const auto cfg = with_nodes("", unknown_nodes_policy::reject);
-  auto watch = make_node_watch(cfg.store, {});
-  ASSERT_TRUE(watch) << watch.error().message;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<core::node_list> seen;
+  std::vector<std::string> logged;
+  auto watch = make_node_watch(cfg.store, [&](std::string_view level, std::string_view msg) {
+    std::lock_guard lk(mu);
+    logged.push_back(std::string(level) + " " + std::string(msg));
+  });
+  ASSERT_TRUE(watch) << watch.error().message;
   (*watch)->start([](std::string_view key) { return key == "inv-test/pool"; },
                   [&](node_watch::list_source current) {
                     std::lock_guard lk(mu);
@@ -410,6 +414,15 @@ TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
     return cv.wait_for(lk, std::chrono::seconds(20), [&] { return seen.size() >= n; });
   };
   ASSERT_TRUE(wait_for(1));
+  {
+    // The list is logged, with the Nodes it found, once: the watch has not failed.
+    std::lock_guard lk(mu);
+    ASSERT_EQ(logged.size(), 1u);
+    const std::string expected =
+        "info Node watch: listed " + std::to_string(seen[0].nodes.size()) + " Nodes in ";
+    EXPECT_EQ(logged[0].substr(0, expected.size()), expected) << logged[0];
+    EXPECT_TRUE(logged[0].ends_with(" ms")) << logged[0];
+  }
   auto client = admin(c_);
   // A full update (kube::client sends JSON, not a merge patch), as any controller may write.
   auto relabel = [&](const std::string& key, const std::string& value) {
@@ -440,6 +453,7 @@ TEST_F(KubeNodes, AChangeOfALabelNoRuleReadsPublishesNothing) {
   ASSERT_EQ(n->labels.size(), 1u) << "kept labels no rule reads";
   EXPECT_EQ(n->labels[0].first, "inv-test/pool");
   EXPECT_EQ(n->labels[0].second, "cpu");
+  EXPECT_EQ(logged.size(), 1u) << "listed again: " << logged.back();
   (*watch)->stop();
 }
 
