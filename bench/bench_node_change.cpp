@@ -11,8 +11,11 @@
 //                        a Node leaves the selection, then comes back (mean of the two)
 //   BM_NodeLeaves/N      only the departure: the Node is cut from the served rendering
 //                        (inventory::evaluate_change), its return is not timed
-//   BM_NodeReturns/N     only the return: a Node the snapshot names joins, which is
-//                        evaluated in full (its own rules were never checked)
+//   BM_NodeReturns/N     only the return: a Node the snapshot names joins, checked against
+//                        a served carrier of each of its values
+//   BM_NodeLeavesCold/N  the departure with the CPU's caches emptied before it (64 MiB
+//                        written, untimed), as a revision starts in a cluster where other
+//                        processes ran since the last one
 //   BM_LabelChange/N     a label the rules read changed (the rack a consumer projects) and
 //                        nothing served moves: S6 and the profile of that Node only
 //   BM_DriftCheck/N/L    one label-drift check of the served revision against the Nodes
@@ -28,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -85,8 +89,17 @@ void BM_RelevantChange(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 2);
 }
 
-// One direction of the selection flip timed, the other not.
-void flip_one_way(benchmark::State& state, bool time_leave) {
+// Writes a buffer larger than the CPU's last-level cache: what a revision reads next comes
+// from memory, as it does in a cluster, where other processes run between two windows.
+void empty_caches() {
+  static std::vector<std::uint64_t> buffer(std::size_t{64} << 20 >> 3);
+  for (std::size_t i = 0; i < buffer.size(); i += 8) buffer[i] += i;
+  benchmark::ClobberMemory();
+}
+
+// One direction of the selection flip timed, the other not; `cold`: the caches emptied
+// (untimed) before the timed one.
+void flip_one_way(benchmark::State& state, bool time_leave, bool cold = false) {
   const auto n = static_cast<std::size_t>(state.range(0));
   cluster c(n);
   auto inventory = inventory_or_skip(c, state);
@@ -96,8 +109,12 @@ void flip_one_way(benchmark::State& state, bool time_leave) {
     const std::size_t i = (k++ * 7919) % std::min(n, snapshot_nodes);
     for (const bool leave : {true, false}) {
       const bool timed = leave == time_leave;
-      if (!timed) state.PauseTiming();
+      if (!timed || cold) state.PauseTiming();
       if (!c.set_group(i, leave ? "cpu" : "gpu")) std::abort();
+      if (timed && cold) {
+        empty_caches();
+        state.ResumeTiming();
+      }
       inventory->set_nodes(c.view.take());
       if (!timed) state.ResumeTiming();
     }
@@ -107,6 +124,7 @@ void flip_one_way(benchmark::State& state, bool time_leave) {
 
 void BM_NodeLeaves(benchmark::State& state) { flip_one_way(state, true); }
 void BM_NodeReturns(benchmark::State& state) { flip_one_way(state, false); }
+void BM_NodeLeavesCold(benchmark::State& state) { flip_one_way(state, true, true); }
 
 void BM_LabelChange(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -219,6 +237,7 @@ BENCHMARK(BM_SelectNodes)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kM
 BENCHMARK(BM_RelevantChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NodeLeaves)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NodeReturns)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NodeLeavesCold)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LabelChange)->Arg(1000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DriftCheck)
     ->ArgsProduct({{1000, 10000, 20000}, {0, 1}})
