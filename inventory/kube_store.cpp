@@ -424,9 +424,9 @@ class api_node_watch final : public node_watch {
       view_->nodes.finish_list();
       count = view_->nodes.size();
     }
-    publish();
     // Each list is logged: after the first, a relist (the watch's version expired, or the
-    // watch failed) re-reads every Node, and a stream of them points at the API server.
+    // watch failed) re-reads every Node, and a stream of them points at the API server. The
+    // line comes before the list is handed over, so whoever sees the list can find its line.
     const bool again = lists_++ > 0;
     if (log_) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -435,6 +435,7 @@ class api_node_watch final : public node_watch {
       log_("info", std::string(again ? "Node watch: listed again " : "Node watch: listed ") +
                        std::to_string(count) + " Nodes in " + std::to_string(ms) + " ms");
     }
+    publish();
     return version;
   }
 
