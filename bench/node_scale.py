@@ -24,7 +24,8 @@ carry (instance type, zone, region, NFD and GPU-operator labels, node group), st
 - a relist: etcd's history compacted and the kube-apiserver restarted (a compaction alone ends
   no open watch), so the watch's resume fails and it lists every Node again: the list's own
   time as topogate logs it, the time from the API server being back to a change made then
-  being served, and the peak RSS (VmHWM) around it;
+  being served, and the relist's own peak RSS (VmHWM reset just before it, so the burst's
+  peak is not counted as the relist's) beside the RSS after the list;
 - admission latency (an AdmissionReview every 50 ms on a kept-alive connection) while idle
   and during each churn, p50/p99: the Node watch must not delay the webhook; the CPU
   figures above are taken in passes without it (a review costs more than a change);
@@ -149,6 +150,13 @@ def proc_cpu(pid):
         except OSError:
             pass  # a thread that ended meanwhile
     return total / 1e9
+
+
+def reset_peak(pid):
+    """Resets the process's VmHWM to its VmRSS (Linux: 5 written to clear_refs), so that a
+    later VmHWM is the peak of what came after, not of the whole run."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
 
 
 def proc_mem(pid, key):
@@ -658,7 +666,12 @@ def main():
                 prober.halt.set()
                 prober.join()
                 hwm_before = proc_mem(tg.proc.pid, "VmHWM")
+                # The relist's own peak: VmHWM from just before it (the burst's and the
+                # prober's peaks are in hwm_before).
+                rss_before_relist = proc_mem(tg.proc.pid, "VmRSS")
+                reset_peak(tg.proc.pid)
                 relist_s, relist_list_ms, relist_nodes = relist(cp_env, env, api, tg)
+                relist_peak = proc_mem(tg.proc.pid, "VmHWM")
                 def net(per_change_ms, idle_per_s, p):
                     # Less the process's idle CPU over the pass (its seconds, per change).
                     return per_change_ms - idle_per_s * p[7] / max(p[0], 1)
@@ -696,7 +709,11 @@ def main():
                     "relist_list_ms": relist_list_ms, "relist_nodes": relist_nodes,
                     "bare_reader_cpu_ms": round(floor_ms, 3),
                     "ratio_irrelevant_to_bare_reader": ratio(net(irr[1], idle_ms_per_s, irr), floor_ms),
-                    "peak_rss_mib": round(max(hwm_before, proc_mem(tg.proc.pid, "VmHWM")), 1),
+                    "peak_rss_mib": round(max(hwm_before, relist_peak), 1),
+                    "peak_rss_before_relist_mib": round(hwm_before, 1),
+                    "rss_before_relist_mib": round(rss_before_relist, 1),
+                    "relist_peak_rss_mib": round(relist_peak, 1),
+                    "relist_peak_to_listed": ratio(relist_peak, rss_listed),
                 }
                 if kueue_pid:
                     row.update({
@@ -723,7 +740,8 @@ def main():
                 tg.stop()
         print("| Nodes (snapshot) | ready | RSS listed | idle CPU | irrelevant change CPU (net of idle) "
               "| RSS churn peak / after | relevant change CPU (net) | served p50 / p99 "
-              "| relist: list (Nodes) / change served after API back | peak RSS |")
+              "| relist: list (Nodes) / change served after API back "
+              "| peak RSS: before the relist / the relist's (to RSS listed) |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['nodes']} ({r['snapshot_nodes']}) | {r['ready_s']} s | {r['rss_listed_mib']} MiB "
@@ -734,7 +752,8 @@ def main():
                   f"{r['relevant_revisions']} revisions) "
                   f"| {r['served_p50_ms']} / {r['served_p99_ms']} ms "
                   f"| {r['relist_list_ms']} ms ({r['relist_nodes']}) / {r['relist_served_s']} s "
-                  f"| {r['peak_rss_mib']} MiB |")
+                  f"| {r['peak_rss_before_relist_mib']} / {r['relist_peak_rss_mib']} MiB "
+                  f"({r['relist_peak_to_listed']}x) |")
         print()
         print(f"| Nodes | burst: changes at {args.burst_rate:g}/s | served p50 / p99 | not served in 10 s "
               "| CPU per burst change | admission p50 / p99 idle | during churn | during the burst (p99) |")

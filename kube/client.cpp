@@ -500,53 +500,97 @@ core::result<void> watch_exchange(const endpoint& ep, tls_conn& conn, SSL_CTX* c
 
 }  // namespace
 
+// A connection a reuse (client::reuse) keeps between GETs: its I/O context, its TLS context
+// (with the credentials it was opened with) and its stream.
+struct client::kept_connection {
+  asio::io_context ioc{1};
+  ssl::context ctx{ssl::context::tls_client};
+  std::optional<ssl::stream<beast::tcp_stream>> stream;
+};
+
+client::client(endpoint ep) : ep_(std::move(ep)) {}
+client::~client() = default;
+
+void client::end_reuse() {
+  reuse_ = false;
+  std::unique_ptr<kept_connection> conn = std::move(kept_);
+  if (!conn) return;
+  {
+    std::lock_guard lk(mu_);
+    if (cancelled_.load()) return;
+    active_ = &conn->ioc;
+  }
+  // close_notify, within 1 s: a peer that has gone changes nothing.
+  conn->ioc.restart();
+  beast::get_lowest_layer(*conn->stream).expires_after(std::chrono::seconds(1));
+  asio::co_spawn(
+      conn->ioc,
+      [&]() -> asio::awaitable<void> { co_await conn->stream->async_shutdown(as_tuple); },
+      asio::detached);
+  conn->ioc.run();
+  std::lock_guard lk(mu_);
+  active_ = nullptr;
+}
+
 // Every call's setup, once: the credentials gathered (the exec plugin asked again when
 // `refresh`), a verifying TLS context and stream, the call registered for cancel(), the API's
-// addresses looked up and connected to by `connect_deadline`; then `exchange` (a coroutine
-// on the connected stream and the call's bearer token) makes the request and reads the
-// answer into wherever its caller wants it.
+// addresses looked up and connected to by `deadline`; then `exchange` (a coroutine
+// on the connected stream, the call's bearer token and `info`) makes the request and reads the
+// answer into wherever its caller wants it. A connection a reuse kept takes the call instead
+// (info.reused), unless the credentials are being asked again; the exchange says whether the
+// connection may be kept for the next (info.keep).
 template <class Exchange>
-core::result<void> client::call(bool refresh,
-                                std::chrono::steady_clock::time_point connect_deadline,
-                                Exchange&& exchange) {
+core::result<void> client::call(bool refresh, std::chrono::steady_clock::time_point deadline,
+                                call_info& info, Exchange&& exchange) {
+  info = {.deadline = deadline};
   if (cancelled_.load()) return cancelled_error();
   auto creds = gather_credentials(ep_, refresh);
   if (!creds) return no_answer(std::move(creds).error());
-  ssl::context ctx(ssl::context::tls_client);
-  if (auto r = make_context(ep_, *creds, ctx); !r) return no_answer(std::move(r).error());
-
-  asio::io_context ioc(1);
-  ssl::stream<beast::tcp_stream> stream(ioc, ctx);
-  if (auto r = prepare_session(ep_, stream.native_handle()); !r)
-    return no_answer(std::move(r).error());
+  // A 401 asks the credentials again: the kept connection may carry an old client certificate.
+  std::unique_ptr<kept_connection> conn = refresh ? nullptr : std::move(kept_);
+  kept_.reset();
+  info.reused = conn != nullptr;
+  if (info.reused) {
+    conn->ioc.restart();
+  } else {
+    conn = std::make_unique<kept_connection>();
+    if (auto r = make_context(ep_, *creds, conn->ctx); !r) return no_answer(std::move(r).error());
+    conn->stream.emplace(conn->ioc, conn->ctx);
+    if (auto r = prepare_session(ep_, conn->stream->native_handle()); !r)
+      return no_answer(std::move(r).error());
+  }
   {
     std::lock_guard lk(mu_);
     if (cancelled_.load()) return cancelled_error();
-    active_ = &ioc;
+    active_ = &conn->ioc;
   }
   std::optional<core::result<void>> out;
-  auto addresses = resolve_within(ep_.host, connect_deadline, cancelled_);
+  core::result<std::vector<std::string>> addresses = std::vector<std::string>{};
+  if (!info.reused) addresses = resolve_within(ep_.host, deadline, cancelled_);
   asio::co_spawn(
-      ioc,
+      conn->ioc,
       [&]() -> asio::awaitable<void> {
         if (!addresses) {
           out = addresses.error();
           co_return;
         }
-        if (auto c = co_await connect(ep_, *addresses, stream, connect_deadline); !c) {
-          out = no_answer(std::move(c).error());
-          co_return;
+        if (!info.reused) {
+          if (auto c = co_await connect(ep_, *addresses, *conn->stream, deadline); !c) {
+            out = no_answer(std::move(c).error());
+            co_return;
+          }
         }
-        out = co_await exchange(stream, creds->token);
+        out = co_await exchange(*conn->stream, creds->token, info);
       },
       asio::detached);
-  ioc.run();
+  conn->ioc.run();
   {
     std::lock_guard lk(mu_);
     active_ = nullptr;
   }
   // Stopped by cancel() before the exchange ended.
   if (!out) return cancelled_error();
+  if (info.keep && reuse_ && *out) kept_ = std::move(conn);
   return std::move(*out);
 }
 
@@ -554,47 +598,64 @@ core::result<response> client::request(std::string_view method, const std::strin
                                        const std::string& body, std::chrono::milliseconds timeout,
                                        std::string_view accept) {
   const http::verb verb = http::string_to_verb(method);
+  // Only a GET is sent on a kept connection: it is the one request that may be sent again
+  // when the server turns out to have closed that connection.
+  const bool may_keep = verb == http::verb::get;
   response answer;
+  const auto exchange = [&](ssl::stream<beast::tcp_stream>& stream, const std::string& token,
+                            call_info& info) -> asio::awaitable<core::result<void>> {
+    http::request<http::string_body> req{verb, target, 11};
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> parser;
+    // A call may carry someone else's secret (a TokenReview's token, and the API's echo of
+    // it): the request body, the read buffer and an answer not handed out are wiped however
+    // the call ends. The answer's room is reserved so that a small answer is never
+    // reallocated (which would free a copy unwiped).
+    const util::wiped_at_exit wipe_request{req.body()};
+    const util::wiped_at_exit wipe_buffer{buf};
+    const util::wiped_at_exit wipe_answer{parser.get().body()};
+    set_common(req, ep_, token, accept);
+    if (!body.empty()) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = body;
+    }
+    req.prepare_payload();
+    const auto deadline = info.deadline;
+    beast::get_lowest_layer(stream).expires_at(deadline);
+    auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
+    if (wec) co_return core::fail(core::errc::unavailable, "write: " + wec.message());
+    parser.body_limit(max_answer_bytes);
+    parser.get().body().reserve(std::min<std::size_t>(max_answer_bytes, 16384));
+    auto [rec, rn] = co_await http::async_read(stream, buf, parser, as_tuple);
+    info.answer_began = parser.got_some();
+    if (rec) co_return core::fail(core::errc::unavailable, "read: " + rec.message());
+    answer.status = static_cast<int>(parser.get().result_int());
+    answer.body = std::move(parser.get().body());
+    if (may_keep && reuse_ && parser.get().keep_alive()) {
+      // Kept for the next GET: no close_notify.
+      info.keep = true;
+      co_return core::result<void>{};
+    }
+    // The answer is in: the close_notify exchange gets what is left of the budget, at most 1 s.
+    beast::get_lowest_layer(stream).expires_at(
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+    co_await stream.async_shutdown(as_tuple);
+    co_return core::result<void>{};
+  };
   const auto once = [&](bool refresh) {
-    answer = {};
     // One deadline for the whole call (connect, handshake, request, response): a caller with
     // a budget (store.timeout) gets its answer, or a timeout, within it.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    return call(refresh, deadline,
-                [&](ssl::stream<beast::tcp_stream>& stream,
-                    const std::string& token) -> asio::awaitable<core::result<void>> {
-                  http::request<http::string_body> req{verb, target, 11};
-                  beast::flat_buffer buf;
-                  http::response_parser<http::string_body> parser;
-                  // A call may carry someone else's secret (a TokenReview's token, and the API's
-                  // echo of it): the request body, the read buffer and an answer not handed out are
-                  // wiped however the call ends. The answer's room is reserved so that a small
-                  // answer is never reallocated (which would free a copy unwiped).
-                  const util::wiped_at_exit wipe_request{req.body()};
-                  const util::wiped_at_exit wipe_buffer{buf};
-                  const util::wiped_at_exit wipe_answer{parser.get().body()};
-                  set_common(req, ep_, token, accept);
-                  if (!body.empty()) {
-                    req.set(http::field::content_type, "application/json");
-                    req.body() = body;
-                  }
-                  req.prepare_payload();
-                  beast::get_lowest_layer(stream).expires_at(deadline);
-                  auto [wec, wn] = co_await http::async_write(stream, req, as_tuple);
-                  if (wec) co_return core::fail(core::errc::unavailable, "write: " + wec.message());
-                  parser.body_limit(max_answer_bytes);
-                  parser.get().body().reserve(std::min<std::size_t>(max_answer_bytes, 16384));
-                  auto [rec, rn] = co_await http::async_read(stream, buf, parser, as_tuple);
-                  if (rec) co_return core::fail(core::errc::unavailable, "read: " + rec.message());
-                  answer.status = static_cast<int>(parser.get().result_int());
-                  answer.body = std::move(parser.get().body());
-                  // The answer is in: the close_notify exchange gets what is left of the budget, at
-                  // most 1 s.
-                  beast::get_lowest_layer(stream).expires_at(std::min(
-                      deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
-                  co_await stream.async_shutdown(as_tuple);
-                  co_return core::result<void>{};
-                });
+    call_info info;
+    const auto attempt = [&] {
+      answer = {};
+      return call(refresh, deadline, info, exchange);
+    };
+    auto r = attempt();
+    // A kept connection the server closed meanwhile fails before any answer: the GET goes
+    // once more, on a connection of its own.
+    if (!r && info.reused && !info.answer_began && !cancelled_.load()) r = attempt();
+    return r;
   };
   auto r = once(false);
   if (answer.status == 401 && ep_.credentials && !cancelled_.load()) r = once(true);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -46,7 +47,10 @@ inline constexpr std::string_view json = "application/json";
 
 class client {
  public:
-  explicit client(endpoint ep) : ep_(std::move(ep)) {}
+  explicit client(endpoint ep);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
 
   // `accept`: the Accept header (e.g. a PartialObjectMetadataList for a metadata-only list).
   // Fails (errc::unavailable) when no answer came within `timeout`: the name lookup, the
@@ -71,13 +75,41 @@ class client {
 
   [[nodiscard]] const endpoint& where() const noexcept { return ep_; }
 
+  // While a reuse lives, the client's GETs share one connection: it stays open after an
+  // answer that lets it (HTTP/1.1 keep-alive) and the next GET goes on it; a kept connection
+  // the server has closed meanwhile fails before any answer, and that GET is sent once more on
+  // a new one. A list's pages then cost one TLS handshake, not one each. The connection is
+  // closed (close_notify) when the reuse ends. Other requests open their own, as without it.
+  class reuse {
+   public:
+    explicit reuse(client& c) : c_(c) { c_.reuse_ = true; }
+    ~reuse() { c_.end_reuse(); }
+    reuse(const reuse&) = delete;
+    reuse& operator=(const reuse&) = delete;
+
+   private:
+    client& c_;
+  };
+
  private:
+  struct kept_connection;  // client.cpp
+  // What a call did, for request(): its deadline, whether it went on a kept connection, whether
+  // an answer began, and whether its connection may be kept.
+  struct call_info {
+    std::chrono::steady_clock::time_point deadline;
+    bool reused = false;
+    bool answer_began = false;
+    bool keep = false;
+  };
   // The setup every call shares (client.cpp).
   template <class Exchange>
-  core::result<void> call(bool refresh, std::chrono::steady_clock::time_point connect_deadline,
-                          Exchange&& exchange);
+  core::result<void> call(bool refresh, std::chrono::steady_clock::time_point deadline,
+                          call_info& info, Exchange&& exchange);
+  void end_reuse();
 
   endpoint ep_;
+  bool reuse_ = false;                     // a reuse lives
+  std::unique_ptr<kept_connection> kept_;  // the connection it keeps, between calls
   std::mutex mu_;
   void* active_ = nullptr;           // the io_context of the request in progress (guarded by mu_)
   tls_conn* active_conn_ = nullptr;  // the connection of the watch in progress (guarded by mu_)

@@ -34,6 +34,8 @@ core::result<listed> list_raw_pages(client& c, const std::string& path, const li
   const std::string setting =
       std::string(o.deadline_name) + ", " + core::seconds_text(o.deadline_setting);
   std::string cont;
+  // The pages go on one connection.
+  const client::reuse one_connection(c);
   do {
     auto timeout = o.page_timeout;
     if (o.deadline) {

@@ -56,6 +56,53 @@ TEST(ListPages, EveryPageByItsContinueToken) {
                                "/api/v1/nodes?labelSelector=pool%3Dgpu&limit=2&continue=t%2F2"}));
 }
 
+// The pages of one list go on one connection when the API keeps it open, and a kept connection
+// is closed when the list ends: the next list opens its own.
+TEST(ListPages, OneConnectionForAListsPages) {
+  fake_api api([](const std::string& head) {
+    if (head.find("continue=3") != std::string::npos)
+      return fake_api::json_kept(200, page(node("n3"), ""));
+    if (head.find("continue=2") != std::string::npos)
+      return fake_api::json_kept(200, page(node("n2"), "3"));
+    return fake_api::json_kept(200, page(node("n1"), "2"));
+  });
+  client c(api.api());
+  for (int list = 1; list <= 2; ++list) {
+    std::vector<std::string> seen;
+    const auto r = list_pages(c, "/api/v1/nodes", {}, [&](const core::doc_node& p) {
+      each_node(p, [&](std::string name, node_labels) { seen.push_back(name); });
+    });
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(seen, (std::vector<std::string>{"n1", "n2", "n3"}));
+    EXPECT_EQ(api.connections(), list);
+  }
+  EXPECT_EQ(api.targets().size(), 6u);
+  // A request outside a list opens its own connection, kept or not.
+  ASSERT_TRUE(c.request("GET", "/api/v1/nodes"));
+  EXPECT_EQ(api.connections(), 3);
+}
+
+// A kept connection the API closed after its answer: the next page's GET fails before any
+// answer and goes once more on a new connection; no page is lost or read twice.
+TEST(ListPages, AKeptConnectionTheApiClosedIsOpenedAgain) {
+  fake_api api([](const std::string& head) {
+    if (head.find("continue=2") != std::string::npos)
+      return fake_api::json_kept(200, page(node("n2"), ""));
+    return fake_api::json_kept(200, page(node("n1"), "2"));
+  });
+  api.drop_kept();
+  client c(api.api());
+  std::vector<std::string> seen;
+  const auto r = list_pages(c, "/api/v1/nodes", {}, [&](const core::doc_node& p) {
+    each_node(p, [&](std::string name, node_labels) { seen.push_back(name); });
+  });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(seen, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(api.connections(), 2);
+  EXPECT_EQ(api.targets(), (std::vector<std::string>{"/api/v1/nodes?limit=500",
+                                                     "/api/v1/nodes?limit=500&continue=2"}));
+}
+
 TEST(ListPages, ACollectionTheApiDoesNotServe) {
   fake_api api([](const std::string&) { return fake_api::json(404, R"({"kind":"Status"})"); });
   client c(api.api());

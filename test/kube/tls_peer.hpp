@@ -1,7 +1,7 @@
 #pragma once
 // TLS peers for the client's tests: a self-signed identity for 127.0.0.1 (the client's CA and
 // the peer's certificate at once), and a fake API that answers each connection's request as
-// the test says, one connection at a time.
+// the test says, one connection at a time (several requests on one when its answers keep it).
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -68,8 +68,8 @@ inline identity self_signed() {
 }
 
 // Answers each request (its head: request line and header fields) with what `answer` returns
-// for it, a whole HTTP response, then closes the connection (close_notify first). Requests
-// come one connection at a time, as the client makes them.
+// for it, a whole HTTP response, then closes the connection (close_notify first) unless the
+// answer keeps it (json_kept). Connections are served one at a time, as the client makes them.
 class fake_api {
  public:
   using answer_fn = std::function<std::string(const std::string& head)>;
@@ -117,11 +117,23 @@ class fake_api {
     return targets_;
   }
 
-  // An answer with a JSON body.
+  // How many connections the API accepted (and completed a TLS handshake on).
+  [[nodiscard]] int connections() const { return connections_.load(); }
+  // Closes each connection after its answer, also one that did not say so (as a server does
+  // with a connection that was idle too long).
+  void drop_kept() { drop_kept_ = true; }
+
+  // An answer with a JSON body, after which the connection closes.
   static std::string json(int status, const std::string& body) {
     return "HTTP/1.1 " + std::to_string(status) +
            " X\r\nContent-Type: application/json\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }
+  // The same with the connection kept open for the next request (HTTP/1.1 keep-alive).
+  static std::string json_kept(int status, const std::string& body) {
+    return "HTTP/1.1 " + std::to_string(status) +
+           " X\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
   }
 
  private:
@@ -134,16 +146,24 @@ class fake_api {
       if (ec || done_) return;
       s.handshake(asio::ssl::stream_base::server, ec);
       if (ec) continue;
-      asio::streambuf req;
-      asio::read_until(s, req, "\r\n\r\n", ec);
-      if (ec) continue;
-      const std::string head(asio::buffers_begin(req.data()), asio::buffers_end(req.data()));
-      const auto sp = head.find(' ');
-      {
-        std::lock_guard lock(mu_);
-        targets_.push_back(head.substr(sp + 1, head.find(' ', sp + 1) - sp - 1));
+      ++connections_;
+      // Requests (bodiless) on this connection until an answer says "Connection: close", the
+      // peer closes, or drop_kept: an answer that does not say so is followed by a close anyway.
+      for (;;) {
+        asio::streambuf req;
+        asio::read_until(s, req, "\r\n\r\n", ec);
+        if (ec) break;
+        const std::string head(asio::buffers_begin(req.data()), asio::buffers_end(req.data()));
+        const auto sp = head.find(' ');
+        {
+          std::lock_guard lock(mu_);
+          targets_.push_back(head.substr(sp + 1, head.find(' ', sp + 1) - sp - 1));
+        }
+        const std::string answer = answer_(head);
+        asio::write(s, asio::buffer(answer), ec);
+        if (ec || drop_kept_ || answer.find("\r\nConnection: close\r\n") != std::string::npos)
+          break;
       }
-      asio::write(s, asio::buffer(answer_(head)), ec);
       s.shutdown(ec);
       s.next_layer().close(ec);
     }
@@ -157,6 +177,8 @@ class fake_api {
   unsigned short port_ = 0;
   std::thread thread_;
   std::atomic<bool> done_{false};
+  std::atomic<bool> drop_kept_{false};
+  std::atomic<int> connections_{0};
   mutable std::mutex mu_;
   std::vector<std::string> targets_;
 };
