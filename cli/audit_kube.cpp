@@ -67,6 +67,7 @@ core::result<server::audit_outcome> audit_from_api(kube::client& api,
   }
   kube::list_options nodes = pages;
   nodes.accept = kube::metadata_list_accept;
+  nodes.page_size = kube::node_list_page;
   nodes.tolerate_forbidden = true;
   auto listed_nodes =
       kube::list_pages(api, "/api/v1/nodes", nodes, [&](const core::doc_node& page) {

@@ -50,7 +50,7 @@ class kube_ownership_lister final : public server::ownership_lister {
       r = kube::list_pages(api, "/apis/worker.gpustack.ai/v1alpha1/topologysources", call, sources);
     if (!r) return std::move(r).error();
     call.accept = kube::metadata_list_accept;
-    call.page_size = 500;
+    call.page_size = kube::node_list_page;
     r = kube::list_pages(api, "/api/v1/nodes", call, [&](const core::doc_node& page) {
       kube::each_node(page, [&](std::string name, kube::node_labels labels) {
         snap.nodes.emplace_back(std::move(name), std::move(labels));

@@ -39,12 +39,6 @@ constexpr std::string_view digest_annotation = "topogate.gpustack.ai/sha256";
 // A ConfigMap holds at most 1 MiB of data (keys included) and etcd refuses requests over
 // ~1.5 MiB: a snapshot close to S10's 1 MiB is stored gzip-compressed in binaryData.
 constexpr std::size_t max_plain_bytes = 900u << 10;
-// Nodes per page of the Node list. A page is held whole, with its parse (simdjson's tape and
-// string copies come to several times the page): 500 Nodes as the API sends them (labels and
-// managedFields, about 3 KB each) made a 1.5 MB page and a relist's peak 7.9 MB over the
-// steady RSS at 5,000 Nodes. A page of 100 costs a round trip more per 100 Nodes (a page is
-// served from the API server's watch cache).
-constexpr int node_list_page = 100;
 
 bool gzip(std::string_view in, std::string& out) {
   z_stream zs{};
@@ -402,7 +396,7 @@ class api_node_watch final : public node_watch {
     std::string version;
     kube::list_options o;
     o.accept = kube::metadata_list_accept;
-    o.page_size = node_list_page;
+    o.page_size = kube::node_list_page;
     o.page_timeout = std::chrono::seconds(30);
     simdjson::dom::parser p;
     auto r = kube::list_raw_pages(

@@ -547,8 +547,8 @@ core::result<void> client::call(bool refresh, std::chrono::steady_clock::time_po
   auto creds = gather_credentials(ep_, refresh);
   if (!creds) return no_answer(std::move(creds).error());
   // A 401 asks the credentials again: the kept connection may carry an old client certificate.
-  std::unique_ptr<kept_connection> conn = refresh ? nullptr : std::move(kept_);
-  kept_.reset();
+  std::unique_ptr<kept_connection> conn = std::move(kept_);
+  if (refresh) conn.reset();
   info.reused = conn != nullptr;
   if (info.reused) {
     conn->ioc.restart();
@@ -590,7 +590,7 @@ core::result<void> client::call(bool refresh, std::chrono::steady_clock::time_po
   }
   // Stopped by cancel() before the exchange ended.
   if (!out) return cancelled_error();
-  if (info.keep && reuse_ && *out) kept_ = std::move(conn);
+  if (info.keep) kept_ = std::move(conn);
   return std::move(*out);
 }
 

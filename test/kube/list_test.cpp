@@ -103,6 +103,26 @@ TEST(ListPages, AKeptConnectionTheApiClosedIsOpenedAgain) {
                                                      "/api/v1/nodes?limit=500&continue=2"}));
 }
 
+// The other side: a kept connection that breaks once its answer began is not sent the GET
+// again (the API may have acted on it, and part of an answer was read): the list fails.
+TEST(ListPages, AKeptConnectionThatBreaksMidAnswerIsNotSentAgain) {
+  fake_api api([](const std::string& head) {
+    if (head.find("continue=2") != std::string::npos) {
+      // A body cut short, and the connection closed after it.
+      return std::string(
+          "HTTP/1.1 200 X\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+          "Connection: close\r\n\r\n{\"items\":");
+    }
+    return fake_api::json_kept(200, page(node("n1"), "2"));
+  });
+  client c(api.api());
+  const auto r = list_pages(c, "/api/v1/nodes", {}, [](const core::doc_node&) {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, core::errc::unavailable);
+  EXPECT_EQ(api.connections(), 1);
+  EXPECT_EQ(api.targets().size(), 2u);
+}
+
 TEST(ListPages, ACollectionTheApiDoesNotServe) {
   fake_api api([](const std::string&) { return fake_api::json(404, R"({"kind":"Status"})"); });
   client c(api.api());

@@ -125,18 +125,20 @@ class fake_api {
 
   // An answer with a JSON body, after which the connection closes.
   static std::string json(int status, const std::string& body) {
-    return "HTTP/1.1 " + std::to_string(status) +
-           " X\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    return answer(status, body, "Connection: close\r\n");
   }
   // The same with the connection kept open for the next request (HTTP/1.1 keep-alive).
   static std::string json_kept(int status, const std::string& body) {
-    return "HTTP/1.1 " + std::to_string(status) +
-           " X\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
+    return answer(status, body, "");
   }
 
  private:
+  static std::string answer(int status, const std::string& body, const std::string& fields) {
+    return "HTTP/1.1 " + std::to_string(status) +
+           " X\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n" + fields + "\r\n" + body;
+  }
+
   void serve() {
     namespace asio = boost::asio;
     while (!done_) {
