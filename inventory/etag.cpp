@@ -24,10 +24,12 @@ constexpr std::array<std::uint64_t, 256> gear_table() {
   return t;
 }
 constexpr auto gear = gear_table();
-// A chunk ends where the hash's top 12 bits are zero: about every 4 KiB. The hash is shifted
+// A chunk ends where the hash's top 10 bits are zero: about every 1 KiB. The hash is shifted
 // left once per byte, so bit 63 depends on the last 64 bytes and no earlier one.
-constexpr unsigned cut_shift = 64 - 12;
+constexpr unsigned cut_shift = 64 - 10;
 constexpr std::size_t window = 64;
+// A group of chunk sums ends after a sum whose first byte is below 4: about every 64 sums.
+constexpr unsigned char group_cut = 4;
 
 const EVP_MD* sha256() {
   static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
@@ -103,18 +105,53 @@ void body_digest::cut(std::string_view bytes, std::size_t base, std::size_t from
   if (to > start) add(to);
 }
 
-void body_digest::finish() {
-  const std::string_view all(reinterpret_cast<const char*>(sums_.data()),
-                             sums_.size() * sizeof(sum));
+void body_digest::finish(const body_digest* before, std::span<const std::int32_t> origin) {
+  group_ends_.reserve(sums_.size() / 32 + 2);
+  group_sums_.reserve(sums_.size() / 32 + 2);
+  // Whether the sums [a, b) are the body before's group that starts at its sum origin[a]:
+  // then that group's sum is this one's.
+  const auto kept_group = [&](std::size_t a, std::size_t b) -> const sum* {
+    if (before == nullptr || origin.size() != sums_.size() || origin[a] < 0) return nullptr;
+    const auto c = static_cast<std::size_t>(origin[a]);
+    for (std::size_t i = a + 1; i < b; ++i) {
+      if (origin[i] != static_cast<std::int32_t>(c + (i - a))) return nullptr;
+    }
+    const std::size_t c_end = c + (b - a);
+    const auto& ends = before->group_ends_;
+    const auto k = std::lower_bound(ends.begin(), ends.end(), static_cast<std::uint32_t>(c_end));
+    if (k == ends.end() || *k != c_end) return nullptr;
+    const std::size_t c_start = k == ends.begin() ? 0 : *(k - 1);
+    if (c_start != c) return nullptr;
+    return &before->group_sums_[static_cast<std::size_t>(k - ends.begin())];
+  };
+  for (std::size_t a = 0; a < sums_.size();) {
+    std::size_t b = a;
+    while (b < sums_.size() && sums_[b][0] >= group_cut) ++b;
+    b = std::min(b + 1, sums_.size());  // the sum that ends it, or the last
+    sum g{};
+    if (const sum* k = kept_group(a, b)) {
+      g = *k;
+    } else {
+      const std::string_view bytes(reinterpret_cast<const char*>(sums_[a].data()),
+                                   (b - a) * sizeof(sum));
+      ok_ = hash(bytes, g.data()) && ok_;
+      group_bytes_hashed_ += bytes.size();
+    }
+    group_ends_.push_back(static_cast<std::uint32_t>(b));
+    group_sums_.push_back(g);
+    a = b;
+  }
+  const std::string_view all(reinterpret_cast<const char*>(group_sums_.data()),
+                             group_sums_.size() * sizeof(sum));
   ok_ = hash(all, root_.data()) && ok_;
 }
 
 body_digest body_digest::of(std::string_view body) {
   body_digest d;
-  d.ends_.reserve(body.size() / 2048 + 2);
-  d.sums_.reserve(body.size() / 2048 + 2);
+  d.ends_.reserve(body.size() / 512 + 2);
+  d.sums_.reserve(body.size() / 512 + 2);
   d.cut(body, 0, 0, body.size());
-  d.finish();
+  d.finish(nullptr, {});
   return d;
 }
 
@@ -128,9 +165,10 @@ body_digest body_digest::update(const body_digest& before, std::string_view body
 
 body_digest body_digest::update(const body_digest& before, const core::shared_text& body,
                                 std::span<const kept> runs) {
-  std::string bytes;
+  // The gathered bytes, kept between calls: a few KiB each time, not an allocation each.
+  thread_local std::string bytes;
   return update_with(before, body.size(), runs,
-                     [&body, &bytes](body_digest& d, std::size_t from, std::size_t to, reuse r) {
+                     [&body](body_digest& d, std::size_t from, std::size_t to, reuse r) {
                        const std::size_t base = from > window ? from - window : 0;
                        bytes.clear();
                        body.copy_to(bytes, base, to - base);
@@ -149,6 +187,10 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
   // it whatever the hash). In the body's order; none if the runs are not in it.
   std::vector<known> copied;
   copied.reserve(runs.size());
+  // For each of the new body's sums, the index of the body before's it was kept from (-1: hashed
+  // anew): a group of sums kept whole keeps its group sum.
+  std::vector<std::int32_t> origin;
+  origin.reserve(before.ends_.size() + 8);
   for (std::size_t prev_end = 0; const kept& k : runs) {
     const std::size_t len = k.to - k.from;
     if (k.at < prev_end) {
@@ -174,6 +216,7 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
     while (end < copied.size() && copied[end].from < to) ++end;
     cut(d, from, to,
         {before_ends, std::span<const known>(copied).subspan(next_copied, end - next_copied)});
+    origin.resize(d.sums_.size(), -1);  // hashed anew
   };
   std::size_t done = 0;  // the new body is cut up to here
   std::size_t r = 0;
@@ -198,11 +241,12 @@ body_digest body_digest::update_with(const body_digest& before, std::size_t size
     if (at > done) cut_new(done, at);
     d.ends_.push_back(static_cast<std::uint32_t>(at_end));
     d.sums_.push_back(before.sums_[j]);
+    origin.push_back(static_cast<std::int32_t>(j));
     done = at_end;
   }
   if (done < size) cut_new(done, size);
   d.ok_ = d.ok_ && before.ok_;
-  d.finish();
+  d.finish(&before, origin);
   return d;
 }
 

@@ -3,15 +3,18 @@
 // cost in proportion to the change, not to the body (docs/inventory.md, "ETag").
 //
 // The body is cut into content-defined chunks: a chunk ends after byte i when a rolling hash
-// of the 64 bytes ending at i (a gear hash over a fixed table) has its top 12 bits zero, so a
-// chunk is about 4 KiB on average and where one ends depends on those 64 bytes alone, never on
-// where the chunk began. The digest is SHA-256 over the SHA-256 of each chunk, in order: a
-// function of the bytes only, equal on every replica for equal bodies, and strong (two bodies
-// with one digest would give a SHA-256 collision). After an edit, the chunks whose bytes and
-// the 64 bytes before them were copied unchanged keep their sums; only the chunks the edit
-// touches are hashed again, and then the ~N/4096 chunk sums. Within those chunks the rolling
-// hash is computed only near the new bytes: where the 64 bytes ending at a byte were copied,
-// the old body's chunk ends already say whether a chunk ends there.
+// of the 64 bytes ending at i (a gear hash over a fixed table) has its top 10 bits zero, so a
+// chunk is about 1 KiB on average and where one ends depends on those 64 bytes alone, never on
+// where the chunk began. The chunks' SHA-256 sums are cut the same way into groups: a group
+// ends after a sum whose first byte is below 4 (about 64 sums a group), and with the last sum.
+// The digest is SHA-256 over the SHA-256 of each group's sums, in order: a function of the
+// bytes only, equal on every replica for equal bodies, and strong (two bodies with one digest
+// would give a SHA-256 collision). After an edit, the chunks whose bytes and the 64 bytes
+// before them were copied unchanged keep their sums, and a group made of kept sums only,
+// whole, keeps its group sum; only the chunks the edit touches, the groups of their sums and
+// the ~N/65536 group sums are hashed again. Within those chunks the rolling hash is computed
+// only near the new bytes: where the 64 bytes ending at a byte were copied, the old body's
+// chunk ends already say whether a chunk ends there.
 
 #include <array>
 #include <cstddef>
@@ -54,6 +57,10 @@ class body_digest {
   // Bytes the rolling hash was computed over (a window's warm-up included) to find where
   // chunks end: all of them for of(), those near new bytes for update().
   [[nodiscard]] std::size_t scanned() const noexcept { return scanned_; }
+  [[nodiscard]] std::size_t groups() const noexcept { return group_ends_.size(); }
+  // Bytes of chunk sums hashed into group sums: all of them for of(), those of the groups an
+  // edit reached for update().
+  [[nodiscard]] std::size_t group_bytes_hashed() const noexcept { return group_bytes_hashed_; }
 
  private:
   using sum = std::array<unsigned char, 32>;
@@ -81,14 +88,20 @@ class body_digest {
   template <class Cut>
   static body_digest update_with(const body_digest& before, std::size_t size,
                                  std::span<const kept> runs, Cut&& cut);
-  void finish();
+  // Groups the chunk sums and computes the root. A group made of the very sums of one of
+  // `before`'s groups (origin[i]: the index in `before` sum i was kept from, -1 if hashed
+  // anew) keeps that group's sum.
+  void finish(const body_digest* before, std::span<const std::int32_t> origin);
 
-  std::vector<std::uint32_t> ends_;  // where each chunk ends; the last one is the body's size
-  std::vector<sum> sums_;            // SHA-256 of each chunk
+  std::vector<std::uint32_t> ends_;        // where each chunk ends; the last one is the body's size
+  std::vector<sum> sums_;                  // SHA-256 of each chunk
+  std::vector<std::uint32_t> group_ends_;  // where each group of sums ends (a sum index)
+  std::vector<sum> group_sums_;            // SHA-256 of each group's sums
   sum root_{};
   bool ok_ = true;
   std::size_t hashed_ = 0;
   std::size_t scanned_ = 0;
+  std::size_t group_bytes_hashed_ = 0;
 };
 
 }  // namespace topogate::inventory

@@ -37,19 +37,23 @@ std::string random_bytes(std::size_t n, std::uint64_t seed) {
 }
 
 TEST(BodyDigest, ValuesFollowTheDefinition) {
-  // SHA-256 over the SHA-256 of each content-defined chunk, computed independently.
+  // SHA-256 over the SHA-256 of each group of the content-defined chunks' SHA-256 sums,
+  // computed independently.
   const std::string body = members_body(3000);
   ASSERT_EQ(body.size(), 162044u);
   const body_digest d = body_digest::of(body);
-  EXPECT_EQ(d.etag(), "\"4a40cc848a4e02bab60c9a132b96f76fc619a7f64e737ea7ee310fbdb41c38c2\"");
-  EXPECT_EQ(d.chunks(), 37u);
+  EXPECT_EQ(d.etag(), "\"dc8af369489e101af0285d8521c005f705269dd74e0c83de11651dd50ee4bd23\"");
+  EXPECT_EQ(d.chunks(), 152u);
+  EXPECT_EQ(d.groups(), 3u);
+  EXPECT_EQ(d.group_bytes_hashed(), 152u * 32);
   EXPECT_EQ(d.size(), body.size());
   EXPECT_EQ(d.hashed(), body.size());
-  // No chunk at all: SHA-256 of nothing. One byte: one chunk.
+  // No chunk at all: SHA-256 of nothing. One byte: one chunk in one group.
   EXPECT_EQ(body_digest::of("").etag(),
             "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"");
   EXPECT_EQ(body_digest::of("x").etag(),
-            "\"0a325ca303eb3014c43ae004970f343634db176fa1697bcc8c9efac94626488d\"");
+            "\"431e815125923125af4197c42861a4ec01b4901e7917cd7db1f98c7debdf22c5\"");
+  EXPECT_EQ(body_digest::of("x").groups(), 1u);
   EXPECT_EQ(inventory::etag_of(body), d.etag());
 }
 
@@ -65,11 +69,13 @@ TEST(BodyDigest, EveryByteCounts) {
   EXPECT_NE(body_digest::of(body.substr(1)).etag(), tag);
 }
 
-TEST(BodyDigest, ChunksAreAboutFourKibibytes) {
+TEST(BodyDigest, ChunksAreAboutOneKibibyteAndGroupsAboutSixtyFourSums) {
   const std::string body = random_bytes(1 << 20, 7);
   const body_digest d = body_digest::of(body);
-  EXPECT_GT(d.chunks(), (1u << 20) / 8192);
-  EXPECT_LT(d.chunks(), (1u << 20) / 2048);
+  EXPECT_GT(d.chunks(), (1u << 20) / 2048);
+  EXPECT_LT(d.chunks(), (1u << 20) / 512);
+  EXPECT_GT(d.groups(), d.chunks() / 128);
+  EXPECT_LT(d.groups(), d.chunks() / 32);
 }
 
 // Random edits of a body: the new body, and the runs of the old one it copies.
@@ -138,9 +144,12 @@ TEST(BodyDigest, AnUpdateHashesOnlyNearTheEdits) {
     const edited e = edit(old, rng, 2, 80);
     const body_digest after = body_digest::update(before, e.body, e.runs);
     ASSERT_EQ(after.etag(), body_digest::of(e.body).etag());
-    // Two edits: at most the chunks around each (a few average chunks), not the body.
-    EXPECT_LT(after.hashed(), 64u * 1024) << "round " << round;
+    // Two edits: at most the chunks around each (a few average chunks), not the body; and
+    // the groups of their sums, not all of them.
+    EXPECT_LT(after.hashed(), 16u * 1024) << "round " << round;
     EXPECT_GT(after.hashed(), 0u);
+    EXPECT_LT(after.group_bytes_hashed(), after.chunks() * 32 / 3) << "round " << round;
+    EXPECT_GT(after.group_bytes_hashed(), 0u);
     // The rolling hash only over each edit's new bytes and the 63 after them (whose window
     // reaches into the edit), each with its 64-byte warm-up; and the body's last byte.
     EXPECT_LE(after.scanned(), 2u * (80 + 63 + 64) + 1 + 64) << "round " << round;
@@ -149,11 +158,13 @@ TEST(BodyDigest, AnUpdateHashesOnlyNearTheEdits) {
   // Nothing copied: everything is hashed again, and the value is the same.
   const body_digest none = body_digest::update(before, old, {});
   EXPECT_EQ(none.hashed(), old.size());
+  EXPECT_EQ(none.group_bytes_hashed(), none.chunks() * 32);
   EXPECT_EQ(none.etag(), before.etag());
   // Everything copied: nothing is.
   const std::vector<body_digest::kept> all = {{0, old.size(), 0}};
   const body_digest same = body_digest::update(before, old, all);
   EXPECT_EQ(same.hashed(), 0u);
+  EXPECT_EQ(same.group_bytes_hashed(), 0u);
   EXPECT_EQ(same.etag(), before.etag());
 }
 
@@ -207,7 +218,7 @@ edited apply_edits(const std::string& old, const std::vector<splice_edit>& edits
 // are cut again), replaced and inserted bytes (runs shifted both ways): each update equals
 // the digest of its bytes.
 TEST(BodyDigest, EditsAtEveryDistanceFromAChunkEnd) {
-  const std::string old = random_bytes(48 * 1024, 11);
+  const std::string old = random_bytes(12 * 1024, 11);
   const body_digest before = body_digest::of(old);
   const auto ends = before.ends();
   ASSERT_GE(ends.size(), 4u);
