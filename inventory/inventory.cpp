@@ -35,12 +35,19 @@ std::string summarize(const core::error_list& errors) {
   return out;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += ", ";
-    out += s;
+// "N Node(s) unknown to the cluster: " and the first of their names: a note is logged and kept
+// in the history for every revision a Node change makes, and must not grow with the pruned
+// Nodes (/status lists them all).
+constexpr std::size_t pruned_names_in_note = 20;
+std::string pruned_note(const std::vector<std::string>& pruned) {
+  std::string out = std::to_string(pruned.size()) + " Node(s) unknown to the cluster: ";
+  const std::size_t shown = std::min(pruned.size(), pruned_names_in_note);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i != 0) out += ", ";
+    out += pruned[i];
   }
+  if (shown < pruned.size())
+    out += " and " + std::to_string(pruned.size() - shown) + " more (/status lists them)";
   return out;
 }
 
@@ -498,8 +505,7 @@ void inventory::commit(const prepared& p) {
     a.revision_id = rev->revision_id;
     a.pruned_nodes = rev->pruned_nodes.size();
     if (!rev->pruned_nodes.empty()) {
-      a.note = "pruned " + std::to_string(rev->pruned_nodes.size()) +
-               " Node(s) unknown to the cluster: " + join(rev->pruned_nodes);
+      a.note = "pruned " + pruned_note(rev->pruned_nodes);
     }
   } else {
     set_delta(nullptr, nullptr);
@@ -718,8 +724,7 @@ void inventory::set_nodes(std::shared_ptr<const core::node_list> nodes) {
     a.pruned_nodes = ev.rev->pruned_nodes.size();
     a.note = ev.rev->pruned_nodes.empty()
                  ? std::string("Node list changed: revision valid again")
-                 : "Node list changed: pruned " + std::to_string(ev.rev->pruned_nodes.size()) +
-                       " Node(s) unknown to the cluster: " + join(ev.rev->pruned_nodes);
+                 : "Node list changed: pruned " + pruned_note(ev.rev->pruned_nodes);
     set_delta(selected, ev.rev->profiles);
     current_ = std::move(ev.rev);
     last_served_ = current_;
