@@ -27,8 +27,14 @@ carry (instance type, zone, region, NFD and GPU-operator labels, node group), st
   being served, and the relist's own peak RSS (VmHWM reset just before it, so the burst's
   peak is not counted as the relist's) beside the RSS after the list;
 - admission latency (an AdmissionReview every 50 ms on a kept-alive connection) while idle
-  and during each churn, p50/p99: the Node watch must not delay the webhook; the CPU
-  figures above are taken in passes without it (a review costs more than a change);
+  and during each churn, p50/p99, and the p99 of each churn apart: the Node watch must not
+  delay the webhook. An irrelevant change costs topogate a tenth of a relevant one but
+  the API server as much, so a p99 that rises as much there as under the relevant churn is
+  the machine's (the API server, etcd and this script share its cores), not topogate's.
+  During the relevant churn and the burst, readers poll topogate meanwhile (the served
+  latency) and read each new revision's body: with `threads: 1` a review can wait behind
+  such a read on the one I/O thread. The CPU figures above are taken in passes without the
+  probe (a review costs more than a change);
 - the floor: a bare TLS reader of the same metadata-only watch (curl --http1.1, its output
   thrown away) under another irrelevant churn pass, its CPU per change: what receiving an
   event costs before anything is done with it (off with --no-floor);
@@ -703,7 +709,10 @@ def main():
                     "admission_idle_p99_ms": round(1000 * pct(adm_idle, 99), 2),
                     "admission_churn_p50_ms": round(1000 * pct(adm_irr + adm_rel + adm_burst, 50), 2),
                     "admission_churn_p99_ms": round(1000 * pct(adm_irr + adm_rel + adm_burst, 99), 2),
+                    "admission_irrelevant_p99_ms": round(1000 * pct(adm_irr, 99), 2),
+                    "admission_relevant_p99_ms": round(1000 * pct(adm_rel, 99), 2),
                     "admission_burst_p99_ms": round(1000 * pct(adm_burst, 99), 2),
+                    "admission_samples": [len(adm_idle), len(adm_irr), len(adm_rel), len(adm_burst)],
                     "admission_errors": prober.errors,
                     "relist_served_s": round(relist_s, 2),
                     "relist_list_ms": relist_list_ms, "relist_nodes": relist_nodes,
@@ -756,13 +765,16 @@ def main():
                   f"({r['relist_peak_to_listed']}x) |")
         print()
         print(f"| Nodes | burst: changes at {args.burst_rate:g}/s | served p50 / p99 | not served in 10 s "
-              "| CPU per burst change | admission p50 / p99 idle | during churn | during the burst (p99) |")
+              "| CPU per burst change | admission p50 / p99 idle | during churn "
+              "| p99 during: irrelevant churn / relevant churn / the burst |")
         print("|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['nodes']} | {r['burst_changes']} | {r['burst_served_p50_ms']} / {r['burst_served_p99_ms']} ms "
                   f"| {r['burst_not_seen']} | {r['burst_cpu_ms']} ms "
                   f"| {r['admission_idle_p50_ms']} / {r['admission_idle_p99_ms']} ms "
-                  f"| {r['admission_churn_p50_ms']} / {r['admission_churn_p99_ms']} ms | {r['admission_burst_p99_ms']} ms |")
+                  f"| {r['admission_churn_p50_ms']} / {r['admission_churn_p99_ms']} ms "
+                  f"| {r['admission_irrelevant_p99_ms']} / {r['admission_relevant_p99_ms']} / "
+                  f"{r['admission_burst_p99_ms']} ms |")
         if not args.no_floor:
             print()
             print("| Nodes | bare TLS reader of the same watch (curl --http1.1): CPU per change "
