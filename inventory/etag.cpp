@@ -30,6 +30,8 @@ constexpr unsigned cut_shift = 64 - 10;
 constexpr std::size_t window = 64;
 // A group of chunk sums ends after a sum whose first byte is below 4: about every 64 sums.
 constexpr unsigned char group_cut = 4;
+// The most update() keeps of the bytes it gathered for the next call.
+constexpr std::size_t kept_gather_bytes = 256 * 1024;
 
 const EVP_MD* sha256() {
   static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
@@ -165,15 +167,18 @@ body_digest body_digest::update(const body_digest& before, std::string_view body
 
 body_digest body_digest::update(const body_digest& before, const core::shared_text& body,
                                 std::span<const kept> runs) {
-  // The gathered bytes, kept between calls: a few KiB each time, not an allocation each.
+  // The gathered bytes, kept between calls: a few KiB each time, not an allocation each (an
+  // update that gathered much, say the whole body, does not keep that much).
   thread_local std::string bytes;
-  return update_with(before, body.size(), runs,
-                     [&body](body_digest& d, std::size_t from, std::size_t to, reuse r) {
-                       const std::size_t base = from > window ? from - window : 0;
-                       bytes.clear();
-                       body.copy_to(bytes, base, to - base);
-                       d.cut(bytes, base, from, to, r);
-                     });
+  auto out = update_with(before, body.size(), runs,
+                         [&body](body_digest& d, std::size_t from, std::size_t to, reuse r) {
+                           const std::size_t base = from > window ? from - window : 0;
+                           bytes.clear();
+                           body.copy_to(bytes, base, to - base);
+                           d.cut(bytes, base, from, to, r);
+                         });
+  if (bytes.capacity() > kept_gather_bytes) std::string().swap(bytes);
+  return out;
 }
 
 template <class Cut>
