@@ -269,10 +269,8 @@ TEST(Inventory, APrunedRevisionsNoteNamesTwentyNodesAtMost) {
   ASSERT_EQ(pruned.size(), 21u);
   std::string first;
   for (std::size_t i = 0; i < 20; ++i) first += (i == 0 ? "" : ", ") + pruned[i];
-  EXPECT_EQ(inv.last_attempt()->note,
-            "Node list changed: pruned 21 Node(s) unknown to the "
-            "cluster: " +
-                first + " and 1 more (/status lists them)");
+  const std::string head = "Node list changed: pruned 21 Node(s) unknown to the cluster: ";
+  EXPECT_EQ(inv.last_attempt()->note, head + first + " and 1 more (/status lists them)");
   EXPECT_EQ(inv.last_attempt()->pruned_nodes, 21u);
 }
 
