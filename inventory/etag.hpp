@@ -5,8 +5,9 @@
 // The body is cut into content-defined chunks: a chunk ends after byte i when a rolling hash
 // of the 64 bytes ending at i (a gear hash over a fixed table) has its top 10 bits zero, so a
 // chunk is about 1 KiB on average and where one ends depends on those 64 bytes alone, never on
-// where the chunk began. The chunks' SHA-256 sums are cut the same way into groups: a group
-// ends after a sum whose first byte is below 4 (about 64 sums a group), and with the last sum.
+// where the chunk began. The chunks' SHA-256 sums are cut by their content into groups: a
+// group ends after a sum whose first byte is below 4 (about 64 sums a group), and with the
+// last sum.
 // The digest is SHA-256 over the SHA-256 of each group's sums, in order: a function of the
 // bytes only, equal on every replica for equal bodies, and strong (two bodies with one digest
 // would give a SHA-256 collision). After an edit, the chunks whose bytes and the 64 bytes

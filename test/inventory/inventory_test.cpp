@@ -254,23 +254,24 @@ TEST(Inventory, APrunedRevisionsNoteNamesTwentyNodesAtMost) {
   auto cfg = testing::config();
   cfg.unknown_nodes = unknown_nodes_policy::prune;
   inventory inv(cfg, clk);
+  // "worker-<from>, ..., worker-<to>": the names the note should give, in name order.
+  const auto names = [](int from, int to) {
+    std::string out;
+    for (int i = from; i <= to; ++i)
+      out += (i == from ? "worker-" : ", worker-") + std::to_string(i);
+    return out;
+  };
   // 40 described, 20 in the cluster: worker-20..worker-39 pruned, each named.
   inv.set_nodes(testing::nodes(20));
   ASSERT_TRUE(inv.offer(testing::snapshot_json("rev-1", 40), from("push")).accepted);
   ASSERT_EQ(inv.current()->pruned_nodes.size(), 20u);
-  std::string twenty;
-  for (const auto& name : inv.current()->pruned_nodes)
-    twenty += (twenty.empty() ? "" : ", ") + name;
-  EXPECT_EQ(inv.last_attempt()->note, "pruned 20 Node(s) unknown to the cluster: " + twenty);
+  EXPECT_EQ(inv.last_attempt()->note, "pruned 20 Node(s) unknown to the cluster: " + names(20, 39));
   // One more pruned (a Node change): the first 20 named, the 21st counted.
   inv.set_nodes(testing::nodes(19));
   ASSERT_NE(inv.serve().rev, nullptr);
-  const auto& pruned = inv.current()->pruned_nodes;
-  ASSERT_EQ(pruned.size(), 21u);
-  std::string first;
-  for (std::size_t i = 0; i < 20; ++i) first += (i == 0 ? "" : ", ") + pruned[i];
+  ASSERT_EQ(inv.current()->pruned_nodes.size(), 21u);
   const std::string head = "Node list changed: pruned 21 Node(s) unknown to the cluster: ";
-  EXPECT_EQ(inv.last_attempt()->note, head + first + " and 1 more (/status lists them)");
+  EXPECT_EQ(inv.last_attempt()->note, head + names(19, 38) + " and 1 more (/status lists them)");
   EXPECT_EQ(inv.last_attempt()->pruned_nodes, 21u);
 }
 
