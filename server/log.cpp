@@ -1,10 +1,17 @@
 #include "server/log.hpp"
 
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "core/field_error.hpp"
@@ -74,18 +81,144 @@ std::string format_log_line(log_level level, std::string_view msg,
   return out;
 }
 
+namespace {
+
+log_writer& stderr_writer() {
+  // Never destroyed: a line logged while the process exits (another thread, a static's
+  // destructor) still has a writer. At exit, what is queued gets log_exit_flush to be written.
+  static log_writer* const w = [] {
+    auto* made = new log_writer(STDERR_FILENO, log_queue_bytes);
+    std::atexit([] { log_flush(log_exit_flush); });
+    return made;
+  }();
+  return *w;
+}
+
+}  // namespace
+
 void log(log_level level, std::string_view msg, std::initializer_list<log_field> fields) {
   if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
   std::string line = format_log_line(level, msg, fields);
   line += '\n';
-  // One write(2) per line: atomic with respect to other lines for pipes and files.
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n <= 0) break;
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  stderr_writer().push(std::move(line));
+}
+
+std::uint64_t log_lines_dropped() noexcept { return stderr_writer().dropped(); }
+
+bool log_flush(std::chrono::milliseconds within) { return stderr_writer().flush(within); }
+
+log_writer::log_writer(int fd, std::size_t capacity, std::chrono::milliseconds drain)
+    : fd_(fd), capacity_(capacity), drain_(drain) {
+  thread_ = std::thread([this] { run(); });
+}
+
+log_writer::~log_writer() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+    stop_by_ = std::chrono::steady_clock::now() + drain_;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool log_writer::push(std::string line) {
+  {
+    std::lock_guard lk(mu_);
+    if (held_ + line.size() > capacity_ && held_ > 0) {
+      ++gap_;
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (gap_ > 0) {
+      // Where the lines went missing, and how many: the first line that fits again says so.
+      std::string note =
+          format_log_line(log_level::warn, "log lines dropped: stderr did not take them",
+                          {{"dropped", static_cast<long long>(gap_)}});
+      note += '\n';
+      held_ += note.size();
+      queue_.push_back(std::move(note));
+      gap_ = 0;
+    }
+    held_ += line.size();
+    queue_.push_back(std::move(line));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+bool log_writer::flush(std::chrono::milliseconds within) {
+  std::unique_lock lk(mu_);
+  return written_.wait_for(lk, within, [this] { return queue_.empty() && !writing_; });
+}
+
+std::size_t log_writer::write_all(std::string_view bytes) {
+  // At most PIPE_BUF a write: a pipe that polls writable has room for that much, so the
+  // write does not block.
+  constexpr std::size_t most = PIPE_BUF;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    pollfd p{fd_, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) {
+      std::lock_guard lk(mu_);
+      if (stop_ && std::chrono::steady_clock::now() >= stop_by_) break;
+      continue;
+    }
+    if ((p.revents & (POLLERR | POLLNVAL)) != 0 && (p.revents & POLLOUT) == 0) break;
+    const ssize_t n = ::write(fd_, bytes.data() + done, std::min(bytes.size() - done, most));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;  // EPIPE (no reader), EBADF, ENOSPC...: the rest goes nowhere
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+void log_writer::run() {
+  // A write to a pipe whose reader is gone raises SIGPIPE in the writing thread: blocked here,
+  // the write fails with EPIPE instead of ending the process, and the signal it left pending
+  // is taken back.
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
+  std::unique_lock lk(mu_);
+  for (;;) {
+    wake_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping, and nothing left
+    std::deque<std::string> batch;
+    batch.swap(queue_);
+    writing_ = true;
+    lk.unlock();
+    std::string bytes;
+    for (const auto& line : batch) bytes += line;
+    const std::size_t written = write_all(bytes);
+    if (written < bytes.size()) {
+      // Every line not written whole is lost.
+      std::size_t end = 0;
+      std::uint64_t lost = 0;
+      for (const auto& line : batch) {
+        end += line.size();
+        if (end > written) ++lost;
+      }
+      dropped_.fetch_add(lost, std::memory_order_relaxed);
+      const timespec none{0, 0};
+      while (sigtimedwait(&pipe_only, nullptr, &none) == SIGPIPE) {
+      }
+    }
+    lk.lock();
+    held_ -= bytes.size();
+    writing_ = false;
+    if (written < bytes.size() && stop_ && std::chrono::steady_clock::now() >= stop_by_) {
+      // Stopping, and the descriptor takes nothing more: what is left is lost.
+      dropped_.fetch_add(queue_.size(), std::memory_order_relaxed);
+      queue_.clear();
+      held_ = 0;
+    }
+    if (queue_.empty()) written_.notify_all();
   }
 }
 

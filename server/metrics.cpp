@@ -52,6 +52,14 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Help("Connections closed at accept because limits.maxConnections was reached.")
            .Register(r)
            .Add({});
+  log_dropped_ =
+      &prometheus::BuildCounter()
+           .Name("topogate_log_lines_dropped_total")
+           .Help(
+               "Log lines dropped because stderr did not take them (a reader that stopped "
+               "reading filled the log's queue).")
+           .Register(r)
+           .Add({});
   handshake_failures_ = &prometheus::BuildCounter()
                              .Name("topogate_tls_handshake_failures_total")
                              .Help("Failed TLS handshakes, by reason.")
@@ -480,7 +488,23 @@ void metrics::audit_succeeded(
   audit_runs_->Add({{"result", "success"}}).Increment();
 }
 
+void metrics::log_drops_from(std::uint64_t (*dropped)() noexcept) {
+  std::lock_guard lock(log_mu_);
+  log_dropped_source_ = dropped;
+}
+
 std::string metrics::serialize() {
+  {
+    std::lock_guard lock(log_mu_);
+    if (log_dropped_source_ != nullptr) {
+      // The log's count only grows: the counter follows it by the difference.
+      const std::uint64_t now = log_dropped_source_();
+      if (now > log_dropped_seen_) {
+        log_dropped_->Increment(static_cast<double>(now - log_dropped_seen_));
+        log_dropped_seen_ = now;
+      }
+    }
+  }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

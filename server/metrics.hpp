@@ -10,6 +10,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,10 @@ class metrics {
   // run could not list the Nodes (unknown, not none).
   void audit_ownership_conflicts(double pairs);
 
+  // Where topogate_log_lines_dropped_total is read from at each scrape (serve: server/log's
+  // log_lines_dropped); without it the counter stays 0.
+  void log_drops_from(std::uint64_t (*dropped)() noexcept);
+
   // Per-inventory gauges are computed at scrape time from the registry.
   void refresh_inventories(const inventory::registry& reg);
   [[nodiscard]] std::string serialize();
@@ -77,6 +82,10 @@ class metrics {
   prometheus::Gauge* in_flight_;
   prometheus::Gauge* connections_;
   prometheus::Counter* connections_refused_;
+  prometheus::Counter* log_dropped_;
+  std::mutex log_mu_;
+  std::uint64_t (*log_dropped_source_)() noexcept = nullptr;  // log_mu_
+  std::uint64_t log_dropped_seen_ = 0;                        // log_mu_
   prometheus::Family<prometheus::Counter>* handshake_failures_;
   prometheus::Family<prometheus::Counter>* auth_failures_;
   prometheus::Family<prometheus::Counter>* admission_;

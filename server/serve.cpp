@@ -61,6 +61,7 @@ core::result<void> apply_overrides(serve_config& cfg, std::span<const std::strin
 int serve(serve_config cfg, const serve_hooks& hooks) {
   set_log_level(level_of(cfg.log_level));
   metrics m;
+  m.log_drops_from(&log_lines_dropped);
   credential_watcher creds(cfg, &m);
   if (const auto loaded = creds.load(); !loaded) {
     log(log_level::error, "cannot load credentials", {{"error", loaded.error().message}});
@@ -185,6 +186,7 @@ int serve(serve_config cfg, const serve_hooks& hooks) {
     log(log_level::error,
         "a store call is still blocked after the shutdown timeout; exiting without waiting for it",
         {});
+    log_flush(log_exit_flush);
     std::fflush(nullptr);
     std::_Exit(0);
   }

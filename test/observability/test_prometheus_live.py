@@ -63,7 +63,7 @@ ACTIVE = {
 INACTIVE = {
     "TopogateInventoryStale", "TopogateInventoryNearMaxAge", "TopogateProfileChangesAccepted",
     "TopogateStoreUnavailable", "TopogateStoreViewBehind", "TopogateAdmissionSlow", "TopogateNoReadyReplica", "TopogateAuditViolations",
-    "TopogateOwnershipConflict",
+    "TopogateOwnershipConflict", "TopogateLogLinesDropped",
 }
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,

@@ -49,6 +49,7 @@ NAMES = {
     "TopogateAuditViolations": "rule",
     "TopogateAuditFailing": None,
     "TopogateOwnershipConflict": None,
+    "TopogateLogLinesDropped": "instance",
 }
 
 

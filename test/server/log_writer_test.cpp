@@ -1,0 +1,248 @@
+// server/log's writer: lines queued by any thread are written in order by a thread of its own;
+// a descriptor that does not take them never makes a caller wait, and what is dropped is
+// counted and said.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/log.hpp"
+
+namespace topogate::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct pipe_fds {
+  int r = -1;
+  int w = -1;
+  pipe_fds() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) == 0) {
+      r = fds[0];
+      w = fds[1];
+    }
+  }
+  ~pipe_fds() {
+    if (r >= 0) ::close(r);
+    if (w >= 0) ::close(w);
+  }
+  // Fills the pipe until it takes nothing more (its write end made non-blocking for that).
+  void fill() const {
+    const int flags = ::fcntl(w, F_GETFL);
+    ::fcntl(w, F_SETFL, flags | O_NONBLOCK);
+    const std::string block(4096, 'x');
+    while (::write(w, block.data(), block.size()) > 0) {
+    }
+    const std::string byte(1, 'x');
+    while (::write(w, byte.data(), 1) > 0) {
+    }
+    ::fcntl(w, F_SETFL, flags);
+  }
+  // Everything readable now, without waiting.
+  [[nodiscard]] std::string drain() const {
+    const int flags = ::fcntl(r, F_GETFL);
+    ::fcntl(r, F_SETFL, flags | O_NONBLOCK);
+    std::string out;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(r, buf, sizeof buf)) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
+    ::fcntl(r, F_SETFL, flags);
+    return out;
+  }
+};
+
+std::string numbered(int i, std::size_t width = 0) {
+  std::string line = format_log_line(log_level::info, "line", {{"n", i}});
+  if (line.size() + 1 < width) line.append(width - line.size() - 1, ' ');
+  return line + "\n";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    out.push_back(text.substr(at, nl - at));
+  EXPECT_EQ(at, text.size()) << "a line was cut";
+  return out;
+}
+
+// The line's "n", or -1 for the dropped note (its "dropped" in *dropped).
+long long number_of(const std::string& line, long long* dropped = nullptr) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  EXPECT_FALSE(p.parse(line).get(doc)) << line;
+  int64_t v = 0;
+  if (!doc["n"].get(v)) return v;
+  std::string_view msg;
+  EXPECT_FALSE(doc["msg"].get(msg)) << line;
+  EXPECT_EQ(msg, "log lines dropped: stderr did not take them");
+  int64_t said = 0;
+  EXPECT_FALSE(doc["dropped"].get(said)) << line;
+  if (dropped != nullptr) *dropped = said;
+  return -1;
+}
+
+TEST(LogWriter, WritesEveryLineInOrder) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  std::string out;
+  {
+    log_writer w(p.w, 1 << 20);
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(w.push(numbered(i)));
+    ASSERT_TRUE(w.flush(10s));
+    out = p.drain();
+    EXPECT_EQ(w.dropped(), 0u);
+  }
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 500u);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(number_of(lines[i]), i);
+}
+
+TEST(LogWriter, LinesFromManyThreadsStayWhole) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  std::string out;
+  std::thread reader;
+  {
+    log_writer w(p.w, 4 << 20);  // room for all of them: nothing is dropped
+    // Lines longer than one write (PIPE_BUF), from four threads at once.
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&w, t] {
+        for (int i = 0; i < 100; ++i) w.push(numbered(t * 1000 + i, 6000));
+      });
+    }
+    reader = std::thread([&] {
+      char buf[65536];
+      for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    });
+    for (auto& t : threads) t.join();
+    ASSERT_TRUE(w.flush(30s));
+    EXPECT_EQ(w.dropped(), 0u);
+  }
+  ::close(p.w);
+  p.w = -1;
+  reader.join();
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 400u);
+  // Each thread's lines in its order.
+  std::vector<long long> last(4, -1);
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.size(), 5999u);
+    const long long n = number_of(l);
+    const auto t = static_cast<std::size_t>(n / 1000);
+    ASSERT_LT(t, 4u);
+    EXPECT_GT(n, last[t]);
+    last[t] = n;
+  }
+}
+
+TEST(LogWriter, AFullDescriptorHoldsTheCapacityExactlyAndDropsPastIt) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  p.fill();  // the descriptor takes nothing: every line pushed stays held
+  const std::string sample = numbered(0, 100);
+  ASSERT_EQ(sample.size(), 100u);
+  log_writer w(p.w, 1000, 50ms);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(w.push(numbered(i, 100))) << i;  // 1000 bytes: full
+  EXPECT_FALSE(w.push(numbered(10, 100)));  // one line more: dropped
+  EXPECT_FALSE(w.push("x\n"));              // even two bytes
+  EXPECT_EQ(w.dropped(), 2u);
+  EXPECT_FALSE(w.flush(200ms));  // nothing is written while the pipe is full
+}
+
+TEST(LogWriter, ALineLargerThanTheCapacityGoesIntoAnEmptyQueue) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  log_writer w(p.w, 100);
+  const std::string big = numbered(7, 5000);
+  ASSERT_TRUE(w.push(big));
+  ASSERT_TRUE(w.flush(10s));
+  EXPECT_EQ(p.drain(), big);
+  EXPECT_EQ(w.dropped(), 0u);
+}
+
+TEST(LogWriter, AReaderThatStopsNeverStopsTheCallerAndTheGapIsSaid) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  ASSERT_GT(::fcntl(p.w, F_SETPIPE_SZ, 4096), 0);
+  log_writer w(p.w, 16 * 1024);
+  // Nothing reads: the pipe (4 KiB) and the queue (16 KiB) fill, and every push still returns.
+  int accepted = 0;
+  int refused = 0;
+  for (int i = 0; i < 2000; ++i) (w.push(numbered(i, 200)) ? accepted : refused)++;
+  EXPECT_GT(refused, 0);
+  EXPECT_LE(accepted, (4096 + 16 * 1024) / 200 + 1);
+  EXPECT_EQ(w.dropped(), static_cast<std::uint64_t>(refused));
+  EXPECT_FALSE(w.flush(100ms));
+  // The reader comes back: what was held comes out, then the next line, after the note of
+  // the lines missing before it.
+  std::string out;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
+  });
+  ASSERT_TRUE(w.flush(30s));
+  ASSERT_TRUE(w.push(numbered(5000, 200)));
+  ASSERT_TRUE(w.flush(30s));
+  ::close(p.w);
+  p.w = -1;
+  reader.join();
+  // Every accepted line, in order; a note where lines went missing (the pushes may have
+  // raced the writer's first writes, so a gap can come before the last one too), and the
+  // notes count every line refused.
+  const auto lines = lines_of(out);
+  long long previous = -1;
+  long long said = 0;
+  int written = 0;
+  for (const auto& line : lines) {
+    long long dropped = 0;
+    const long long n = number_of(line, &dropped);
+    if (n == -1) {
+      said += dropped;
+      continue;
+    }
+    EXPECT_GT(n, previous);
+    previous = n;
+    ++written;
+  }
+  EXPECT_EQ(written, accepted + 1);
+  EXPECT_EQ(said, refused);
+  EXPECT_EQ(number_of(lines.back()), 5000);
+  long long last_note = 0;
+  EXPECT_EQ(number_of(lines[lines.size() - 2], &last_note), -1) << "the gap before the last line";
+}
+
+TEST(LogWriter, NoReaderAtAllLosesTheLinesButNotTheProcess) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  ::close(p.r);  // a write now fails with EPIPE and raises SIGPIPE, which would end the test
+  p.r = -1;
+  log_writer w(p.w, 1 << 20);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(w.push(numbered(i)));
+  ASSERT_TRUE(w.flush(10s));
+  EXPECT_EQ(w.dropped(), 3u);
+}
+
+TEST(LogWriter, StoppingGivesUpOnADescriptorThatTakesNothing) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  p.fill();
+  {
+    log_writer w(p.w, 1 << 20, 100ms);
+    ASSERT_TRUE(w.push(numbered(1)));
+  }  // returns: the drain's bound passed (a writer blocked in write would never return)
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace topogate::server
