@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 
-from conftest import SCHEDULING_MARGIN_S, default_config, wait_for
+from conftest import SCHEDULING_MARGIN_S, default_config, sanitizer_report, wait_for
 from hostile_support import client_context
 
 F_SETPIPE_SZ = 1031
@@ -78,6 +78,9 @@ class StderrPipe:
             self.drain()
         self.reader.join(timeout=10)
         os.close(self.r)
+        # Under the sanitizer presets a report goes to stderr: this pipe.
+        report = sanitizer_report(self.text.decode(errors="replace"))
+        assert not report, "sanitizer report from topogate:\n" + report
 
 
 def dropped_metric(conn):
