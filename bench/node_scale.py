@@ -210,10 +210,19 @@ inventories:
         self.t0 = time.monotonic()
         # The log in a folder of its own: topogate watches the snapshot's folder, and each line
         # written there would wake its reconcile loop (an operator's log goes to stdout).
+        # Its stderr is a pipe that a thread of this script copies to the file, as a container
+        # runtime reads a container's log from a pipe: topogate's own log writes are then what
+        # they are in a Pod (a line written by the thread that logs it, when the pipe takes it).
         os.makedirs(f"{d}/log")
-        self.log = open(f"{d}/log/topogate.log", "w")
+        self.log = open(f"{d}/log/topogate.log", "wb", buffering=0)
         self.proc = subprocess.Popen([binary, "serve", "--config", f"{d}/config.yaml"],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+        def copy_log(src, dst):
+            while chunk := src.read1(65536):
+                dst.write(chunk)
+        self.log_copier = threading.Thread(target=copy_log, args=(self.proc.stdout, self.log), daemon=True)
+        self.log_copier.start()
         self.ctx = ssl.create_default_context(cafile=f"{d}/tls.crt")
         self.conn = None
 
@@ -235,14 +244,13 @@ inventories:
     def wait_ready(self, timeout=120):
         while time.monotonic() - self.t0 < timeout:
             if self.proc.poll() is not None:
-                self.log.flush()
+                self.log_copier.join(timeout=5)
                 with open(self.work + "/log/topogate.log") as f:
                     raise RuntimeError("topogate exited:\n" + "".join(f.readlines()[-5:]))
             status, etag = self.get("/snapshots/dc")
             if status == 200:
                 return time.monotonic() - self.t0, etag
             time.sleep(0.05)
-        self.log.flush()
         with open(self.work + "/log/topogate.log") as f:
             lines = [l for l in f if '"msg":"request"' not in l]
         raise RuntimeError("topogate not ready in time:\n" + "".join(lines[-6:]))
@@ -253,6 +261,7 @@ inventories:
             self.proc.wait(20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.log_copier.join(timeout=5)
         self.log.close()
 
 

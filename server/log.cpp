@@ -1,7 +1,10 @@
 #include "server/log.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,9 +110,66 @@ std::uint64_t log_lines_dropped() noexcept { return stderr_writer().dropped(); }
 
 bool log_flush(std::chrono::milliseconds within) { return stderr_writer().flush(within); }
 
+namespace {
+
+// Whether this thread has SIGPIPE blocked, as it was when the thread first asked: threads set
+// their masks when they start (serve() blocks it before it starts any).
+bool sigpipe_blocked_here() {
+  thread_local const bool blocked = [] {
+    sigset_t now;
+    sigemptyset(&now);
+    return pthread_sigmask(SIG_BLOCK, nullptr, &now) == 0 && sigismember(&now, SIGPIPE) == 1;
+  }();
+  return blocked;
+}
+
+}  // namespace
+
 log_writer::log_writer(int fd, std::size_t capacity, std::chrono::milliseconds drain)
     : fd_(fd), capacity_(capacity), drain_(drain) {
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) {
+    if (S_ISSOCK(st.st_mode)) {
+      direct_socket_ = true;
+    } else if (S_ISFIFO(st.st_mode)) {
+      // A description of the same pipe of its own, non-blocking: the caller's write then never
+      // waits, and the descriptor's own flags (shared with whoever else holds it) stay as they
+      // are. Without /proc, every line goes through the writer thread.
+      const std::string path = "/proc/self/fd/" + std::to_string(fd_);
+      direct_fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    }
+  }
   thread_ = std::thread([this] { run(); });
+}
+
+log_writer::direct log_writer::try_direct(std::string& line) {
+  ssize_t n = -1;
+  if (direct_socket_) {
+    n = ::send(fd_, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else if (direct_fd_ >= 0 && sigpipe_blocked_here()) {
+    n = ::write(direct_fd_, line.data(), line.size());
+  } else {
+    return direct::queue;
+  }
+  if (n == static_cast<ssize_t>(line.size())) {
+    direct_writes_.fetch_add(1, std::memory_order_relaxed);
+    return direct::written;
+  }
+  if (n > 0) {
+    line.erase(0, static_cast<std::size_t>(n));  // the rest after it, by the writer thread
+    return direct::queue;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return direct::queue;
+  // EPIPE (no reader; SIGPIPE is blocked in this thread, or MSG_NOSIGNAL), EBADF...: lost.
+  if (!direct_socket_) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    const timespec none{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &none) == SIGPIPE) {
+    }
+  }
+  return direct::lost;
 }
 
 log_writer::~log_writer() {
@@ -120,6 +180,7 @@ log_writer::~log_writer() {
   }
   wake_.notify_all();
   thread_.join();
+  if (direct_fd_ >= 0) ::close(direct_fd_);
 }
 
 bool log_writer::push(std::string line) {
@@ -139,6 +200,19 @@ bool log_writer::push(std::string line) {
       held_ += note.size();
       queue_.push_back(std::move(note));
       gap_ = 0;
+    }
+    if (queue_.empty() && !writing_ && line.size() <= PIPE_BUF) {
+      // Nothing waits before it: the caller writes it itself when the descriptor takes it
+      // without waiting (a pipe or a socket), and the writer thread is not woken for it.
+      switch (try_direct(line)) {
+        case direct::written:
+          return true;
+        case direct::lost:
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+          return false;
+        case direct::queue:
+          break;
+      }
     }
     held_ += line.size();
     queue_.push_back(std::move(line));

@@ -60,14 +60,18 @@ inline constexpr std::size_t log_queue_bytes = std::size_t{1} << 20;
 // How long the process's exit waits for its last lines when stderr does not take them.
 inline constexpr std::chrono::milliseconds log_exit_flush{2000};
 
-// One descriptor's writer: lines queued by push() (each ending with '\n', from any thread)
-// are written in order by a thread of its own, at most 4 KiB a write(2), each write made only
-// when poll(2) says the descriptor takes it, so that the thread never blocks in write (a pipe
-// takes that much whole once it has room for it) and sees its stop. At most `capacity` bytes
-// wait (queued or being written); a line that does not fit is dropped and counted, except into
-// an empty queue. A write the descriptor refuses (EPIPE: no reader; EBADF) loses its lines,
-// counted as dropped too. Not copyable; the destructor writes what it can for up to `drain`
-// and stops.
+// One descriptor's writer: lines pushed (each ending with '\n', from any thread) are written
+// in order. A line with nothing before it, to a pipe or a socket, is written by its caller
+// when the descriptor takes it at once (a non-blocking write: on a pipe, through a
+// description of its own opened non-blocking, and only from a thread with SIGPIPE blocked;
+// on a socket, send with MSG_DONTWAIT | MSG_NOSIGNAL). Every other line (a regular file, a
+// terminal, a pipe that is full, lines already waiting) is queued for a thread of its own,
+// which writes at most 4 KiB a write(2), each write made only when poll(2) says the
+// descriptor takes it, so that the thread never blocks in write (a pipe takes that much whole
+// once it has room for it) and sees its stop. At most `capacity` bytes wait (queued or being
+// written); a line that does not fit is dropped and counted, except into an empty queue. A
+// write the descriptor refuses (EPIPE: no reader; EBADF) loses its lines, counted as dropped
+// too. Not copyable; the destructor writes what it can for up to `drain` and stops.
 class log_writer {
  public:
   log_writer(int fd, std::size_t capacity,
@@ -83,8 +87,16 @@ class log_writer {
   [[nodiscard]] std::uint64_t dropped() const noexcept {
     return dropped_.load(std::memory_order_relaxed);
   }
+  // Lines their caller wrote itself (the rest went through the writer thread, or were dropped).
+  [[nodiscard]] std::uint64_t direct_writes() const noexcept {
+    return direct_writes_.load(std::memory_order_relaxed);
+  }
 
  private:
+  enum class direct { written, queue, lost };
+  // The caller's own non-blocking write of `line` (mu_ held); what it did not write stays in
+  // `line`.
+  direct try_direct(std::string& line);
   void run();
   // Writes `bytes` whole unless stopping passes its deadline or the descriptor refuses them;
   // returns how many were written.
@@ -102,7 +114,10 @@ class log_writer {
   bool writing_ = false;                             // mu_
   bool stop_ = false;                                // mu_
   std::chrono::steady_clock::time_point stop_by_{};  // mu_: when stop_ gives up on the rest
+  int direct_fd_ = -1;          // a pipe's non-blocking description of its own, or -1
+  bool direct_socket_ = false;  // fd_ is a socket: send(MSG_DONTWAIT | MSG_NOSIGNAL)
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> direct_writes_{0};
   std::thread thread_;
 };
 

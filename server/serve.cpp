@@ -1,6 +1,9 @@
 #include "server/serve.hpp"
 
+#include <pthread.h>
+
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -59,6 +62,15 @@ core::result<void> apply_overrides(serve_config& cfg, std::span<const std::strin
 }
 
 int serve(serve_config cfg, const serve_hooks& hooks) {
+  {
+    // Every thread serve() starts inherits this mask: a write to a pipe or socket whose reader
+    // is gone fails with EPIPE instead of ending the process (a log line written to a stderr
+    // pipe by the thread that logs it included). Child processes get an empty mask.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
+  }
   set_log_level(level_of(cfg.log_level));
   metrics m;
   m.log_drops_from(&log_lines_dropped);

@@ -4,10 +4,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <simdjson.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +62,18 @@ struct pipe_fds {
     return out;
   }
 };
+
+// Runs `f` on a thread of its own with SIGPIPE blocked, as every thread serve() starts has it.
+void with_sigpipe_blocked(const std::function<void()>& f) {
+  std::thread t([&] {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
+    f();
+  });
+  t.join();
+}
 
 std::string numbered(int i, std::size_t width = 0) {
   std::string line = format_log_line(log_level::info, "line", {{"n", i}});
@@ -174,15 +191,15 @@ TEST(LogWriter, AReaderThatStopsNeverStopsTheCallerAndTheGapIsSaid) {
   pipe_fds p;
   ASSERT_GE(p.r, 0);
   ASSERT_GT(::fcntl(p.w, F_SETPIPE_SZ, 4096), 0);
-  log_writer w(p.w, 16 * 1024);
+  auto w = std::make_unique<log_writer>(p.w, 16 * 1024);
   // Nothing reads: the pipe (4 KiB) and the queue (16 KiB) fill, and every push still returns.
   int accepted = 0;
   int refused = 0;
-  for (int i = 0; i < 2000; ++i) (w.push(numbered(i, 200)) ? accepted : refused)++;
+  for (int i = 0; i < 2000; ++i) (w->push(numbered(i, 200)) ? accepted : refused)++;
   EXPECT_GT(refused, 0);
   EXPECT_LE(accepted, (4096 + 16 * 1024) / 200 + 1);
-  EXPECT_EQ(w.dropped(), static_cast<std::uint64_t>(refused));
-  EXPECT_FALSE(w.flush(100ms));
+  EXPECT_EQ(w->dropped(), static_cast<std::uint64_t>(refused));
+  EXPECT_FALSE(w->flush(100ms));
   // The reader comes back: what was held comes out, then the next line, after the note of
   // the lines missing before it.
   std::string out;
@@ -191,9 +208,13 @@ TEST(LogWriter, AReaderThatStopsNeverStopsTheCallerAndTheGapIsSaid) {
     for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
       out.append(buf, static_cast<std::size_t>(n));
   });
-  ASSERT_TRUE(w.flush(30s));
-  ASSERT_TRUE(w.push(numbered(5000, 200)));
-  ASSERT_TRUE(w.flush(30s));
+  ASSERT_TRUE(w->flush(30s));
+  ASSERT_TRUE(w->push(numbered(5000, 200)));
+  ASSERT_TRUE(w->flush(30s));
+  // The reader's end of file: every write end closed, the writer's own description of the
+  // pipe (which it keeps until it is destroyed) included.
+  const std::uint64_t refused_counted = w->dropped();
+  w.reset();
   ::close(p.w);
   p.w = -1;
   reader.join();
@@ -217,6 +238,7 @@ TEST(LogWriter, AReaderThatStopsNeverStopsTheCallerAndTheGapIsSaid) {
   }
   EXPECT_EQ(written, accepted + 1);
   EXPECT_EQ(said, refused);
+  EXPECT_EQ(refused_counted, static_cast<std::uint64_t>(refused));
   EXPECT_EQ(number_of(lines.back()), 5000);
   long long last_note = 0;
   EXPECT_EQ(number_of(lines[lines.size() - 2], &last_note), -1) << "the gap before the last line";
@@ -242,6 +264,93 @@ TEST(LogWriter, StoppingGivesUpOnADescriptorThatTakesNothing) {
     ASSERT_TRUE(w.push(numbered(1)));
   }  // returns: the drain's bound passed (a writer blocked in write would never return)
   SUCCEED();
+}
+
+TEST(LogWriter, ALineToAPipeThatTakesItIsWrittenByItsCaller) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  log_writer w(p.w, 1 << 20);
+  with_sigpipe_blocked([&] {
+    for (int i = 0; i < 50; ++i) {
+      const std::string line = numbered(i);
+      ASSERT_TRUE(w.push(line));
+      EXPECT_EQ(p.drain(), line) << "in the pipe when push returned";
+    }
+  });
+  EXPECT_EQ(w.direct_writes(), 50u);
+  EXPECT_EQ(w.dropped(), 0u);
+}
+
+TEST(LogWriter, ACallerWithoutSigpipeBlockedLeavesThePipeToTheWriterThread) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  sigset_t now;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &now), 0);
+  ASSERT_EQ(sigismember(&now, SIGPIPE), 0) << "this test's thread has SIGPIPE blocked";
+  log_writer w(p.w, 1 << 20);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w.push(numbered(i)));
+  ASSERT_TRUE(w.flush(10s));
+  EXPECT_EQ(w.direct_writes(), 0u);
+  EXPECT_EQ(lines_of(p.drain()).size(), 5u);
+}
+
+TEST(LogWriter, AFullPipeQueuesTheCallersLinesInOrder) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  ASSERT_GT(::fcntl(p.w, F_SETPIPE_SZ, 4096), 0);
+  auto w = std::make_unique<log_writer>(p.w, 1 << 20);
+  std::string filler;
+  with_sigpipe_blocked([&] {
+    // The first lines go straight in until the pipe is full; the rest wait, and none of these
+    // pushes waits for the pipe.
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(w->push(numbered(i, 200)));
+  });
+  EXPECT_GT(w->direct_writes(), 0u);
+  EXPECT_LT(w->direct_writes(), 100u);
+  std::string out;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
+  });
+  ASSERT_TRUE(w->flush(30s));
+  w.reset();  // its own description of the pipe closed: the reader's end of file
+  ::close(p.w);
+  p.w = -1;
+  reader.join();
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(number_of(lines[i]), i);
+}
+
+TEST(LogWriter, APipeWhoseReaderLeftLosesTheCallersLineButNotTheProcess) {
+  pipe_fds p;
+  ASSERT_GE(p.r, 0);
+  log_writer w(p.w, 1 << 20);  // the reader is there when the writer opens its description
+  ::close(p.r);
+  p.r = -1;
+  with_sigpipe_blocked([&] { EXPECT_FALSE(w.push(numbered(1))); });
+  EXPECT_EQ(w.dropped(), 1u);
+  EXPECT_EQ(w.direct_writes(), 0u);
+}
+
+TEST(LogWriter, ASocketIsWrittenByTheCallerWithoutSigpipe) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  {
+    log_writer w(sv[0], 1 << 20);
+    const std::string line = numbered(3);
+    ASSERT_TRUE(w.push(line));  // from this thread, SIGPIPE not blocked: MSG_NOSIGNAL
+    std::string got(line.size(), '\0');
+    ASSERT_EQ(::recv(sv[1], got.data(), got.size(), MSG_DONTWAIT),
+              static_cast<ssize_t>(line.size()));
+    EXPECT_EQ(got, line);
+    ::close(sv[1]);  // the reader leaves: EPIPE, and no SIGPIPE to end this test
+    EXPECT_FALSE(w.push(numbered(4)));
+    EXPECT_EQ(w.direct_writes(), 1u);
+    EXPECT_EQ(w.dropped(), 1u);
+  }
+  ::close(sv[0]);
 }
 
 }  // namespace
