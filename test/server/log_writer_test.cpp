@@ -50,6 +50,14 @@ struct pipe_fds {
     }
     ::fcntl(w, F_SETFL, flags);
   }
+  // A thread that reads the pipe into `out` until every write end is closed.
+  [[nodiscard]] std::thread read_to_end(std::string& out) const {
+    return std::thread([fd = r, &out] {
+      char buf[65536];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    });
+  }
   // Everything readable now, without waiting.
   [[nodiscard]] std::string drain() const {
     const int flags = ::fcntl(r, F_GETFL);
@@ -136,11 +144,7 @@ TEST(LogWriter, LinesFromManyThreadsStayWhole) {
         for (int i = 0; i < 100; ++i) w.push(numbered(t * 1000 + i, 6000));
       });
     }
-    reader = std::thread([&] {
-      char buf[65536];
-      for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
-        out.append(buf, static_cast<std::size_t>(n));
-    });
+    reader = p.read_to_end(out);
     for (auto& t : threads) t.join();
     ASSERT_TRUE(w.flush(30s));
     EXPECT_EQ(w.dropped(), 0u);
@@ -203,11 +207,7 @@ TEST(LogWriter, AReaderThatStopsNeverStopsTheCallerAndTheGapIsSaid) {
   // The reader comes back: what was held comes out, then the next line, after the note of
   // the lines missing before it.
   std::string out;
-  std::thread reader([&] {
-    char buf[65536];
-    for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
-      out.append(buf, static_cast<std::size_t>(n));
-  });
+  std::thread reader = p.read_to_end(out);
   ASSERT_TRUE(w->flush(30s));
   ASSERT_TRUE(w->push(numbered(5000, 200)));
   ASSERT_TRUE(w->flush(30s));
@@ -308,11 +308,7 @@ TEST(LogWriter, AFullPipeQueuesTheCallersLinesInOrder) {
   EXPECT_GT(w->direct_writes(), 0u);
   EXPECT_LT(w->direct_writes(), 100u);
   std::string out;
-  std::thread reader([&] {
-    char buf[65536];
-    for (ssize_t n; (n = ::read(p.r, buf, sizeof buf)) > 0;)
-      out.append(buf, static_cast<std::size_t>(n));
-  });
+  std::thread reader = p.read_to_end(out);
   ASSERT_TRUE(w->flush(30s));
   w.reset();  // its own description of the pipe closed: the reader's end of file
   ::close(p.w);
