@@ -2,11 +2,12 @@
 // Structured logs: one JSON object per line on stderr. Callers pass identities (a certificate
 // subject, "bearer:<inventory>"), never a token, key or certificate body.
 //
-// log() formats its line on the caller's thread and queues it for a writer thread of its own:
-// no caller (an I/O thread, the reconcile loop, a lane) ever waits for stderr. A reader of
-// stderr that stops reading (a full pipe, a stopped log agent) fills the queue; past
-// log_queue_bytes a line is dropped and counted (topogate_log_lines_dropped_total), and the
-// next line queued is preceded by one that says how many were dropped there.
+// log() formats its line on the caller's thread, then writes it at once when stderr (a pipe or
+// a socket) takes it without waiting, and otherwise queues it for a writer thread of its own
+// (log_writer, below): no caller (an I/O thread, the reconcile loop, a lane) ever waits for
+// stderr. A reader of stderr that stops reading (a full pipe, a stopped log agent) fills the
+// queue; past log_queue_bytes a line is dropped and counted (topogate_log_lines_dropped_total),
+// and the next line queued is preceded by one that says how many were dropped there.
 
 #include <atomic>
 #include <chrono>
@@ -36,7 +37,6 @@ struct log_field {
   log_field(std::string_view k, long long v) : key(k), value(v) {}
   log_field(std::string_view k, unsigned v) : key(k), value(static_cast<long long>(v)) {}
   log_field(std::string_view k, unsigned long v) : key(k), value(static_cast<long long>(v)) {}
-  log_field(std::string_view k, unsigned long long v) : key(k), value(static_cast<long long>(v)) {}
   log_field(std::string_view k, double v) : key(k), value(v) {}
   log_field(std::string_view k, bool v) : key(k), value(v) {}
 };
@@ -80,8 +80,8 @@ class log_writer {
   log_writer(const log_writer&) = delete;
   log_writer& operator=(const log_writer&) = delete;
 
-  // Queues `line` (which ends with '\n'); false when it was dropped. Never waits for the
-  // descriptor.
+  // Writes or queues `line` (which ends with '\n'); false when it was dropped. Never waits
+  // for the descriptor.
   bool push(std::string line);
   bool flush(std::chrono::milliseconds within);
   [[nodiscard]] std::uint64_t dropped() const noexcept {
