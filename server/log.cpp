@@ -112,6 +112,21 @@ bool log_flush(std::chrono::milliseconds within) { return stderr_writer().flush(
 
 namespace {
 
+sigset_t sigpipe_only() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  return set;
+}
+
+// Takes back a SIGPIPE that a failed write left pending on this thread (where it is blocked).
+void discard_pending_sigpipe() {
+  const sigset_t set = sigpipe_only();
+  const timespec none{0, 0};
+  while (sigtimedwait(&set, nullptr, &none) == SIGPIPE) {
+  }
+}
+
 // Whether this thread has SIGPIPE blocked, as it was when the thread first asked: threads set
 // their masks when they start (serve() blocks it before it starts any).
 bool sigpipe_blocked_here() {
@@ -161,14 +176,7 @@ log_writer::direct log_writer::try_direct(std::string& line) {
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return direct::queue;
   // EPIPE (no reader; SIGPIPE is blocked in this thread, or MSG_NOSIGNAL), EBADF...: lost.
-  if (!direct_socket_) {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    const timespec none{0, 0};
-    while (sigtimedwait(&pipe_only, nullptr, &none) == SIGPIPE) {
-    }
-  }
+  if (!direct_socket_) discard_pending_sigpipe();
   return direct::lost;
 }
 
@@ -255,9 +263,7 @@ void log_writer::run() {
   // A write to a pipe whose reader is gone raises SIGPIPE in the writing thread: blocked here,
   // the write fails with EPIPE instead of ending the process, and the signal it left pending
   // is taken back.
-  sigset_t pipe_only;
-  sigemptyset(&pipe_only);
-  sigaddset(&pipe_only, SIGPIPE);
+  const sigset_t pipe_only = sigpipe_only();
   pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
   std::unique_lock lk(mu_);
   for (;;) {
@@ -279,9 +285,7 @@ void log_writer::run() {
         if (end > written) ++lost;
       }
       dropped_.fetch_add(lost, std::memory_order_relaxed);
-      const timespec none{0, 0};
-      while (sigtimedwait(&pipe_only, nullptr, &none) == SIGPIPE) {
-      }
+      discard_pending_sigpipe();
     }
     lk.lock();
     held_ -= bytes.size();

@@ -159,3 +159,30 @@ def test_sigterm_ends_the_process_while_nobody_reads_its_stderr(binary, pki, tmp
         assert took < 2.0 + LOG_EXIT_FLUSH_S + SCHEDULING_MARGIN_S, f"exit took {took:.2f} s"
     finally:
         srv.close()
+
+
+def test_lines_queued_at_exit_reach_a_reader_that_comes_back_within_the_flush(binary, pki, tmp_path):
+    d = tmp_path / "srv"
+    d.mkdir()
+    srv = StderrPipe(binary, d, default_config(
+        pki, d, extra="limits: {shutdownDelay: 0s, shutdownTimeout: 2s}"))
+    try:
+        conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=client_context(pki),
+                                           timeout=10 * SCHEDULING_MARGIN_S)
+        for i in range(200):  # the pipe full, most of these lines queued
+            conn.request("GET", f"/no-such-path-{i}")
+            conn.getresponse().read()
+        conn.close()
+        srv.proc.send_signal(signal.SIGTERM)
+        # The process is exiting and waits for its queued lines; the reader comes back within
+        # that wait, and every line gets out: the last request's, and the shutdown's own last.
+        time.sleep(LOG_EXIT_FLUSH_S / 4)
+        srv.drain()
+        assert srv.proc.wait(timeout=30 * SCHEDULING_MARGIN_S) == 0
+        srv.reader.join(timeout=10)
+        requests = [l for l in srv.lines() if l.get("msg") == "request" and l.get("status") == 404]
+        assert len(requests) == 200, f"{len(requests)} of 200 request lines written"
+        assert srv.lines()[-1]["msg"] == "stopped"
+        assert not [l for l in srv.lines() if l.get("msg", "").startswith("log lines dropped")]
+    finally:
+        srv.close()

@@ -98,8 +98,17 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+long long number_of(const std::string& line, long long* dropped = nullptr);
+
+// `text` is exactly lines 0 .. count-1, in order.
+void expect_numbered_in_order(const std::string& text, int count) {
+  const auto lines = lines_of(text);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) EXPECT_EQ(number_of(lines[static_cast<std::size_t>(i)]), i);
+}
+
 // The line's "n", or -1 for the dropped note (its "dropped" in *dropped).
-long long number_of(const std::string& line, long long* dropped = nullptr) {
+long long number_of(const std::string& line, long long* dropped) {
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   EXPECT_FALSE(p.parse(line).get(doc)) << line;
@@ -125,9 +134,7 @@ TEST(LogWriter, WritesEveryLineInOrder) {
     out = p.drain();
     EXPECT_EQ(w.dropped(), 0u);
   }
-  const auto lines = lines_of(out);
-  ASSERT_EQ(lines.size(), 500u);
-  for (int i = 0; i < 500; ++i) EXPECT_EQ(number_of(lines[i]), i);
+  expect_numbered_in_order(out, 500);
 }
 
 TEST(LogWriter, LinesFromManyThreadsStayWhole) {
@@ -314,9 +321,7 @@ TEST(LogWriter, AFullPipeQueuesTheCallersLinesInOrder) {
   ::close(p.w);
   p.w = -1;
   reader.join();
-  const auto lines = lines_of(out);
-  ASSERT_EQ(lines.size(), 100u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(number_of(lines[i]), i);
+  expect_numbered_in_order(out, 100);
 }
 
 TEST(LogWriter, APipeWhoseReaderLeftLosesTheCallersLineButNotTheProcess) {
