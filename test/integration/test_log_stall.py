@@ -139,19 +139,29 @@ def test_a_stderr_nobody_reads_stalls_no_request(binary, pki, tmp_path):
         srv.close()
 
 
-def test_sigterm_ends_the_process_while_nobody_reads_its_stderr(binary, pki, tmp_path):
+def with_lines_waiting(binary, pki, tmp_path):
+    """A topogate with no shutdown delay and a short shutdown timeout (what is left is the log's
+    own bound), after 200 requests: 60 KB of lines, the pipe full and most of them queued."""
     d = tmp_path / "srv"
     d.mkdir()
-    # No shutdown delay, a short shutdown timeout: what is left is the log's own bound.
     srv = StderrPipe(binary, d, default_config(
         pki, d, extra="limits: {shutdownDelay: 0s, shutdownTimeout: 2s}"))
     try:
         conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=client_context(pki),
                                            timeout=10 * SCHEDULING_MARGIN_S)
-        for i in range(200):  # 60 KB of lines: the pipe is full and lines wait in the queue
+        for i in range(200):
             conn.request("GET", f"/no-such-path-{i}")
             conn.getresponse().read()
         conn.close()
+    except BaseException:
+        srv.close()
+        raise
+    return srv
+
+
+def test_sigterm_ends_the_process_while_nobody_reads_its_stderr(binary, pki, tmp_path):
+    srv = with_lines_waiting(binary, pki, tmp_path)
+    try:
         t = time.monotonic()
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.wait(timeout=30 * SCHEDULING_MARGIN_S) == 0
@@ -162,17 +172,8 @@ def test_sigterm_ends_the_process_while_nobody_reads_its_stderr(binary, pki, tmp
 
 
 def test_lines_queued_at_exit_reach_a_reader_that_comes_back_within_the_flush(binary, pki, tmp_path):
-    d = tmp_path / "srv"
-    d.mkdir()
-    srv = StderrPipe(binary, d, default_config(
-        pki, d, extra="limits: {shutdownDelay: 0s, shutdownTimeout: 2s}"))
+    srv = with_lines_waiting(binary, pki, tmp_path)
     try:
-        conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=client_context(pki),
-                                           timeout=10 * SCHEDULING_MARGIN_S)
-        for i in range(200):  # the pipe full, most of these lines queued
-            conn.request("GET", f"/no-such-path-{i}")
-            conn.getresponse().read()
-        conn.close()
         srv.proc.send_signal(signal.SIGTERM)
         # The process is exiting and waits for its queued lines; the reader comes back within
         # that wait, and every line gets out: the last request's, and the shutdown's own last.
